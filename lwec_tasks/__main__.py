@@ -1,0 +1,5 @@
+import sys
+
+from lwec_tasks.cli import main
+
+sys.exit(main())
