@@ -124,6 +124,11 @@ class Ensemble:
         return self._microclusters[2]
 
     @property
+    def microcluster_representative(self) -> np.ndarray:
+        """(Ñ,) index of the first object of each microcluster."""
+        return self._microclusters[1]
+
+    @property
     def microcluster_codes(self) -> np.ndarray:
         """(Ñ, M) global cluster ids of each microcluster's label row."""
         return self.global_codes[self._microclusters[1]]
