@@ -1,0 +1,134 @@
+"""``lwec run``: the consensus flow on a database table, from the command line.
+
+Options mirror the parameters of :func:`flows.consensus.consensus_flow`.
+Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
+server started for this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+# A fresh temporary Prefect server may need more than the default 20 s to start.
+_PREFECT_DEFAULTS = {
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+}
+
+
+def _csv_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _optional_int(text: str) -> int | None:
+    return None if text.lower() in ("none", "random", "") else int(text)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="cluster the rows of a database table and write the labels back",
+        description="Run the LWEA/LWGP consensus flow on a table; labels go to a table in the same "
+                    "database, parameters/metrics/artifacts to an MLflow run.",
+    )
+    parser.add_argument("--database-url", required=True,
+                        help="SQLAlchemy URL, e.g. sqlite:///features.db; 'env:VAR' reads it from $VAR")
+    parser.add_argument("--table", required=True, help="table (or view) with one row per object")
+    parser.add_argument("-k", "--n-clusters", type=int, required=True, help="number of consensus clusters")
+    parser.add_argument("--features", dest="feature_columns", type=_csv_list, default=None,
+                        help="comma-separated feature columns (default: all numeric except id/label)")
+    parser.add_argument("--id-column", default=None, help="id column (default: primary key, else 'id')")
+    parser.add_argument("--label-column", default=None, help="ground-truth column; enables NMI/ARI")
+    parser.add_argument("--method", choices=("lwea", "lwgp"), default="lwea")
+    parser.add_argument("-M", "--ensemble-size", type=int, default=10, help="base clusterings (default 10)")
+    parser.add_argument("--theta", type=float, default=0.4, help="ECI parameter θ > 0 (default 0.4)")
+    parser.add_argument("--seed", type=_optional_int, default=0, help="random seed, or 'none' (default 0)")
+    parser.add_argument("--experiment", default="lwec", help="MLflow experiment (default lwec)")
+    parser.add_argument("--output-table", default=None, help="labels table (default <table>_lwec_labels)")
+    parser.add_argument("--no-standardize", dest="standardize", action="store_false",
+                        help="use the features as they are (default: standardise each column)")
+    parser.add_argument("--drop-nonfinite", action="store_true",
+                        help="drop rows with missing/NaN/infinite features instead of failing")
+    parser.add_argument("--run-name", default=None, help="key of this run's rows in the labels table")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else sqlite:///./mlflow.db)")
+    parser.add_argument("--chunk-size", type=int, default=50_000, help="rows per database read")
+    parser.set_defaults(handler=run_command)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    parameters = {
+        name: getattr(args, name)
+        for name in (
+            "database_url", "table", "n_clusters", "feature_columns", "id_column", "label_column", "method",
+            "ensemble_size", "theta", "seed", "experiment", "output_table", "standardize", "drop_nonfinite",
+            "run_name", "tracking_uri", "chunk_size",
+        )
+    }
+    started = time.perf_counter()
+    code, summary = run_flow_reporting(parameters)
+    if summary is not None:
+        print_outcome(summary, parameters, seconds=time.perf_counter() - started)
+    return code
+
+
+def run_flow_reporting(parameters: dict) -> tuple[int, dict | None]:
+    """Check ``parameters``, run the flow, and return (exit code, summary or None).
+
+    Bad parameters raise :class:`~lwec_tasks.errors.LwecInputError` before Prefect
+    starts; failures during the run are printed to stderr with exit code 1
+    (2 for bad input found while reading the table).
+    """
+    from lwec_tasks.errors import LwecInputError
+    from lwec_tasks.tasks.request import ConsensusRequest
+
+    request_fields = {k: v for k, v in parameters.items() if k != "tracking_uri"}
+    ConsensusRequest(**request_fields)  # raises LwecInputError on bad parameters
+    for name, value in _PREFECT_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+    from flows.consensus import consensus_flow
+
+    try:
+        return 0, consensus_flow(**parameters)
+    except LwecInputError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the CLI reports every failure the same way
+        print(f"lwec: run failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1, None
+
+
+def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
+    """Tell the user where the labels and the MLflow run went."""
+    from lwec_tasks.io import mask_url
+    from lwec_tasks.tracking import resolve_tracking_uri
+
+    tracking_uri = resolve_tracking_uri(parameters.get("tracking_uri"))
+    table = summary["output_table"]
+    print()
+    print(f"Done in {seconds:.1f} s: {summary['n_objects']} rows → {summary['n_clusters_found']} clusters "
+          f"({parameters['method'].upper()}, k={parameters['n_clusters']})")
+    if summary.get("nmi") is not None:
+        print(f"Agreement with {parameters['label_column']!r}: NMI {summary['nmi']:.4f}, ARI {summary['ari']:.4f}")
+    print(f"Labels:  table {table!r} in {mask_url(parameters['database_url'])}, "
+          f"run key {summary['run_key']!r} ({summary['rows_written']} rows)")
+    print(f"         SELECT id, label FROM {table} WHERE run_key = '{summary['run_key']}';")
+    print(f"MLflow:  run {summary['mlflow_run_id']} in experiment {summary['mlflow_experiment']!r} "
+          f"at {summary['mlflow_tracking_uri']}")
+    link = _run_page(tracking_uri, summary["mlflow_run_id"])
+    if tracking_uri.startswith(("sqlite:", "file:")) or "://" not in tracking_uri:
+        print(f"         browse: mlflow ui --backend-store-uri {tracking_uri}  then open http://127.0.0.1:5000{link}")
+    else:
+        print(f"         browse: {tracking_uri.rstrip('/')}{link}")
+
+
+def _run_page(tracking_uri: str, run_id: str) -> str:
+    try:
+        from mlflow import MlflowClient
+
+        experiment_id = MlflowClient(tracking_uri).get_run(run_id).info.experiment_id
+        return f"/#/experiments/{experiment_id}/runs/{run_id}"
+    except Exception:  # noqa: BLE001 - the link is a convenience
+        return ""

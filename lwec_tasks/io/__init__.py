@@ -1,0 +1,25 @@
+"""Database edges of the pipeline: reading feature tables, writing label tables.
+
+Everything here uses SQLAlchemy 2 Core; identifiers are always taken from
+reflection or validated, never pasted into SQL text.
+"""
+
+from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url, open_engine
+from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
+from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS, LabelRows, check_label_table, write_labels
+from lwec_tasks.io.source import SourceTable, describe_source, read_rows
+
+__all__ = [
+    "LABEL_TABLE_COLUMNS",
+    "DatabaseUnreachableError",
+    "LabelRows",
+    "SourceTable",
+    "check_label_table",
+    "check_new_table_name",
+    "default_output_table",
+    "describe_source",
+    "mask_url",
+    "open_engine",
+    "read_rows",
+    "write_labels",
+]

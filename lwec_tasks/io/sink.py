@@ -1,0 +1,142 @@
+"""Writing consensus labels back to the database, idempotently.
+
+The labels table is keyed by ``(run_key, id)``. Writing a run deletes the
+rows of its run key and inserts the new ones inside one transaction, so a
+rerun replaces its rows (never duplicates them) and a failed write leaves
+the previous rows untouched.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import numpy as np
+import sqlalchemy as sa
+
+from lwec_tasks.errors import LwecInputError
+from lwec_tasks.io.connection import DatabaseUnreachableError
+from lwec_tasks.io.identifiers import check_new_table_name
+
+#: Columns of a labels table, in order.
+LABEL_TABLE_COLUMNS = (
+    "run_key", "id", "label", "k", "method", "theta", "ensemble_size", "seed",
+    "source_table", "flow_run_id", "written_at",
+)
+
+_INSERT_BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class LabelRows:
+    """One run's labels and the metadata stored beside each row.
+
+    Attributes
+    ----------
+    run_key : identifies the run; rows of an earlier write with the same key are replaced
+    ids : (N,) object ids (values of the source's id column, or row positions)
+    labels : (N,) consensus labels 0..k−1
+    k, method, theta, ensemble_size, seed, source_table, flow_run_id : run metadata
+    """
+
+    run_key: str
+    ids: np.ndarray
+    labels: np.ndarray
+    k: int
+    method: str
+    theta: float
+    ensemble_size: int
+    seed: int | None
+    source_table: str
+    flow_run_id: str | None = None
+
+
+def label_table_schema(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
+    """The labels table definition; ``id_type`` mirrors the source's id column."""
+    return sa.Table(
+        name,
+        sa.MetaData(),
+        sa.Column("run_key", sa.String(64), primary_key=True),
+        sa.Column("id", id_type, primary_key=True),
+        sa.Column("label", sa.Integer, nullable=False),
+        sa.Column("k", sa.Integer, nullable=False),
+        sa.Column("method", sa.String(16), nullable=False),
+        sa.Column("theta", sa.Float, nullable=False),
+        sa.Column("ensemble_size", sa.Integer, nullable=False),
+        sa.Column("seed", sa.BigInteger, nullable=True),
+        sa.Column("source_table", sa.String(255), nullable=False),
+        sa.Column("flow_run_id", sa.String(64), nullable=True),
+        sa.Column("written_at", sa.DateTime(timezone=True), nullable=False),
+    )
+
+
+def check_label_table(engine: sa.Engine, name: str, source_table: str) -> None:
+    """Check, before any work, that ``name`` can receive labels.
+
+    It must be a plain identifier, differ from the source table, and either not
+    exist yet or have the labels-table columns.
+    """
+    check_new_table_name(name)
+    if name == source_table:
+        raise LwecInputError(f"output_table={name!r} is the source table; choose another name")
+    try:
+        inspector = sa.inspect(engine)
+        if not inspector.has_table(name):
+            return
+        columns = [column["name"] for column in inspector.get_columns(name)]
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+        raise DatabaseUnreachableError(
+            f"cannot reach database {engine.url.render_as_string(hide_password=True)}: {error.orig}"
+        ) from None
+    missing = [column for column in LABEL_TABLE_COLUMNS if column not in columns]
+    if missing:
+        raise LwecInputError(
+            f"output_table {name!r} exists but is not an lwec labels table "
+            f"(missing columns {missing}; it has {columns}); choose another name"
+        )
+
+
+def write_labels(
+    engine: sa.Engine,
+    table_name: str,
+    rows: LabelRows,
+    id_type: sa.types.TypeEngine | None = None,
+) -> int:
+    """Replace the rows of ``rows.run_key`` in ``table_name`` in one transaction.
+
+    Creates the table when missing. Returns the number of rows written.
+    """
+    ids = np.asarray(rows.ids)
+    labels = np.asarray(rows.labels)
+    if ids.shape != labels.shape or ids.ndim != 1:
+        raise LwecInputError(f"ids {ids.shape} and labels {labels.shape} must be equal-length vectors")
+    if id_type is None:
+        id_type = sa.BigInteger() if np.issubdtype(ids.dtype, np.integer) else sa.String(255)
+    table = label_table_schema(table_name, id_type)
+    common = {
+        "run_key": rows.run_key,
+        "k": int(rows.k),
+        "method": rows.method,
+        "theta": float(rows.theta),
+        "ensemble_size": int(rows.ensemble_size),
+        "seed": None if rows.seed is None else int(rows.seed),
+        "source_table": rows.source_table,
+        "flow_run_id": rows.flow_run_id,
+        "written_at": dt.datetime.now(dt.timezone.utc),
+    }
+    # Python scalars only: numpy integers would be stored as BLOBs by sqlite3.
+    records = [
+        {**common, "id": object_id, "label": label}
+        for object_id, label in zip(ids.tolist(), labels.astype(np.int64).tolist())
+    ]
+    try:
+        with engine.begin() as connection:
+            table.create(connection, checkfirst=True)
+            connection.execute(sa.delete(table).where(table.c.run_key == rows.run_key))
+            for start in range(0, len(records), _INSERT_BATCH):
+                connection.execute(sa.insert(table), records[start:start + _INSERT_BATCH])
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+        raise DatabaseUnreachableError(
+            f"cannot write to database {engine.url.render_as_string(hide_password=True)}: {error.orig}"
+        ) from None
+    return len(records)

@@ -1,0 +1,119 @@
+"""Reading a feature table: reflection, column checks, chunked reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import sqlalchemy as sa
+
+from lwec_tasks.errors import LwecInputError
+from lwec_tasks.io.connection import DatabaseUnreachableError
+from lwec_tasks.io.identifiers import name_list
+
+#: Rows fetched per round trip when reading a table.
+DEFAULT_CHUNK_SIZE = 50_000
+
+_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    """A reflected table (or view) and what the pipeline needs to know about it.
+
+    Attributes
+    ----------
+    table : the reflected :class:`sqlalchemy.Table`
+    columns : column names in table order
+    numeric_columns : columns whose declared type is integer, float or decimal
+        (booleans excluded)
+    primary_key : names of the primary-key columns (may be empty)
+    """
+
+    table: sa.Table
+    columns: tuple[str, ...]
+    numeric_columns: tuple[str, ...]
+    primary_key: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+    def check_columns(self, names: Sequence[str], parameter: str) -> None:
+        """Raise :class:`LwecInputError` naming every entry of ``names`` not in the table."""
+        missing = [name for name in names if name not in self.columns]
+        if missing:
+            raise LwecInputError(
+                f"{parameter}: column(s) {missing} not found in table {self.name!r}; "
+                f"its columns are {name_list(self.columns)}"
+            )
+
+
+def describe_source(engine: sa.Engine, table: str) -> SourceTable:
+    """Reflect ``table`` from the database's default schema.
+
+    Raises
+    ------
+    LwecInputError
+        The table does not exist; the message lists the tables (and views) that do.
+    DatabaseUnreachableError
+        No connection could be made.
+    """
+    try:
+        inspector = sa.inspect(engine)
+        existing = sorted(inspector.get_table_names()) + sorted(inspector.get_view_names())
+        if table not in existing:
+            raise LwecInputError(
+                f"table {table!r} not found in database {engine.url.render_as_string(hide_password=True)}; "
+                f"existing tables: {name_list(existing) if existing else 'none'}"
+            )
+        reflected = sa.Table(table, sa.MetaData(), autoload_with=engine)
+    except _UNREACHABLE as error:
+        raise DatabaseUnreachableError(_unreachable_message(engine, error)) from None
+    numeric = tuple(
+        column.name
+        for column in reflected.columns
+        if isinstance(column.type, (sa.Integer, sa.Numeric, sa.Float)) and not isinstance(column.type, sa.Boolean)
+    )
+    return SourceTable(
+        table=reflected,
+        columns=tuple(column.name for column in reflected.columns),
+        numeric_columns=numeric,
+        primary_key=tuple(column.name for column in reflected.primary_key.columns),
+    )
+
+
+def read_rows(
+    engine: sa.Engine,
+    source: SourceTable,
+    columns: Sequence[str],
+    order_by: str | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> pd.DataFrame:
+    """Read ``columns`` of every row, streaming ``chunk_size`` rows at a time.
+
+    Rows come back sorted by ``order_by`` when given, so the same table always
+    yields the same row order (and hence the same clustering for a fixed seed).
+    """
+    source.check_columns(columns, "columns")
+    statement = sa.select(*(source.table.c[name] for name in columns))
+    if order_by is not None:
+        statement = statement.order_by(source.table.c[order_by])
+    try:
+        with engine.connect() as connection:
+            streaming = connection.execution_options(stream_results=True)
+            chunks = list(pd.read_sql(statement, streaming, chunksize=chunk_size))
+    except _UNREACHABLE as error:
+        raise DatabaseUnreachableError(_unreachable_message(engine, error)) from None
+    if not chunks:
+        return pd.DataFrame({name: pd.Series(dtype=float) for name in columns})
+    return pd.concat(chunks, ignore_index=True)
+
+
+def _unreachable_message(engine: sa.Engine, error: sa.exc.DBAPIError) -> str:
+    reason = str(error.orig if error.orig is not None else error).strip().splitlines()
+    return (
+        f"cannot reach database {engine.url.render_as_string(hide_password=True)}: "
+        f"{reason[0] if reason else type(error).__name__}"
+    )

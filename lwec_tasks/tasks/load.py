@@ -1,0 +1,78 @@
+"""Task: read and check the feature table."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from lwec_tasks.features import PreparedFeatures, plan_columns, prepare_features
+from lwec_tasks.io import check_label_table, describe_source, mask_url, open_engine, read_rows
+from lwec_tasks.tasks.request import ConsensusRequest
+from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
+
+
+@dataclass(frozen=True)
+class LoadedFeatures:
+    """The prepared features plus what the write-back needs about the source.
+
+    ``id_type`` is the SQL type of the source's id column (None: row positions).
+    """
+
+    features: PreparedFeatures
+    id_column: str | None
+    id_type: sa.types.TypeEngine | None
+    seconds: float
+
+
+@task(
+    name="load-features",
+    retries=DB_RETRIES,
+    retry_delay_seconds=DB_RETRY_DELAYS,
+    retry_condition_fn=retry_if_unreachable,
+    cache_policy=NO_CACHE,
+)
+def load_features(request: ConsensusRequest) -> LoadedFeatures:
+    """Reflect the source table, check every column and the output table, read and prepare the rows.
+
+    Nothing is written. Raises :class:`~lwec_tasks.errors.LwecInputError` on bad
+    input and :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the
+    database does not answer.
+    """
+    logger = get_run_logger()
+    started = time.perf_counter()
+    engine = open_engine(request.database_url)
+    try:
+        source = describe_source(engine, request.table)
+        plan = plan_columns(
+            source.columns,
+            source.numeric_columns,
+            source.primary_key,
+            feature_columns=request.feature_columns,
+            id_column=request.id_column,
+            label_column=request.label_column,
+            table=request.table,
+        )
+        check_label_table(engine, request.resolved_output_table, request.table)
+        frame = read_rows(engine, source, plan.columns_to_read, order_by=plan.id_column, chunk_size=request.chunk_size)
+    finally:
+        engine.dispose()
+    features = prepare_features(
+        frame,
+        plan,
+        n_clusters=request.n_clusters,
+        standardize=request.standardize,
+        drop_nonfinite=request.drop_nonfinite,
+    )
+    seconds = time.perf_counter() - started
+    logger.info(
+        "Loaded %d rows × %d features from table %r of %s in %.2f s (id column: %s, ground truth: %s%s)",
+        features.n_rows_read, len(plan.feature_columns), request.table, mask_url(request.database_url), seconds,
+        plan.id_column or "row position", plan.label_column or "none",
+        f"; dropped {features.n_rows_dropped} rows with non-finite features" if features.n_rows_dropped else "",
+    )
+    id_type = source.table.c[plan.id_column].type if plan.id_column else None
+    return LoadedFeatures(features, plan.id_column, id_type, seconds)
