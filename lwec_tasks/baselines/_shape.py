@@ -1,0 +1,32 @@
+"""Shared argument handling for the baselines: one k or a list of ks."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lwec_tasks.ensemble import Ensemble
+from lwec_tasks.params import check_n_clusters
+
+
+def requested_ks(ensemble: Ensemble, n_clusters) -> tuple[np.ndarray, bool]:
+    """Validate ``n_clusters`` against the ensemble; return (ks, scalar).
+
+    A consensus of Ñ distinct label rows (microclusters) cannot have more than
+    Ñ clusters, so each k must be in 2..Ñ.
+    """
+    return check_n_clusters(
+        n_clusters,
+        upper=ensemble.n_microclusters,
+        upper_name="the number of distinct label rows (microclusters)",
+    )
+
+
+def shaped(columns: list[np.ndarray], scalar: bool) -> np.ndarray:
+    """Stack one label vector per k into (N, len(ks)), or return the single vector."""
+    cuts = np.column_stack(columns)
+    return cuts[:, 0] if scalar else cuts
+
+
+def microcluster_incidence(ensemble: Ensemble):
+    """(Ñ, n_c) sparse 0/1 incidence of each microcluster's label row."""
+    return ensemble.incidence[ensemble.microcluster_representative]

@@ -1,0 +1,92 @@
+"""Registry of consensus methods by the names the paper uses.
+
+Every registered function has one calling shape,
+``f(labels_or_ensemble, n_clusters, random_state=None, **params)``, and
+returns (N,) labels for an int ``n_clusters`` or (N, len(n_clusters)) for a
+sequence. Only LWEA and LWGP take ``theta``; :func:`run_method` passes it to
+them alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from lwec_tasks.baselines import cspa, eac, hbgf, kcc, mcla, sec, weac
+from lwec_tasks.errors import LwecInputError
+from lwec_tasks.lwea import lwea
+from lwec_tasks.lwgp import lwgp
+from lwec_tasks.uncertainty import DEFAULT_THETA
+
+
+def _lwea(labels, n_clusters, random_state=None, theta: float = DEFAULT_THETA) -> np.ndarray:
+    """LWEA (deterministic; ``random_state`` is accepted and ignored)."""
+    return lwea(labels, n_clusters, theta=theta)
+
+
+def _lwgp(labels, n_clusters, random_state=None, theta: float = DEFAULT_THETA) -> np.ndarray:
+    return lwgp(labels, n_clusters, theta=theta, random_state=random_state)
+
+
+@dataclass(frozen=True)
+class Method:
+    """A consensus method: paper name, function, whether it uses θ / randomness."""
+
+    name: str
+    function: Callable
+    uses_theta: bool
+    randomised: bool
+    summary: str
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        Method("LWEA", _lwea, True, False, "average linkage on the locally weighted co-association matrix"),
+        Method("LWGP", _lwgp, True, True, "Tcut on the locally weighted object–cluster bipartite graph"),
+        Method("EAC", eac, False, False, "average linkage on the co-association matrix"),
+        Method("WEAC", weac, False, False, "average linkage on the NCAI-weighted co-association matrix"),
+        Method("HBGF", hbgf, False, True, "Tcut on the unweighted object–cluster bipartite graph"),
+        Method("CSPA", cspa, False, True, "METIS on the co-association graph"),
+        Method("MCLA", mcla, False, True, "METIS on the cluster Jaccard graph, then majority association"),
+        Method("SEC", sec, False, True, "spectral ensemble clustering as weighted k-means"),
+        Method("KCC", kcc, False, True, "k-means consensus with the categorical utility"),
+    )
+}
+
+
+def get_method(name: str) -> Method:
+    """Look a method up by its paper name (case-insensitive)."""
+    method = METHODS.get(str(name).strip().upper())
+    if method is None:
+        raise LwecInputError(
+            f"unknown method {name!r}; known methods: {', '.join(METHODS)}"
+        )
+    return method
+
+
+def parse_methods(text: str | list[str]) -> list[Method]:
+    """Parse ``"LWEA,LWGP,EAC"`` (or a list of names) into methods, in order, without repeats."""
+    names = text.split(",") if isinstance(text, str) else list(text)
+    names = [n.strip() for n in names if n.strip()]
+    if not names:
+        raise LwecInputError(f"no methods given; known methods: {', '.join(METHODS)}")
+    unknown = [n for n in names if n.upper() not in METHODS]
+    if unknown:
+        raise LwecInputError(
+            f"unknown method(s) {', '.join(repr(n) for n in unknown)}; "
+            f"known methods: {', '.join(METHODS)}"
+        )
+    seen: dict[str, Method] = {}
+    for n in names:
+        seen.setdefault(n.upper(), METHODS[n.upper()])
+    return list(seen.values())
+
+
+def run_method(method: Method | str, labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None):
+    """Call a registered method, passing ``theta`` only to methods that use it."""
+    method = get_method(method) if isinstance(method, str) else method
+    params = {"theta": theta} if method.uses_theta else {}
+    return method.function(labels, n_clusters, random_state=random_state, **params)
