@@ -131,7 +131,7 @@ def consensus_flow(
         raise TrackingError(
             f"labels were written to table {summary['output_table']!r} (run key {request.run_key!r}, "
             f"{written} rows), but {error}"
-        ) from error
+        ) from None
     publish_summary(request, summary)
     logger.info(
         "Done: %d labels in table %r (run key %r); MLflow run %s in experiment %r",

@@ -11,7 +11,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import numpy as np
 import pandas as pd
@@ -108,11 +108,22 @@ def log_run(record: RunRecord, *, tracking_uri: str, experiment: str, run_name: 
                 client.set_terminated(run_id, "FAILED")
             except Exception:
                 pass
-        raise TrackingError(
+        # Not chained: the original message may carry the URI with its password.
+        raise TrackingError(_scrub(
             f"logging to MLflow at {mask_uri(tracking_uri)} failed"
-            f"{f' (run {run_id})' if run_id else ''}: {type(error).__name__}: {_first_line(error)}"
-        ) from error
+            f"{f' (run {run_id})' if run_id else ''}: {type(error).__name__}: {_first_line(error)}",
+            tracking_uri,
+        )) from None
     return run_id
+
+
+def _scrub(text: str, uri: str) -> str:
+    """``text`` with the URI's password (plain or percent-encoded) replaced by ``***``."""
+    password = urlsplit(uri).password
+    if password:
+        for form in {password, quote(password, safe=""), unquote(password)}:
+            text = text.replace(form, "***")
+    return text
 
 
 def _experiment_id(client, name: str, tracking_uri: str) -> str:
