@@ -50,8 +50,9 @@ def metis_partition(
     options = pymetis.Options(seed=int(seed) % (2**31 - 1))
     _, parts = pymetis.part_graph(
         int(n_parts),
-        xadj=graph.indptr.astype(np.int64),
-        adjncy=graph.indices.astype(np.int64),
+        adjacency=pymetis.CSRAdjacency(
+            adj_starts=graph.indptr.astype(np.int64), adjacent=graph.indices.astype(np.int64)
+        ),
         eweights=weights if len(weights) else None,
         vweights=None if vertex_weights is None else np.asarray(vertex_weights, dtype=np.int64),
         options=options,
