@@ -42,7 +42,7 @@ def load_pool(name: str) -> tuple[np.ndarray, np.ndarray]:
     return data["members"].astype(np.int64), data["gt"].ravel().astype(np.int64)
 
 
-def draw_ensemble(members: np.ndarray, size: int, seed: int) -> np.ndarray:
-    """M columns drawn without replacement from a pool, seeded."""
-    rng = np.random.default_rng(seed)
+def draw_ensemble(members: np.ndarray, size: int, seed: int, run: int = 0) -> np.ndarray:
+    """``size`` columns drawn without replacement from a pool; run ``run`` of seed ``seed``."""
+    rng = np.random.default_rng([seed, run])
     return members[:, rng.choice(members.shape[1], size, replace=False)]
