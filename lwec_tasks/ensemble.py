@@ -52,10 +52,18 @@ class Ensemble:
     """
 
     def __init__(self, labels):
-        matrix, names = _label_matrix(labels)
+        if _is_plain_integer_matrix(labels):
+            # Encode column by column straight from the input: no int64 copy of
+            # the whole matrix (400 MB → 800 MB at N = 10⁷, M = 10).
+            matrix = labels
+            names = [f"column {j}" for j in range(labels.shape[1])]
+        else:
+            matrix, names = _label_matrix(labels)
         self.n_objects, self.n_columns = matrix.shape
         self.column_names = names
-        codes = np.empty(matrix.shape, dtype=np.int32)
+        # Column-major storage: every per-column pass (contingency tables, ECI,
+        # LWGP kernels) then reads contiguous memory.
+        codes = np.empty((self.n_columns, self.n_objects), dtype=np.int32).T
         label_values = []
         for m in range(self.n_columns):
             codes[:, m], values = _encode_column(matrix[:, m])
@@ -174,6 +182,19 @@ def _label_matrix(labels) -> tuple[np.ndarray, list[str]]:
     return _stack_columns([array[:, j] for j in range(array.shape[1])], names, array.shape[0]), names
 
 
+def _is_plain_integer_matrix(labels) -> bool:
+    """True for a 2-D integer ndarray that needs no validation beyond its shape."""
+    return (
+        isinstance(labels, np.ndarray)
+        and labels.ndim == 2
+        and labels.dtype.kind in "iu"
+        and labels.shape[0] >= 2
+        and labels.shape[1] >= 1
+        and labels.dtype.itemsize <= 8
+        and not (labels.dtype.kind == "u" and labels.dtype.itemsize == 8)
+    )
+
+
 def _array_from_rows(rows) -> np.ndarray:
     lengths = {len(r) if isinstance(r, (list, tuple, np.ndarray)) else -1 for r in rows}
     if -1 in lengths:
@@ -218,9 +239,12 @@ def _integer_column(column: np.ndarray, name: str) -> np.ndarray:
                 f"labels {name!r} has {int(missing.sum())} missing value(s) (NaN), "
                 f"first at row {int(np.argmax(missing))}"
             )
-        if not np.isfinite(column).all() or (column != np.round(column)).any():
-            bad = column[~np.isfinite(column) | (column != np.round(column))][0]
-            raise LwecInputError(f"labels {name!r} holds a non-integer label {bad!r}")
+        non_integer = ~np.isfinite(column) | (column != np.round(column))
+        if non_integer.any():
+            row = int(np.argmax(non_integer))
+            raise LwecInputError(
+                f"labels {name!r} holds a non-integer label {column[row].item()!r} at row {row}"
+            )
         return column.astype(np.int64)
     out = np.empty(len(column), dtype=np.int64)
     for i, value in enumerate(column):
@@ -238,9 +262,9 @@ def _encode_column(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Map labels to codes 0..n-1 in ascending label order; return (codes, label values)."""
     low, high = int(column.min()), int(column.max())
     if high - low <= _LOOKUP_RANGE_FACTOR * len(column):
-        shifted = column - low
+        shifted = column.astype(np.int64) - low
         present = np.bincount(shifted, minlength=high - low + 1) > 0
         lookup = np.cumsum(present) - 1
         return lookup[shifted].astype(np.int32), np.flatnonzero(present) + low
     values, inverse = np.unique(column, return_inverse=True)
-    return inverse.astype(np.int32), values
+    return inverse.astype(np.int32), values.astype(np.int64)

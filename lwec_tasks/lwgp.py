@@ -3,19 +3,32 @@
 Tcut (Li et al., CVPR 2012) partitions the bipartite graph of objects and
 clusters by solving the normalised-cut eigenproblem on the small cluster graph
 Wy = Bᵀ Dx⁻¹ B and transferring the eigenvectors to the objects.
+
+Nothing here builds the N × n_c matrix B: Wy is accumulated from the M(M+1)/2
+pairwise code tables and the transfer Dx⁻¹ B V is an M-term gather per object
+(:mod:`lwec_tasks.pair_kernels`), so memory stays O(N·M + n_c²) and ten million
+objects fit in a few GB. One eigensolve serves every k.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
-from sklearn.cluster import KMeans
 
 from lwec_tasks.ensemble import Ensemble, as_ensemble
+from lwec_tasks.kmeans import weighted_kmeans
 from lwec_tasks.lwca import ensemble_eci
+from lwec_tasks.memory import ensure_fits
+from lwec_tasks.pair_kernels import (
+    cluster_graph_dense,
+    cluster_pair_block,
+    column_major_codes,
+    object_degrees,
+    transfer_rows,
+)
 from lwec_tasks.params import check_n_clusters, check_theta
 from lwec_tasks.seeds import base_seed, derived_seed
+from lwec_tasks.spectral import leading_eigenvectors, normalised_graph
 from lwec_tasks.uncertainty import DEFAULT_THETA
 
 # Tcut's k-means settings in the authors' code.
@@ -23,6 +36,12 @@ KMEANS_MAX_ITER = 100
 KMEANS_REPLICATES = 3
 # Guards 1/‖row‖ for an all-zero embedding row, as in the authors' code.
 _ROW_NORM_EPS = 1e-10
+# Up to this many objects, k-means runs on one row per microcluster (identical
+# label rows have identical embedding rows) weighted by its size; above it,
+# finding the microclusters costs more than it saves and k-means runs on rows.
+MICROCLUSTER_LIMIT = 1_000_000
+# Wy is built dense up to this many clusters (n_c² floats), sparse above.
+DENSE_GRAPH_LIMIT = 16_000
 
 
 def bipartite_weights(ensemble: Ensemble, eci: np.ndarray) -> sp.csr_matrix:
@@ -30,42 +49,106 @@ def bipartite_weights(ensemble: Ensemble, eci: np.ndarray) -> sp.csr_matrix:
     return ensemble.incidence.multiply(eci[np.newaxis, :]).tocsr()
 
 
-def cluster_graph(b: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
-    """Return (Wy, dx): Wy = Bᵀ Dx⁻¹ B as a dense (n_c, n_c) array and dx = B·1 (N,)."""
-    dx = np.asarray(b.sum(axis=1)).ravel()
-    scaled = sp.diags(1.0 / dx) @ b
-    return (b.T @ scaled).toarray(), dx
+def cluster_graph(ensemble: Ensemble, weights: np.ndarray):
+    """Return (Wy, dx): Wy = Bᵀ Dx⁻¹ B (n_c, n_c) and dx = B·1 (N,), B = incidence·diag(weights).
+
+    Wy is a dense ndarray up to ``DENSE_GRAPH_LIMIT`` clusters, else a sparse CSR
+    matrix assembled block by block from the pairwise code tables.
+    """
+    codes_t = column_major_codes(ensemble.codes)
+    offsets = ensemble.offsets.astype(np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    dx = object_degrees(codes_t, offsets, weights)
+    inv_dx = 1.0 / dx
+    n_c = ensemble.n_clusters_total
+    if n_c <= DENSE_GRAPH_LIMIT:
+        ensure_fits(n_c * n_c * 8 * 2, f"the dense cluster graph of {n_c} clusters")
+        return cluster_graph_dense(codes_t, offsets, weights, inv_dx), dx
+    return _sparse_cluster_graph(codes_t, offsets, weights, inv_dx), dx
 
 
-def tcut_embedding(ensemble: Ensemble, eci: np.ndarray, n_vectors: int) -> np.ndarray:
+def _sparse_cluster_graph(codes_t, offsets, weights, inv_dx) -> sp.csr_matrix:
+    rows, cols, values = [], [], []
+    n_columns = codes_t.shape[0]
+    for a in range(n_columns):
+        k_a = int(offsets[a + 1] - offsets[a])
+        for b in range(a, n_columns):
+            k_b = int(offsets[b + 1] - offsets[b])
+            block = cluster_pair_block(codes_t[a], codes_t[b], k_a, k_b, inv_dx)
+            r, c = np.nonzero(block)
+            if a == b:
+                keep = r == c
+                r, c = r[keep], c[keep]
+            value = block[r, c] * weights[offsets[a] + r] * weights[offsets[b] + c]
+            rows.append(offsets[a] + r)
+            cols.append(offsets[b] + c)
+            values.append(value)
+            if a != b:
+                rows.append(offsets[b] + c)
+                cols.append(offsets[a] + r)
+                values.append(value)
+    n_c = int(offsets[-1])
+    return sp.csr_matrix(
+        (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(n_c, n_c)
+    )
+
+
+def tcut_cluster_vectors(ensemble: Ensemble, weights: np.ndarray, n_vectors: int):
+    """Solve the Tcut eigenproblem once; return (U, inv_dx).
+
+    U (n_c, n_vectors) = diag(weights) D^{-1/2} V, V the leading eigenvectors (by
+    descending eigenvalue) of D^{-1/2} Wy D^{-1/2}, D = diag(Wy·1); the embedding
+    of object i is then Σ_m U[its cluster in column m] / dx_i.
+    """
+    wy, dx = cluster_graph(ensemble, weights)
+    normalised, inv_sqrt_d = normalised_graph(wy)
+    del wy
+    vectors = leading_eigenvectors(normalised, n_vectors)
+    return vectors * (inv_sqrt_d * weights)[:, None], 1.0 / dx
+
+
+def tcut_embedding(
+    ensemble: Ensemble, eci: np.ndarray, n_vectors: int, rows: np.ndarray | None = None
+) -> np.ndarray:
     """Leading ``n_vectors`` Ncut eigenvectors transferred to the objects (not row-normalised).
+
+    Parameters
+    ----------
+    rows : optional (R,) object indices; default all N objects
 
     Returns
     -------
-    ndarray of shape (N, n_vectors): Dx⁻¹ B D^{-1/2} V, V the leading eigenvectors
-    (by descending eigenvalue) of D^{-1/2} Wy D^{-1/2}, D = diag(Wy·1).
+    ndarray of shape (N or R, n_vectors): Dx⁻¹ B D^{-1/2} V.
     """
-    b = bipartite_weights(ensemble, eci)
-    wy, dx = cluster_graph(b)
-    inv_sqrt_d = 1.0 / np.sqrt(wy.sum(axis=1))
-    normalised = wy * inv_sqrt_d[:, None] * inv_sqrt_d[None, :]
-    normalised = (normalised + normalised.T) / 2
-    n_c = len(normalised)
-    _, vectors = scipy.linalg.eigh(normalised, subset_by_index=[n_c - n_vectors, n_c - 1])
-    vectors = vectors[:, ::-1] * inv_sqrt_d[:, None]
-    return (b @ vectors) / dx[:, None]
+    cluster_vectors, inv_dx = tcut_cluster_vectors(ensemble, np.asarray(eci, float), n_vectors)
+    return _transfer(ensemble, cluster_vectors, inv_dx, rows)
+
+
+def _transfer(ensemble, cluster_vectors, inv_dx, rows):
+    if rows is None:
+        rows = np.arange(ensemble.n_objects, dtype=np.int64)
+    return transfer_rows(
+        column_major_codes(ensemble.codes),
+        ensemble.offsets.astype(np.int64),
+        np.ascontiguousarray(cluster_vectors),
+        inv_dx,
+        np.asarray(rows, dtype=np.int64),
+    )
 
 
 def partition_embedding(
     embedding: np.ndarray, k: int, seed: int, sample_weight: np.ndarray | None = None
 ) -> np.ndarray:
-    """k-means on the first k embedding columns after row normalisation; (rows,) labels."""
-    rows = embedding[:, :k]
-    rows = rows / (np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + _ROW_NORM_EPS)
-    model = KMeans(
-        n_clusters=k, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER, random_state=seed
+    """k-means on the first k embedding columns after row normalisation; (rows,) labels.
+
+    Seeded weighted k-means (:func:`lwec_tasks.kmeans.weighted_kmeans`,
+    3 replicates, ≤ 100 iterations as in the authors' code).
+    """
+    rows = np.array(embedding[:, :k], dtype=np.float64)
+    rows /= np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + _ROW_NORM_EPS
+    return weighted_kmeans(
+        rows, int(k), seed, sample_weight, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER
     )
-    return model.fit_predict(rows, sample_weight=sample_weight)
 
 
 def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) -> np.ndarray:
@@ -76,7 +159,8 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
     labels : array-like (N, M) or Ensemble
     n_clusters : int or sequence of int
         Each k in 2..min(n_c, Ñ) (clusters in the ensemble, microclusters). One
-        eigensolve serves every k.
+        eigensolve serves every k. Above ``MICROCLUSTER_LIMIT`` objects the
+        microclusters are not computed and k only needs to be <= n_c.
     theta : float, default 0.4
     random_state : None, int or RandomState
         Seeds k-means; the labels for a given k do not depend on which other
@@ -91,22 +175,26 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
     ks, scalar = check_n_clusters(
         n_clusters, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble"
     )
-    check_n_clusters(
-        n_clusters,
-        upper=ensemble.n_microclusters,
-        upper_name="the number of distinct label rows (microclusters)",
-    )
-    embedding = tcut_embedding(ensemble, ensemble_eci(ensemble, theta), int(ks.max()))
-    # Objects with identical label rows have identical embedding rows: cluster
-    # one row per microcluster, weighted by its size.
-    first = ensemble.microcluster_representative
-    weights = ensemble.microcluster_sizes.astype(np.float64)
+    use_microclusters = ensemble.n_objects <= MICROCLUSTER_LIMIT
+    if use_microclusters:
+        check_n_clusters(
+            n_clusters,
+            upper=ensemble.n_microclusters,
+            upper_name="the number of distinct label rows (microclusters)",
+        )
     base = base_seed(random_state)
-    columns = [
-        partition_embedding(embedding[first], int(k), derived_seed(base, int(k)), weights)[
-            ensemble.microcluster_of
-        ]
-        for k in ks
-    ]
-    cuts = np.column_stack(columns)
+    cluster_vectors, inv_dx = tcut_cluster_vectors(
+        ensemble, ensemble_eci(ensemble, theta), int(ks.max())
+    )
+    if use_microclusters:
+        rows = ensemble.microcluster_representative
+        weights = ensemble.microcluster_sizes.astype(np.float64)
+        expand = ensemble.microcluster_of
+    else:
+        rows, weights, expand = None, None, None
+    embedding = _transfer(ensemble, cluster_vectors, inv_dx, rows)
+    cuts = np.empty((ensemble.n_objects, len(ks)), dtype=np.int64)
+    for j, k in enumerate(ks):
+        labels_k = partition_embedding(embedding, int(k), derived_seed(base, int(k)), weights)
+        cuts[:, j] = labels_k if expand is None else labels_k[expand]
     return cuts[:, 0] if scalar else cuts

@@ -5,44 +5,29 @@ from __future__ import annotations
 import numpy as np
 
 from lwec_tasks.ensemble import Ensemble, as_ensemble
+from lwec_tasks.pair_kernels import column_major_codes, split_entropy_terms
 from lwec_tasks.params import check_theta
 
 DEFAULT_THETA = 0.4
 
 
-def _sum_xlog2x(table: np.ndarray, axis: int) -> np.ndarray:
-    positive = np.where(table > 0, table, 1.0)
-    return np.sum(table * np.log2(positive), axis=axis)
-
-
-def _split_entropy(table: np.ndarray, axis: int, sizes: np.ndarray) -> np.ndarray:
-    """Entropy (bits) of how each cluster's objects split along ``axis`` of a count table.
-
-    H = -Σ_j (t_j/s) log2(t_j/s) = log2 s - (Σ_j t_j log2 t_j) / s.
-    """
-    h = np.log2(sizes) - _sum_xlog2x(table, axis) / sizes
-    return np.maximum(h, 0.0)  # clip round-off below zero
-
-
 def ensemble_uncertainty(ensemble: Ensemble) -> np.ndarray:
     """H^Π of every cluster of an encoded ensemble, shape (n_c,), in bits.
 
-    Computed from the M(M-1)/2 pairwise contingency tables: table (a, b) gives
-    H^b of every cluster of column a (row entropies) and H^a of every cluster of
-    column b (column entropies). A cluster's entropy w.r.t. its own column is 0.
+    Computed from the M(M-1)/2 pairwise contingency tables (one compiled pass
+    over the codes per pair, pairs in parallel): table (a, b) gives H^b of every
+    cluster of column a (row entropies) and H^a of every cluster of column b
+    (column entropies). A cluster's entropy w.r.t. its own column is 0.
     """
     cached = getattr(ensemble, "_uncertainty", None)
     if cached is not None:
         return cached
-    h = np.zeros(ensemble.n_clusters_total)
-    offsets, sizes = ensemble.offsets, ensemble.cluster_sizes.astype(np.float64)
-    for a in range(ensemble.n_columns):
-        rows = slice(offsets[a], offsets[a + 1])
-        for b in range(a + 1, ensemble.n_columns):
-            cols = slice(offsets[b], offsets[b + 1])
-            table = ensemble.contingency(a, b).astype(np.float64)
-            h[rows] += _split_entropy(table, 1, sizes[rows])
-            h[cols] += _split_entropy(table, 0, sizes[cols])
+    terms = split_entropy_terms(
+        column_major_codes(ensemble.codes),
+        ensemble.offsets.astype(np.int64),
+        ensemble.cluster_sizes.astype(np.float64),
+    )
+    h = terms.sum(axis=0)
     h.setflags(write=False)
     ensemble._uncertainty = h
     return h

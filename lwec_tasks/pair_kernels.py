@@ -1,0 +1,207 @@
+"""Compiled kernels over the per-column cluster codes of an ensemble.
+
+Everything LWGP and ECI need is a sum over objects of something indexed by
+the objects' clusters in one or two base clusterings. These kernels take the
+codes column-major — ``codes_t`` of shape (M, N), int32, C-contiguous, i.e.
+``Ensemble.codes.T`` — so each pass reads whole columns sequentially, and they
+never build an N × n_c incidence matrix. Work is split over column pairs (the
+M(M+1)/2 pairwise code tables) or over fixed chunks of objects, so results do
+not depend on the number of threads.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# Objects per chunk in the object-parallel kernels (fixed: results must not
+# depend on the thread count).
+_CHUNK = 1 << 16
+
+
+@numba.njit(cache=True)
+def _pair_of(p, n_columns):
+    """The p-th pair (a, b), a <= b, in the order (0,0), (0,1), ..., (1,1), ..."""
+    p = np.int64(p)
+    a = 0
+    row_length = n_columns
+    while p >= row_length:
+        p -= row_length
+        a += 1
+        row_length -= 1
+    return a, a + p
+
+
+@numba.njit(cache=True)
+def _strict_pair_of(p, n_columns):
+    """The p-th pair (a, b), a < b, in the order (0,1), (0,2), ..., (1,2), ..."""
+    # prange may hand an unsigned index; int64 + uint64 would type as float64.
+    p = np.int64(p)
+    a = 0
+    row_length = n_columns - 1
+    while p >= row_length:
+        p -= row_length
+        a += 1
+        row_length -= 1
+    return a, a + 1 + p
+
+
+@numba.njit(parallel=True, cache=True)
+def split_entropy_terms(codes_t, offsets, sizes):
+    """H^b(C) for every cluster C and every column b, from the pairwise tables.
+
+    Parameters
+    ----------
+    codes_t : (M, N) int32 per-column codes
+    offsets : (M + 1,) int64 global id offsets
+    sizes : (n_c,) float64 cluster sizes
+
+    Returns
+    -------
+    (M, n_c) float64: entry [b, c] is the entropy (bits) of how cluster c's
+    objects split among the clusters of column b (0 when c belongs to b).
+    The uncertainty H^Π is the sum over axis 0.
+    """
+    n_columns, n = codes_t.shape
+    n_c = offsets[n_columns]
+    out = np.zeros((n_columns, n_c))
+    n_pairs = n_columns * (n_columns - 1) // 2
+    for p in numba.prange(n_pairs):
+        col_a, col_b = _strict_pair_of(p, n_columns)
+        start_a, stop_a = offsets[col_a], offsets[col_a + 1]
+        start_b, stop_b = offsets[col_b], offsets[col_b + 1]
+        _pair_split_entropies(
+            codes_t[col_a],
+            codes_t[col_b],
+            sizes[start_a:stop_a],
+            sizes[start_b:stop_b],
+            out[col_b, start_a:stop_a],
+            out[col_a, start_b:stop_b],
+        )
+    return out
+
+
+@numba.njit(cache=True)
+def _pair_split_entropies(codes_a, codes_b, sizes_a, sizes_b, out_a, out_b):
+    """Row and column entropies of one contingency table, written to out_a, out_b.
+
+    H = −Σ p log2 p with p = t / s, so an unsplit cluster (p = 1) gets exactly 0
+    and hence ECI exactly 1.
+    """
+    k_a, k_b = sizes_a.shape[0], sizes_b.shape[0]
+    table = np.zeros((k_a, k_b))
+    for i in range(codes_a.shape[0]):
+        table[codes_a[i], codes_b[i]] += 1.0
+    column_h = np.zeros(k_b)
+    for r in range(k_a):
+        row_h = 0.0
+        for c in range(k_b):
+            t = table[r, c]
+            if t > 0.0:
+                q = t / sizes_a[r]
+                row_h -= q * np.log2(q)
+                q = t / sizes_b[c]
+                column_h[c] -= q * np.log2(q)
+        out_a[r] = row_h
+    out_b[:] = column_h
+
+
+@numba.njit(parallel=True, cache=True)
+def object_degrees(codes_t, offsets, weights):
+    """dx = B·1: (N,) sum over columns of the weight (ECI) of each object's cluster."""
+    n_columns, n = codes_t.shape
+    out = np.empty(n)
+    n_chunks = (n + _CHUNK - 1) // _CHUNK
+    for chunk in numba.prange(n_chunks):
+        for i in range(chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)):
+            total = 0.0
+            for m in range(n_columns):
+                total += weights[offsets[m] + codes_t[m, i]]
+            out[i] = total
+    return out
+
+
+@numba.njit(parallel=True, cache=True)
+def cluster_graph_dense(codes_t, offsets, weights, inv_dx):
+    """Wy = Bᵀ Dx⁻¹ B as a dense (n_c, n_c) array without forming B.
+
+    Wy[c, c'] = w_c · w_c' · Σ_{i ∈ c ∩ c'} 1/dx_i: block (a, b) comes from one
+    weighted count over the code pairs of columns a and b (diagonal blocks of a
+    column are diagonal, since its clusters are disjoint).
+    """
+    n_columns, n = codes_t.shape
+    n_c = offsets[n_columns]
+    out = np.zeros((n_c, n_c))
+    n_pairs = n_columns * (n_columns + 1) // 2
+    for p in numba.prange(n_pairs):
+        col_a, col_b = _pair_of(p, n_columns)
+        _fill_pair_block(
+            codes_t[col_a], codes_t[col_b], offsets[col_a], offsets[col_b],
+            offsets[col_a + 1] - offsets[col_a], offsets[col_b + 1] - offsets[col_b],
+            col_a == col_b, weights, inv_dx, out,
+        )
+    return out
+
+
+@numba.njit(cache=True)
+def _fill_pair_block(codes_a, codes_b, off_a, off_b, k_a, k_b, same, weights, inv_dx, out):
+    """Write block (a, b) of Wy and its mirror (b, a) into ``out``."""
+    if same:
+        diagonal = np.zeros(k_a)
+        for i in range(codes_a.shape[0]):
+            diagonal[codes_a[i]] += inv_dx[i]
+        for r in range(k_a):
+            out[off_a + r, off_a + r] = weights[off_a + r] ** 2 * diagonal[r]
+        return
+    block = cluster_pair_block(codes_a, codes_b, k_a, k_b, inv_dx)
+    for r in range(k_a):
+        for c in range(k_b):
+            value = weights[off_a + r] * weights[off_b + c] * block[r, c]
+            out[off_a + r, off_b + c] = value
+            out[off_b + c, off_a + r] = value
+
+
+@numba.njit(cache=True)
+def cluster_pair_block(codes_a, codes_b, k_a, k_b, inv_dx):
+    """(k_a, k_b) Σ_{i ∈ c ∩ c'} 1/dx_i for one column pair (used by the sparse build)."""
+    block = np.zeros((k_a, k_b))
+    for i in range(codes_a.shape[0]):
+        block[codes_a[i], codes_b[i]] += inv_dx[i]
+    return block
+
+
+@numba.njit(parallel=True, cache=True)
+def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows):
+    """Dx⁻¹ B U restricted to ``rows``: out[j] = Σ_m U[g_m(rows[j])] / dx[rows[j]].
+
+    Parameters
+    ----------
+    cluster_vectors : (n_c, r) U, already multiplied by each cluster's weight
+    inv_dx : (N,) 1 / dx
+    rows : (R,) int64 object indices
+
+    Returns
+    -------
+    (R, r) float64
+    """
+    n_columns = codes_t.shape[0]
+    n_rows = rows.shape[0]
+    r = cluster_vectors.shape[1]
+    out = np.zeros((n_rows, r))
+    n_chunks = (n_rows + _CHUNK - 1) // _CHUNK
+    for chunk in numba.prange(n_chunks):
+        for j in range(chunk * _CHUNK, min(n_rows, (chunk + 1) * _CHUNK)):
+            i = rows[j]
+            for m in range(n_columns):
+                g = offsets[m] + codes_t[m, i]
+                for t in range(r):
+                    out[j, t] += cluster_vectors[g, t]
+            scale = inv_dx[i]
+            for t in range(r):
+                out[j, t] *= scale
+    return out
+
+
+def column_major_codes(codes: np.ndarray) -> np.ndarray:
+    """(M, N) int32 C-contiguous view (or copy) of an (N, M) code matrix."""
+    return np.ascontiguousarray(codes.T, dtype=np.int32)
