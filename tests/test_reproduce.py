@@ -169,3 +169,19 @@ def test_mlflow_parent_run_with_nested_runs_per_method(tmp_path, capsys):
     lwea_run = next(c for c in children if c.data.tags["method"] == "LWEA")
     assert 0 < lwea_run.data.metrics["nmi_best_k_mean"] <= 1
     assert parents[0].data.params["ensemble_size"] == "4"
+
+
+def test_cut_scores_equal_scikit_learn():
+    from lwec_tasks.reproduce import cut_scores
+
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 5, 300)
+    cuts = np.column_stack([rng.integers(0, k, 300) for k in (1, 2, 7, 40)]
+                           + [truth * 3 + 1, np.where(rng.random(300) < 0.2, 9, truth)])
+    scores = cut_scores(cuts, truth)
+    for j in range(cuts.shape[1]):
+        assert scores["nmi"][j] == pytest.approx(
+            normalized_mutual_info_score(truth, cuts[:, j], average_method="max"), abs=1e-12)
+        assert scores["ari"][j] == pytest.approx(adjusted_rand_score(truth, cuts[:, j]), abs=1e-12)
+    single = cut_scores(np.zeros((4, 1), int), np.zeros(4, int))
+    assert (single["nmi"][0], single["ari"][0]) == (1.0, 1.0)
