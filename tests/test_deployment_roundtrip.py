@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from pipeline_fixtures import PROJECT_ROOT, blobs_frame, expected_labels, free_port, read_labels, write_frame
+from pipeline_helpers import PROJECT_ROOT, blobs_frame, expected_labels, free_port, read_labels, write_frame
+
+pytest_plugins = ["pipeline_fixtures"]
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,9 @@ from lwec_tasks.io import (
     read_rows,
     write_labels,
 )
-from pipeline_fixtures import blobs_frame, free_port, postgres_url_or_skip, read_labels, unique, write_frame
+from pipeline_helpers import blobs_frame, free_port, postgres_url_or_skip, read_labels, unique, write_frame
+
+pytest_plugins = ["pipeline_fixtures"]
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -11,7 +11,9 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
 from lwec_tasks.cli import main as lwec_main
-from pipeline_fixtures import expected_labels, prefect_server, read_labels  # noqa: F401 - fixture
+from pipeline_helpers import expected_labels, read_labels
+
+pytest_plugins = ["pipeline_fixtures"]
 
 
 def test_demo_builds_digits_runs_the_flow_and_says_where_results_went(prefect_server, tmp_path, monkeypatch):

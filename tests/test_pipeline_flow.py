@@ -16,20 +16,18 @@ from lwec_tasks.cli import main as lwec_main
 from lwec_tasks.errors import LwecInputError
 from lwec_tasks.io import DatabaseUnreachableError
 from lwec_tasks.tracking import TrackingError
-from pipeline_fixtures import (  # noqa: F401 - fixtures
+from pipeline_helpers import (
     blobs_frame,
     expected_labels,
     free_port,
     mlflow_runs,
-    mlflow_store,
-    postgres_url,
-    prefect_server,
     read_labels,
-    sqlite_url,
     table_exists,
     unique,
     write_frame,
 )
+
+pytest_plugins = ["pipeline_fixtures"]
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 

@@ -15,7 +15,9 @@ from lwec_tasks.tracking import (
     mask_uri,
     resolve_tracking_uri,
 )
-from pipeline_fixtures import free_port, mlflow_store, unique  # noqa: F401 - fixture
+from pipeline_helpers import free_port, unique
+
+pytest_plugins = ["pipeline_fixtures"]
 
 
 def record():
