@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from lwec_tasks.column_encoding import label_range, lookup_encode
 from lwec_tasks.errors import LwecInputError
 
 # Columns whose label range is at most this many times N are encoded by a
@@ -64,18 +65,17 @@ class Ensemble:
         # Column-major storage: every per-column pass (contingency tables, ECI,
         # LWGP kernels) then reads contiguous memory.
         codes = np.empty((self.n_columns, self.n_objects), dtype=np.int32).T
-        label_values = []
+        label_values, column_sizes = [], []
         for m in range(self.n_columns):
-            codes[:, m], values = _encode_column(matrix[:, m])
+            values, sizes = _encode_column(matrix[:, m], codes[:, m])
             label_values.append(values)
+            column_sizes.append(sizes)
         self.codes = codes
         self.n_clusters_per_column = np.array([len(v) for v in label_values], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.n_clusters_per_column)])
         self.cluster_label = np.concatenate(label_values)
         self.cluster_column = np.repeat(np.arange(self.n_columns), self.n_clusters_per_column)
-        self.cluster_sizes = np.concatenate(
-            [np.bincount(codes[:, m], minlength=n) for m, n in enumerate(self.n_clusters_per_column)]
-        )
+        self.cluster_sizes = np.concatenate(column_sizes)
 
     @property
     def n_clusters_total(self) -> int:
@@ -258,13 +258,11 @@ def _integer_column(column: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
-def _encode_column(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Map labels to codes 0..n-1 in ascending label order; return (codes, label values)."""
-    low, high = int(column.min()), int(column.max())
+def _encode_column(column: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Write codes 0..n-1 (ascending label order) into ``out``; return (label values, sizes)."""
+    low, high = label_range(column)
     if high - low <= _LOOKUP_RANGE_FACTOR * len(column):
-        shifted = column.astype(np.int64) - low
-        present = np.bincount(shifted, minlength=high - low + 1) > 0
-        lookup = np.cumsum(present) - 1
-        return lookup[shifted].astype(np.int32), np.flatnonzero(present) + low
+        return lookup_encode(column, low, high, out)
     values, inverse = np.unique(column, return_inverse=True)
-    return inverse.astype(np.int32), values.astype(np.int64)
+    out[:] = inverse
+    return values.astype(np.int64), np.bincount(inverse, minlength=len(values))

@@ -28,7 +28,7 @@ from lwec_tasks.pair_kernels import (
 )
 from lwec_tasks.params import check_n_clusters, check_theta
 from lwec_tasks.seeds import base_seed, derived_seed
-from lwec_tasks.spectral import leading_eigenvectors, normalised_graph
+from lwec_tasks.spectral import leading_eigenvectors
 from lwec_tasks.uncertainty import DEFAULT_THETA
 
 # Tcut's k-means settings in the authors' code.
@@ -49,22 +49,26 @@ def bipartite_weights(ensemble: Ensemble, eci: np.ndarray) -> sp.csr_matrix:
     return ensemble.incidence.multiply(eci[np.newaxis, :]).tocsr()
 
 
-def cluster_graph(ensemble: Ensemble, weights: np.ndarray):
+def cluster_graph(ensemble: Ensemble, weights: np.ndarray, scale: np.ndarray | None = None):
     """Return (Wy, dx): Wy = Bᵀ Dx⁻¹ B (n_c, n_c) and dx = B·1 (N,), B = incidence·diag(weights).
 
-    Wy is a dense ndarray up to ``DENSE_GRAPH_LIMIT`` clusters, else a sparse CSR
-    matrix assembled block by block from the pairwise code tables.
+    With ``scale`` (n_c,), returns diag(s) Bᵀ Dx⁻¹ B diag(s) / diag(weights)² instead,
+    i.e. entry (c, c') = s_c s_c' Σ_{i∈c∩c'} 1/dx_i — the same accumulation with
+    other per-cluster factors. Wy is a dense ndarray up to ``DENSE_GRAPH_LIMIT``
+    clusters, else a sparse CSR matrix assembled block by block from the pairwise
+    code tables.
     """
     codes_t = column_major_codes(ensemble.codes)
     offsets = ensemble.offsets.astype(np.int64)
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     dx = object_degrees(codes_t, offsets, weights)
     inv_dx = 1.0 / dx
+    factors = weights if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
     n_c = ensemble.n_clusters_total
     if n_c <= DENSE_GRAPH_LIMIT:
         ensure_fits(n_c * n_c * 8 * 2, f"the dense cluster graph of {n_c} clusters")
-        return cluster_graph_dense(codes_t, offsets, weights, inv_dx), dx
-    return _sparse_cluster_graph(codes_t, offsets, weights, inv_dx), dx
+        return cluster_graph_dense(codes_t, offsets, factors, inv_dx), dx
+    return _sparse_cluster_graph(codes_t, offsets, factors, inv_dx), dx
 
 
 def _sparse_cluster_graph(codes_t, offsets, weights, inv_dx) -> sp.csr_matrix:
@@ -99,12 +103,17 @@ def tcut_cluster_vectors(ensemble: Ensemble, weights: np.ndarray, n_vectors: int
     U (n_c, n_vectors) = diag(weights) D^{-1/2} V, V the leading eigenvectors (by
     descending eigenvalue) of D^{-1/2} Wy D^{-1/2}, D = diag(Wy·1); the embedding
     of object i is then Σ_m U[its cluster in column m] / dx_i.
+
+    Wy·1 = Bᵀ Dx⁻¹ B·1 = Bᵀ·1, so D[c] = w_c·|c| in closed form, and the
+    normalised graph is accumulated directly with per-cluster factors
+    w_c / sqrt(w_c·|c|) = sqrt(w_c / |c|) — Wy itself is never stored.
     """
-    wy, dx = cluster_graph(ensemble, weights)
-    normalised, inv_sqrt_d = normalised_graph(wy)
-    del wy
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    scale = np.sqrt(weights / ensemble.cluster_sizes)
+    normalised, dx = cluster_graph(ensemble, weights, scale)
     vectors = leading_eigenvectors(normalised, n_vectors)
-    return vectors * (inv_sqrt_d * weights)[:, None], 1.0 / dx
+    del normalised
+    return vectors * scale[:, None], 1.0 / dx
 
 
 def tcut_embedding(

@@ -89,14 +89,14 @@ def _pair_split_entropies(codes_a, codes_b, sizes_a, sizes_b, out_a, out_b):
     and hence ECI exactly 1.
     """
     k_a, k_b = sizes_a.shape[0], sizes_b.shape[0]
-    table = np.zeros((k_a, k_b))
+    table = np.zeros((k_a, k_b), dtype=np.int32)
     for i in range(codes_a.shape[0]):
-        table[codes_a[i], codes_b[i]] += 1.0
+        table[codes_a[i], codes_b[i]] += 1
     column_h = np.zeros(k_b)
     for r in range(k_a):
         row_h = 0.0
         for c in range(k_b):
-            t = table[r, c]
+            t = np.float64(table[r, c])
             if t > 0.0:
                 q = t / sizes_a[r]
                 row_h -= q * np.log2(q)
