@@ -142,7 +142,15 @@ def test_unreachable_server_raises_a_retryable_error_without_the_password():
 
 
 def test_env_form_reads_the_url_from_the_environment(monkeypatch, tmp_path):
+    (tmp_path / "env.db").touch()
     monkeypatch.setenv("LWEC_TEST_DB", f"sqlite:///{tmp_path / 'env.db'}")
     assert open_engine("env:LWEC_TEST_DB").url.database == str(tmp_path / "env.db")
     with pytest.raises(LwecInputError, match="LWEC_TEST_MISSING"):
         open_engine("env:LWEC_TEST_MISSING")
+
+
+def test_a_missing_sqlite_file_is_reported_not_created(tmp_path):
+    missing = tmp_path / "missing.db"
+    with pytest.raises(LwecInputError, match="does not exist"):
+        open_engine(f"sqlite:///{missing}")
+    assert not missing.exists()

@@ -53,6 +53,10 @@ def open_engine(database_url: str, *, connect_timeout: int = 10) -> sa.Engine:
         url = sa.make_url(database_url)
     except ArgumentError as error:
         raise LwecInputError(f"database_url is not a valid SQLAlchemy URL: {mask_url(database_url)!r}") from error
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
+            and "uri" not in url.query and not os.path.exists(url.database):
+        # sqlite3 would silently create an empty file here.
+        raise LwecInputError(f"database_url {mask_url(database_url)!r}: SQLite file {url.database!r} does not exist")
     connect_args = {}
     if url.get_backend_name() in ("postgresql", "mysql"):
         connect_args["connect_timeout"] = connect_timeout
