@@ -185,3 +185,22 @@ def test_cut_scores_equal_scikit_learn():
         assert scores["ari"][j] == pytest.approx(adjusted_rand_score(truth, cuts[:, j]), abs=1e-12)
     single = cut_scores(np.zeros((4, 1), int), np.zeros(4, int))
     assert (single["nmi"][0], single["ari"][0]) == (1.0, 1.0)
+
+
+def test_cli_reads_a_pool_from_a_sql_table(tmp_path, capsys):
+    import pandas as pd
+    import sqlalchemy as sa
+
+    pool = synthetic_pool()
+    url = f"sqlite:///{tmp_path / 'pools.db'}"
+    engine = sa.create_engine(url)
+    frame = pd.DataFrame(pool.members, columns=[f"bc{j}" for j in range(pool.n_candidates)])
+    frame.assign(gt=pool.truth).to_sql("toy_pool", engine, index=False)
+    engine.dispose()
+    code = main(["reproduce", url, "--table", "toy_pool", "--runs", "2", "--ensemble-size", "4",
+                 "--methods", "EAC", "--ks", "2..6", "--json", "-"])
+    assert code == 0
+    from_sql = json.loads(capsys.readouterr().out)
+    direct = reproduce(pool, runs=2, ensemble_size=4, methods="EAC", ks="2..6")
+    assert from_sql["dataset"] == "toy_pool"
+    assert from_sql["methods"]["EAC"]["per_run"]["nmi"] == direct["methods"]["EAC"]["per_run"]["nmi"]
