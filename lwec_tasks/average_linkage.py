@@ -33,7 +33,10 @@ def _find(parent, i):
 def _lwca_distances(codes, weights, n_columns):
     n, m = codes.shape
     out = np.empty(n * (n - 1) // 2)
-    for a in numba.prange(n - 1):
+    for t in numba.prange(n - 1):
+        # Rows alternate from both ends (0, n−2, 1, n−3, …) so that the static
+        # split of the range gives each thread the same number of pairs.
+        a = t // 2 if t % 2 == 0 else n - 2 - t // 2
         base = n * a - (a * (a + 1)) // 2 - a - 1
         for b in range(a + 1, n):
             shared = 0.0
@@ -73,12 +76,13 @@ def _nn_chain(dist, sizes):
     merges = np.empty((n - 1, 4))
     chain = np.empty(n, dtype=np.int64)
     chain_length = 0
+    # Live slots in ascending order: scans skip merged-away slots, and the
+    # ascending order keeps the tie-breaking of a full scan (lowest index wins).
+    active = np.arange(n)
+    n_active = n
     for step in range(n - 1):
         if chain_length == 0:
-            for i in range(n):
-                if size[i] > 0:
-                    chain[0] = i
-                    break
+            chain[0] = active[0]
             chain_length = 1
         while True:
             x = chain[chain_length - 1]
@@ -89,10 +93,15 @@ def _nn_chain(dist, sizes):
             else:
                 y = -1
                 current = np.inf
-            for i in range(n):
-                if size[i] == 0 or i == x:
+            row_x = n * x - (x * (x + 1)) // 2 - x - 1
+            for j in range(n_active):
+                i = active[j]
+                if i < x:
+                    d = dist[n * i - (i * (i + 1)) // 2 + x - i - 1]
+                elif i > x:
+                    d = dist[row_x + i]
+                else:
                     continue
-                d = dist[_condensed_index(n, x, i)]
                 if d < current:
                     current = d
                     y = i
@@ -110,8 +119,13 @@ def _nn_chain(dist, sizes):
         merges[step, 3] = nx + ny
         size[x] = 0
         size[y] = nx + ny
-        for i in range(n):
-            if size[i] == 0 or i == y:
+        # Drop x from the live slots (keeping them sorted).
+        position = np.searchsorted(active[:n_active], x)
+        active[position:n_active - 1] = active[position + 1:n_active]
+        n_active -= 1
+        for j in range(n_active):
+            i = active[j]
+            if i == y:
                 continue
             ix = _condensed_index(n, i, x)
             iy = _condensed_index(n, i, y)

@@ -17,6 +17,10 @@ import numpy as np
 # Objects per chunk in the object-parallel kernels (fixed: results must not
 # depend on the thread count).
 _CHUNK = 1 << 16
+# Below this many code visits a kernel runs on one thread: waking the thread
+# pool costs more than it saves (and much more when the other core is busy).
+# Serial and parallel versions give identical results.
+PARALLEL_MIN_WORK = 20_000_000
 
 
 @numba.njit(cache=True)
@@ -46,7 +50,11 @@ def _strict_pair_of(p, n_columns):
     return a, a + 1 + p
 
 
-@numba.njit(parallel=True, cache=True)
+def _parallel_pays(n_objects: int, n_passes: int) -> bool:
+    """Whether a kernel touching n_objects × n_passes codes is worth waking threads for."""
+    return n_objects * n_passes >= PARALLEL_MIN_WORK
+
+
 def split_entropy_terms(codes_t, offsets, sizes):
     """H^b(C) for every cluster C and every column b, from the pairwise tables.
 
@@ -63,21 +71,40 @@ def split_entropy_terms(codes_t, offsets, sizes):
     The uncertainty H^Π is the sum over axis 0.
     """
     n_columns, n = codes_t.shape
-    n_c = offsets[n_columns]
-    out = np.zeros((n_columns, n_c))
-    n_pairs = n_columns * (n_columns - 1) // 2
-    for p in numba.prange(n_pairs):
-        col_a, col_b = _strict_pair_of(p, n_columns)
-        start_a, stop_a = offsets[col_a], offsets[col_a + 1]
-        start_b, stop_b = offsets[col_b], offsets[col_b + 1]
-        _pair_split_entropies(
-            codes_t[col_a],
-            codes_t[col_b],
-            sizes[start_a:stop_a],
-            sizes[start_b:stop_b],
-            out[col_b, start_a:stop_a],
-            out[col_a, start_b:stop_b],
-        )
+    kernel = _split_entropy_parallel if _parallel_pays(n, n_columns * (n_columns - 1) // 2) else _split_entropy_serial
+    return kernel(codes_t, offsets, sizes)
+
+
+@numba.njit(cache=True)
+def _split_entropy_pair(codes_t, offsets, sizes, out, p):
+    col_a, col_b = _strict_pair_of(p, codes_t.shape[0])
+    start_a, stop_a = offsets[col_a], offsets[col_a + 1]
+    start_b, stop_b = offsets[col_b], offsets[col_b + 1]
+    _pair_split_entropies(
+        codes_t[col_a],
+        codes_t[col_b],
+        sizes[start_a:stop_a],
+        sizes[start_b:stop_b],
+        out[col_b, start_a:stop_a],
+        out[col_a, start_b:stop_b],
+    )
+
+
+@numba.njit(parallel=True, cache=True)
+def _split_entropy_parallel(codes_t, offsets, sizes):
+    n_columns = codes_t.shape[0]
+    out = np.zeros((n_columns, offsets[n_columns]))
+    for p in numba.prange(n_columns * (n_columns - 1) // 2):
+        _split_entropy_pair(codes_t, offsets, sizes, out, p)
+    return out
+
+
+@numba.njit(cache=True)
+def _split_entropy_serial(codes_t, offsets, sizes):
+    n_columns = codes_t.shape[0]
+    out = np.zeros((n_columns, offsets[n_columns]))
+    for p in range(n_columns * (n_columns - 1) // 2):
+        _split_entropy_pair(codes_t, offsets, sizes, out, p)
     return out
 
 
@@ -106,22 +133,37 @@ def _pair_split_entropies(codes_a, codes_b, sizes_a, sizes_b, out_a, out_b):
     out_b[:] = column_h
 
 
-@numba.njit(parallel=True, cache=True)
 def object_degrees(codes_t, offsets, weights):
     """dx = B·1: (N,) sum over columns of the weight (ECI) of each object's cluster."""
     n_columns, n = codes_t.shape
     out = np.empty(n)
-    n_chunks = (n + _CHUNK - 1) // _CHUNK
-    for chunk in numba.prange(n_chunks):
-        for i in range(chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)):
-            total = 0.0
-            for m in range(n_columns):
-                total += weights[offsets[m] + codes_t[m, i]]
-            out[i] = total
+    kernel = _degrees_parallel if _parallel_pays(n, n_columns) else _degrees_serial
+    kernel(codes_t, offsets, weights, out)
     return out
 
 
+@numba.njit(cache=True)
+def _degrees_chunk(codes_t, offsets, weights, out, chunk):
+    n_columns, n = codes_t.shape
+    for i in range(chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)):
+        total = 0.0
+        for m in range(n_columns):
+            total += weights[offsets[m] + codes_t[m, i]]
+        out[i] = total
+
+
 @numba.njit(parallel=True, cache=True)
+def _degrees_parallel(codes_t, offsets, weights, out):
+    for chunk in numba.prange((codes_t.shape[1] + _CHUNK - 1) // _CHUNK):
+        _degrees_chunk(codes_t, offsets, weights, out, chunk)
+
+
+@numba.njit(cache=True)
+def _degrees_serial(codes_t, offsets, weights, out):
+    for chunk in range((codes_t.shape[1] + _CHUNK - 1) // _CHUNK):
+        _degrees_chunk(codes_t, offsets, weights, out, chunk)
+
+
 def cluster_graph_dense(codes_t, offsets, weights, inv_dx):
     """Wy = Bᵀ Dx⁻¹ B as a dense (n_c, n_c) array without forming B.
 
@@ -130,17 +172,35 @@ def cluster_graph_dense(codes_t, offsets, weights, inv_dx):
     column are diagonal, since its clusters are disjoint).
     """
     n_columns, n = codes_t.shape
-    n_c = offsets[n_columns]
-    out = np.zeros((n_c, n_c))
+    out = np.zeros((offsets[n_columns], offsets[n_columns]))
     n_pairs = n_columns * (n_columns + 1) // 2
-    for p in numba.prange(n_pairs):
-        col_a, col_b = _pair_of(p, n_columns)
-        _fill_pair_block(
-            codes_t[col_a], codes_t[col_b], offsets[col_a], offsets[col_b],
-            offsets[col_a + 1] - offsets[col_a], offsets[col_b + 1] - offsets[col_b],
-            col_a == col_b, weights, inv_dx, out,
-        )
+    kernel = _graph_parallel if _parallel_pays(n, n_pairs) else _graph_serial
+    kernel(codes_t, offsets, weights, inv_dx, out)
     return out
+
+
+@numba.njit(cache=True)
+def _graph_pair(codes_t, offsets, weights, inv_dx, out, p):
+    col_a, col_b = _pair_of(p, codes_t.shape[0])
+    _fill_pair_block(
+        codes_t[col_a], codes_t[col_b], offsets[col_a], offsets[col_b],
+        offsets[col_a + 1] - offsets[col_a], offsets[col_b + 1] - offsets[col_b],
+        col_a == col_b, weights, inv_dx, out,
+    )
+
+
+@numba.njit(parallel=True, cache=True)
+def _graph_parallel(codes_t, offsets, weights, inv_dx, out):
+    n_columns = codes_t.shape[0]
+    for p in numba.prange(n_columns * (n_columns + 1) // 2):
+        _graph_pair(codes_t, offsets, weights, inv_dx, out, p)
+
+
+@numba.njit(cache=True)
+def _graph_serial(codes_t, offsets, weights, inv_dx, out):
+    n_columns = codes_t.shape[0]
+    for p in range(n_columns * (n_columns + 1) // 2):
+        _graph_pair(codes_t, offsets, weights, inv_dx, out, p)
 
 
 @numba.njit(cache=True)
@@ -170,7 +230,6 @@ def cluster_pair_block(codes_a, codes_b, k_a, k_b, inv_dx):
     return block
 
 
-@numba.njit(parallel=True, cache=True)
 def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows):
     """Dx⁻¹ B U restricted to ``rows``: out[j] = Σ_m U[g_m(rows[j])] / dx[rows[j]].
 
@@ -184,22 +243,37 @@ def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows):
     -------
     (R, r) float64
     """
-    n_columns = codes_t.shape[0]
-    n_rows = rows.shape[0]
-    r = cluster_vectors.shape[1]
-    out = np.zeros((n_rows, r))
-    n_chunks = (n_rows + _CHUNK - 1) // _CHUNK
-    for chunk in numba.prange(n_chunks):
-        for j in range(chunk * _CHUNK, min(n_rows, (chunk + 1) * _CHUNK)):
-            i = rows[j]
-            for m in range(n_columns):
-                g = offsets[m] + codes_t[m, i]
-                for t in range(r):
-                    out[j, t] += cluster_vectors[g, t]
-            scale = inv_dx[i]
-            for t in range(r):
-                out[j, t] *= scale
+    out = np.zeros((rows.shape[0], cluster_vectors.shape[1]))
+    kernel = _transfer_parallel if _parallel_pays(rows.shape[0], codes_t.shape[0]) else _transfer_serial
+    kernel(codes_t, offsets, cluster_vectors, inv_dx, rows, out)
     return out
+
+
+@numba.njit(cache=True)
+def _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk):
+    n_columns = codes_t.shape[0]
+    r = cluster_vectors.shape[1]
+    for j in range(chunk * _CHUNK, min(rows.shape[0], (chunk + 1) * _CHUNK)):
+        i = rows[j]
+        for m in range(n_columns):
+            g = offsets[m] + codes_t[m, i]
+            for t in range(r):
+                out[j, t] += cluster_vectors[g, t]
+        scale = inv_dx[i]
+        for t in range(r):
+            out[j, t] *= scale
+
+
+@numba.njit(parallel=True, cache=True)
+def _transfer_parallel(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
+    for chunk in numba.prange((rows.shape[0] + _CHUNK - 1) // _CHUNK):
+        _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
+
+
+@numba.njit(cache=True)
+def _transfer_serial(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
+    for chunk in range((rows.shape[0] + _CHUNK - 1) // _CHUNK):
+        _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
 
 
 def column_major_codes(codes: np.ndarray) -> np.ndarray:

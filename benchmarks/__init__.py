@@ -1,0 +1,5 @@
+"""Benchmarks of lwec against straightforward dense/sparse references.
+
+Run ``python -m benchmarks --help`` (or ``lwec bench``). Every case runs in its
+own subprocess so that peak memory (ru_maxrss) is per case.
+"""
