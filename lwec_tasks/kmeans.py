@@ -158,13 +158,24 @@ def _hamerly_pass_parallel(x, weights, centres, half_gap, labels, upper, lower, 
 
 
 @numba.njit(cache=True)
-def _hamerly_pass(x, weights, centres, half_gap, labels, upper, lower, sums, counts, first):
-    """One assignment pass over all chunks (in parallel when there are several)."""
-    if sums.shape[0] > 1:
-        return _hamerly_pass_parallel(
-            x, weights, centres, half_gap, labels, upper, lower, sums, counts, first
+def _hamerly_pass_serial(x, weights, centres, half_gap, labels, upper, lower, sums, counts, first):
+    changed = 0
+    for chunk in range(sums.shape[0]):
+        changed += _hamerly_chunk(
+            x, weights, centres, half_gap, labels, upper, lower, sums, counts, first, chunk
         )
-    return _hamerly_chunk(x, weights, centres, half_gap, labels, upper, lower, sums, counts, first, 0)
+    return changed
+
+
+def _hamerly_pass(*arrays_and_flag) -> int:
+    """One assignment pass over all chunks (in parallel when there are several).
+
+    Dispatched from Python: numba's cache cannot safely reload a compiled
+    function that calls a parallel one.
+    """
+    sums = arrays_and_flag[7]
+    kernel = _hamerly_pass_parallel if sums.shape[0] > 1 else _hamerly_pass_serial
+    return int(kernel(*arrays_and_flag))
 
 
 @numba.njit(cache=True)
@@ -185,14 +196,48 @@ def _half_gaps(centres):
 
 
 @numba.njit(cache=True)
+def _move_centres(sums, counts, centres, labels, upper, lower):
+    """Centres to the weighted means; loosen the bounds by the moves. Returns Σ shift².
+
+    A cluster that empties keeps its centre.
+    """
+    total = sums.sum(axis=0)
+    count = counts.sum(axis=0)
+    k, d = centres.shape
+    shift_sq = 0.0
+    largest = 0.0
+    moves = np.zeros(k)
+    for c in range(k):
+        if count[c] > 0.0:
+            s = 0.0
+            for t in range(d):
+                value = total[c, t] / count[c]
+                s += (value - centres[c, t]) ** 2
+                centres[c, t] = value
+            moves[c] = np.sqrt(s)
+            shift_sq += s
+            largest = max(largest, moves[c])
+    for i in range(labels.shape[0]):
+        upper[i] += moves[labels[i]]
+        lower[i] -= largest
+    return shift_sq
+
+
+@numba.njit(cache=True)
+def _inertia(x, weights, centres, labels):
+    total = 0.0
+    for i in range(x.shape[0]):
+        dist = _distance(x, i, centres, labels[i])
+        total += weights[i] * dist * dist
+    return total
+
+
 def _lloyd(x, weights, centres, max_iter, tolerance):
     """Lloyd iterations from ``centres`` (Hamerly-accelerated, same fixed points).
 
     Stops when no label changes, after ``max_iter`` updates, or when the total
-    squared centre shift is <= ``tolerance`` (then labels are refreshed against
-    the final centres). A cluster that empties keeps its centre.
-
-    Returns (labels, inertia).
+    squared centre shift is <= ``tolerance`` (labels are then those of the
+    final centres). Returns (labels, inertia); ``centres`` is updated in place.
     """
     n, d = x.shape
     k = centres.shape[0]
@@ -202,38 +247,14 @@ def _lloyd(x, weights, centres, max_iter, tolerance):
     lower = np.empty(n)
     sums = np.empty((n_chunks, k, d))
     counts = np.empty((n_chunks, k))
-    half_gap = _half_gaps(centres)
-    _hamerly_pass(x, weights, centres, half_gap, labels, upper, lower, sums, counts, True)
+    state = (labels, upper, lower, sums, counts)
+    _hamerly_pass(x, weights, centres, _half_gaps(centres), *state, True)
     for _ in range(max_iter):
-        total = sums.sum(axis=0)
-        count = counts.sum(axis=0)
-        shift_sq = 0.0
-        largest = 0.0
-        moves = np.zeros(k)
-        for c in range(k):
-            if count[c] > 0.0:
-                s = 0.0
-                for t in range(d):
-                    value = total[c, t] / count[c]
-                    s += (value - centres[c, t]) ** 2
-                    centres[c, t] = value
-                moves[c] = np.sqrt(s)
-                shift_sq += s
-                largest = max(largest, moves[c])
-        for i in range(n):
-            upper[i] += moves[labels[i]]
-            lower[i] -= largest
-        half_gap = _half_gaps(centres)
-        changed = _hamerly_pass(
-            x, weights, centres, half_gap, labels, upper, lower, sums, counts, False
-        )
+        shift_sq = _move_centres(sums, counts, centres, labels, upper, lower)
+        changed = _hamerly_pass(x, weights, centres, _half_gaps(centres), *state, False)
         if changed == 0 or shift_sq <= tolerance:
             break
-    inertia = 0.0
-    for i in range(n):
-        dist = _distance(x, i, centres, labels[i])
-        inertia += weights[i] * dist * dist
-    return labels, inertia
+    return labels, _inertia(x, weights, centres, labels)
 
 
 def _tolerance(x: np.ndarray, weights: np.ndarray) -> float:
