@@ -1,0 +1,32 @@
+"""The benchmark command runs end to end on small inputs and prints its table (no timing asserted)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import PROJECT_ROOT
+from lwec_tasks.cli import build_parser
+
+
+def test_lwec_bench_is_registered_with_the_benchmark_options():
+    args = build_parser().parse_args(["bench", "--quick", "--scale-n", "0", "--pools"])
+    assert args.quick and args.scale_n == 0 and args.pools == []
+    assert callable(args.handler)
+
+
+def test_benchmark_runs_every_kind_of_case_in_subprocesses(tmp_path):
+    output = tmp_path / "bench.md"
+    completed = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--pools", "VS", "--scale-n", "20000", "--quick",
+         "--output", str(output)],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    report = output.read_text()
+    assert report.startswith("Machine: ")
+    assert "| synthetic N=20,000 | ECI + LWGP k=10 | lwec |" in report
+    assert "needs" in report and "'lwgp'" in report  # the memory guard's message
+    assert "| blobs N=20,000 d=16 | base clusterings M=10 |" in report
+    if "| VS |" in report:  # pools present
+        assert "cuts identical 29/29" in report
