@@ -44,10 +44,6 @@ def _warm_up_kernels() -> None:
     eci(Ensemble(labels))
     lwea(labels, [2, 3])
     lwgp(labels, [2, 3], random_state=0)
-    # the scale path: int32 input, sampled k-means
-    from lwec_tasks.kmeans import weighted_kmeans
-
-    weighted_kmeans(np.random.default_rng(0).random((600_000, 3)), 3, 0, n_init=1, max_iter=2)
 
 
 def _project_eci(labels):
@@ -102,7 +98,7 @@ def run_case(name: str, spec: str, repeats: int) -> tuple[dict, np.ndarray | Non
         return _finish(info, cold, warm), None
     labels, truth = load_ensemble(spec)
     info["objects"] = int(labels.shape[0])
-    if name in ("project-scale", "project-lwea-large"):
+    if name == "project-lwea-large":
         # One long run only: time it with the kernels already loaded.
         _warm_up_kernels()
     functions = {

@@ -14,6 +14,7 @@ import scipy.sparse.linalg
 from scipy.cluster.hierarchy import cut_tree, linkage
 from scipy.spatial.distance import squareform
 from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
 
 from lwec_tasks.lwca import lwca
 
@@ -79,8 +80,12 @@ def sparse_lwgp(labels: np.ndarray, ks, theta: float = 0.4, seed: int = 0) -> np
     vectors = vectors[:, ::-1] * inv_sqrt_d[:, None]
     embedding = (b @ vectors) / dx[:, None]
     out = []
-    for k in ks:
-        rows = embedding[:, :k]
-        rows = rows / (np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + 1e-10)
-        out.append(KMeans(n_clusters=int(k), n_init=3, max_iter=100, random_state=seed).fit_predict(rows))
+    # One thread, as the package's own k-means fits: on a busy 2-core machine
+    # scikit-learn's spinning OpenMP threads are several times slower.
+    with threadpool_limits(1):
+        for k in ks:
+            rows = embedding[:, :k]
+            rows = rows / (np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + 1e-10)
+            model = KMeans(n_clusters=int(k), n_init=3, max_iter=100, random_state=seed)
+            out.append(model.fit_predict(rows))
     return np.column_stack(out)

@@ -54,7 +54,7 @@ def plan(args) -> list[Case]:
     if args.scale_n:
         spec = f"synthetic:{args.scale_n}"
         label = f"synthetic N={args.scale_n:,}"
-        cases.append(Case(label, spec, "ECI + LWGP k=10", "project-scale", 0))
+        cases.append(Case(label, spec, "ECI + LWGP k=10", "project-scale", 1))
         if not args.quick:
             cases.append(Case(label, spec, "ECI + LWGP k=10", "reference-scale", 0, "project-scale"))
     if not args.quick:
