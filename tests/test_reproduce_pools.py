@@ -8,6 +8,7 @@ criterion) cell is its own test case.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -70,7 +71,9 @@ def ours() -> dict[str, dict]:
     paths = [str(directory / f"bc_pool_{p}.mat") for p in POOLS]
     # Largest pools first so the two workers finish together.
     order = sorted(paths, key=lambda p: -Path(p).stat().st_size)
-    with ProcessPoolExecutor(max_workers=2, initializer=_single_thread) as executor:
+    # "spawn": forking a process that already runs OpenMP (scikit-learn, numba) is unsafe.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=2, mp_context=context, initializer=_single_thread) as executor:
         results = dict(zip(order, executor.map(_reproduce_one, order)))
     return {r["dataset"]: r for r in results.values()}
 
