@@ -185,3 +185,11 @@ def test_row_path_without_microclusters_is_seeded_and_accurate(
     assert np.array_equal(first[:, 1], lwgp(fresh, 6, random_state=5))
     assert nmi(first[:, 1], truth) > 0.95
     assert nmi(first[:, 1], lwgp(encoded, 6, random_state=5)) > 0.95
+
+
+@pytest.mark.parametrize("eigen_limit", [10_000, 10], ids=["dense-eigh", "arpack"])
+def test_labels_for_a_k_do_not_depend_on_the_other_ks(encoded, monkeypatch, eigen_limit):
+    monkeypatch.setattr(spectral, "DENSE_EIGEN_LIMIT", eigen_limit)
+    together = lwgp(encoded, [3, 12], random_state=2)
+    assert np.array_equal(together[:, 0], lwgp(encoded, 3, random_state=2))
+    assert np.array_equal(together[:, 1], lwgp(encoded, 12, random_state=2))
