@@ -169,7 +169,8 @@ def cluster_graph_dense(codes_t, offsets, weights, inv_dx):
 
     Wy[c, c'] = w_c · w_c' · Σ_{i ∈ c ∩ c'} 1/dx_i: block (a, b) comes from one
     weighted count over the code pairs of columns a and b (diagonal blocks of a
-    column are diagonal, since its clusters are disjoint).
+    column are diagonal, since its clusters are disjoint). ``weights`` are the
+    per-cluster factors w (ECI gives Wy; √(ECI/size) gives the normalised graph).
     """
     n_columns, n = codes_t.shape
     out = np.zeros((offsets[n_columns], offsets[n_columns]))

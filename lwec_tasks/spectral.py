@@ -13,22 +13,6 @@ from threadpoolctl import threadpool_limits
 DENSE_EIGEN_LIMIT = 2500
 
 
-def normalised_graph(wy, overwrite: bool = False) -> tuple[np.ndarray | sp.spmatrix, np.ndarray]:
-    """(D^{-1/2} Wy D^{-1/2}, D^{-1/2}) with D = diag(Wy·1); dense or sparse as given.
-
-    With ``overwrite`` a dense ``wy`` is scaled in place (no second n_c² copy).
-    """
-    degrees = np.asarray(wy.sum(axis=1)).ravel()
-    inv_sqrt = 1.0 / np.sqrt(degrees)
-    if sp.issparse(wy):
-        scale = sp.diags(inv_sqrt)
-        return (scale @ wy @ scale).tocsr(), inv_sqrt
-    normalised = wy if overwrite else wy.copy()
-    normalised *= inv_sqrt[:, None]
-    normalised *= inv_sqrt[None, :]
-    return normalised, inv_sqrt
-
-
 def _canonical_signs(vectors: np.ndarray) -> np.ndarray:
     """Flip each column so its largest-magnitude entry is positive (solver-independent)."""
     pivots = np.argmax(np.abs(vectors), axis=0)
