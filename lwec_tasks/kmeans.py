@@ -199,7 +199,7 @@ def _half_gaps(centres):
 def _move_centres(sums, counts, centres, labels, upper, lower):
     """Centres to the weighted means; loosen the bounds by the moves. Returns Σ shift².
 
-    A cluster that empties keeps its centre.
+    A cluster that empties keeps its centre here; the caller relocates it.
     """
     total = sums.sum(axis=0)
     count = counts.sum(axis=0)
@@ -221,6 +221,24 @@ def _move_centres(sums, counts, centres, labels, upper, lower):
         upper[i] += moves[labels[i]]
         lower[i] -= largest
     return shift_sq
+
+
+@numba.njit(cache=True)
+def _distances_to_own_centre(x, centres, labels):
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = _distance(x, i, centres, labels[i])
+    return out
+
+
+def _relocate(x, centres, labels, empty):
+    """Move the centres of empty clusters onto the rows farthest from their own centre.
+
+    Keeps k clusters non-empty (as scikit-learn and MATLAB's 'singleton' do)
+    instead of returning fewer clusters than asked for.
+    """
+    farthest = np.argsort(-_distances_to_own_centre(x, centres, labels), kind="stable")
+    centres[empty] = x[farthest[: len(empty)]]
 
 
 @numba.njit(cache=True)
@@ -251,6 +269,11 @@ def _lloyd(x, weights, centres, max_iter, tolerance):
     _hamerly_pass(x, weights, centres, _half_gaps(centres), *state, True)
     for _ in range(max_iter):
         shift_sq = _move_centres(sums, counts, centres, labels, upper, lower)
+        empty = np.flatnonzero(counts.sum(axis=0) == 0.0)
+        if len(empty):
+            _relocate(x, centres, labels, empty)
+            _hamerly_pass(x, weights, centres, _half_gaps(centres), *state, True)
+            continue
         changed = _hamerly_pass(x, weights, centres, _half_gaps(centres), *state, False)
         if changed == 0 or shift_sq <= tolerance:
             break

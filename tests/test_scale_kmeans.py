@@ -79,3 +79,15 @@ def test_parallel_chunks_give_the_serial_result():
     labels = weighted_kmeans(big, 4, seed=1)
     assert np.array_equal(labels[:5000], labels[5000:10000])
     assert ari(labels[:5000], serial) == 1.0
+
+
+def test_a_centre_left_without_rows_is_moved_to_the_farthest_row():
+    # Two tight groups and a third start centre far from every row: plain Lloyd
+    # would end with an empty cluster; ours keeps all k clusters populated.
+    x = np.array([[0.0, 0.0], [0.1, 0.0], [0.0, 0.1], [5.0, 5.0], [5.1, 5.0], [9.0, 5.0]])
+    start = np.array([[0.0, 0.0], [5.0, 5.0], [100.0, 100.0]])
+    assert len(set(_plain_lloyd(x, np.ones(len(x)), start, 100).tolist())) == 2
+    labels, _ = kmeans_module._lloyd(x, np.ones(len(x)), start.copy(), 100, 0.0)
+    assert sorted(set(labels.tolist())) == [0, 1, 2]
+    # the row farthest from its first centre, (9, 5), becomes the new cluster
+    assert np.sum(labels == labels[5]) == 1
