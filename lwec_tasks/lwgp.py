@@ -44,11 +44,6 @@ MICROCLUSTER_LIMIT = 1_000_000
 DENSE_GRAPH_LIMIT = 16_000
 
 
-def bipartite_weights(ensemble: Ensemble, eci: np.ndarray) -> sp.csr_matrix:
-    """(N, n_c) LWBG cross-affinity B: B[i, c] = ECI(c) if object i is in cluster c."""
-    return ensemble.incidence.multiply(eci[np.newaxis, :]).tocsr()
-
-
 def cluster_graph(ensemble: Ensemble, weights: np.ndarray, scale: np.ndarray | None = None):
     """Return (Wy, dx): Wy = Bᵀ Dx⁻¹ B (n_c, n_c) and dx = B·1 (N,), B = incidence·diag(weights).
 
