@@ -26,6 +26,9 @@ from lwec_tasks.errors import LwecInputError
 _LOOKUP_RANGE_FACTOR = 4
 
 
+_INT64_MAX = np.iinfo(np.int64).max
+
+
 class Ensemble:
     """An N × M ensemble of base clusterings, encoded once.
 
@@ -229,6 +232,12 @@ def _stack_columns(columns: list[np.ndarray], names: list[str], n_rows: int) -> 
 def _integer_column(column: np.ndarray, name: str) -> np.ndarray:
     """Return the column as int64, or raise naming the column and the bad value."""
     if column.dtype.kind in "iu":
+        if column.dtype.kind == "u" and column.dtype.itemsize == 8 and (column > _INT64_MAX).any():
+            row = int(np.argmax(column > _INT64_MAX))
+            raise LwecInputError(
+                f"labels {name!r} holds label {int(column[row])} at row {row}, beyond the 64-bit "
+                "signed range; renumber the labels"
+            )
         return column.astype(np.int64)
     if column.dtype.kind == "b":
         raise LwecInputError(f"labels {name!r} holds booleans, expected integer cluster labels")
@@ -245,6 +254,13 @@ def _integer_column(column: np.ndarray, name: str) -> np.ndarray:
             raise LwecInputError(
                 f"labels {name!r} holds a non-integer label {column[row].item()!r} at row {row}"
             )
+        too_large = np.abs(column) >= 2.0**63
+        if too_large.any():
+            row = int(np.argmax(too_large))
+            raise LwecInputError(
+                f"labels {name!r} holds label {column[row].item()!r} at row {row}, beyond the "
+                "64-bit integer range; renumber the labels"
+            )
         return column.astype(np.int64)
     out = np.empty(len(column), dtype=np.int64)
     for i, value in enumerate(column):
@@ -254,6 +270,11 @@ def _integer_column(column: np.ndarray, name: str) -> np.ndarray:
             raise LwecInputError(f"labels {name!r} holds a non-integer label {value!r} at row {i}")
         if value != int(value):
             raise LwecInputError(f"labels {name!r} holds a non-integer label {value!r} at row {i}")
+        if not -(2**63) <= int(value) < 2**63:
+            raise LwecInputError(
+                f"labels {name!r} holds label {value!r} at row {i}, beyond the 64-bit integer "
+                "range; renumber the labels"
+            )
         out[i] = int(value)
     return out
 

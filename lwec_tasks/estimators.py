@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from lwec_tasks.ensemble import Ensemble
+from lwec_tasks.ensemble import Ensemble, as_ensemble
 from lwec_tasks.lwca import ensemble_eci
 from lwec_tasks.lwea import lwea
 from lwec_tasks.lwgp import lwgp
@@ -18,7 +18,7 @@ class _LocallyWeightedConsensus(ClusterMixin, BaseEstimator):
 
     def _encode(self, X) -> Ensemble:
         check_theta(self.theta)
-        ensemble = Ensemble(X)
+        ensemble = as_ensemble(X)
         self.n_features_in_ = ensemble.n_columns
         self.cluster_uncertainty_ = ensemble_uncertainty(ensemble).copy()
         self.eci_ = ensemble_eci(ensemble, float(self.theta))

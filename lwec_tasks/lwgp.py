@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from lwec_tasks.ensemble import Ensemble, as_ensemble
+from lwec_tasks.errors import LwecInputError
 from lwec_tasks.kmeans import weighted_kmeans
 from lwec_tasks.lwca import ensemble_eci
 from lwec_tasks.memory import ensure_fits
@@ -28,7 +29,7 @@ from lwec_tasks.pair_kernels import (
 )
 from lwec_tasks.params import check_n_clusters, check_theta
 from lwec_tasks.seeds import base_seed, derived_seed
-from lwec_tasks.spectral import leading_eigenvectors
+from lwec_tasks.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
 from lwec_tasks.uncertainty import DEFAULT_THETA
 
 # Tcut's k-means settings in the authors' code.
@@ -102,11 +103,16 @@ def tcut_cluster_vectors(ensemble: Ensemble, weights: np.ndarray, n_vectors: int
     Wy·1 = Bᵀ Dx⁻¹ B·1 = Bᵀ·1, so D[c] = w_c·|c| in closed form, and the
     normalised graph is accumulated directly with per-cluster factors
     w_c / sqrt(w_c·|c|) = sqrt(w_c / |c|) — Wy itself is never stored.
+    The eigenvalue-1 space (one vector per connected component of the graph)
+    gets a fixed basis, so the embedding is unique even for a disconnected graph.
+    All weights must be > 0.
     """
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     scale = np.sqrt(weights / ensemble.cluster_sizes)
     normalised, dx = cluster_graph(ensemble, weights, scale)
-    vectors = leading_eigenvectors(normalised, n_vectors)
+    n_components, component = graph_components(normalised)
+    unit_basis = unit_eigenvectors(weights * ensemble.cluster_sizes, component, n_components)
+    vectors = leading_eigenvectors(normalised, n_vectors, unit_basis)
     del normalised
     return vectors * scale[:, None], 1.0 / dx
 
@@ -187,9 +193,13 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
             upper_name="the number of distinct label rows (microclusters)",
         )
     base = base_seed(random_state)
-    cluster_vectors, inv_dx = tcut_cluster_vectors(
-        ensemble, ensemble_eci(ensemble, theta), int(ks.max())
-    )
+    eci = ensemble_eci(ensemble, theta)
+    if not np.all(eci > 0):
+        raise LwecInputError(
+            f"theta={theta} is too small: the ECI of {int(np.sum(eci == 0))} of {len(eci)} clusters "
+            "underflows to 0, leaving objects without links in the bipartite graph; use a larger theta"
+        )
+    cluster_vectors, inv_dx = tcut_cluster_vectors(ensemble, eci, int(ks.max()))
     if use_microclusters:
         rows = ensemble.microcluster_representative
         weights = ensemble.microcluster_sizes.astype(np.float64)

@@ -10,6 +10,7 @@ standard deviation over runs.
 
 from __future__ import annotations
 
+import numbers
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -118,6 +119,8 @@ def reproduce(
     deviation (ddof=1) over runs, 0 for one run.
     """
     theta = check_theta(theta)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise LwecInputError(f"seed must be a non-negative integer, got {seed!r}")
     chosen: list[Method] = parse_methods(methods)
     ks = parse_ks(ks)
     check_protocol(pool, runs, ensemble_size)
@@ -131,7 +134,15 @@ def reproduce(
         for method in chosen:
             start = time.perf_counter()
             # A fresh encoding per method, so each method's time includes it.
-            cuts = run_method(method, Ensemble(labels), ks, theta=theta, random_state=method_seed(seed, run))
+            try:
+                cuts = run_method(
+                    method, Ensemble(labels), ks, theta=theta, random_state=method_seed(seed, run)
+                )
+            except LwecInputError as error:
+                raise LwecInputError(
+                    f"run {run + 1}/{runs}, method {method.name}, pool columns {columns.tolist()}: "
+                    f"{error}"
+                ) from None
             seconds = time.perf_counter() - start
             _record(per_run[method.name], cuts, ks, pool.truth, seconds)
             if progress is not None:

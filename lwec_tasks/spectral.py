@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
+import scipy.sparse.csgraph
 import scipy.sparse.linalg
 from threadpoolctl import threadpool_limits
 
@@ -21,13 +22,45 @@ def _canonical_signs(vectors: np.ndarray) -> np.ndarray:
     return vectors * signs
 
 
-def leading_eigenvectors(matrix, n_vectors: int) -> np.ndarray:
+def graph_components(matrix) -> tuple[int, np.ndarray]:
+    """(number of connected components, component id per node) of a weighted graph.
+
+    Components are numbered in order of their smallest node.
+    """
+    pattern = sp.csr_matrix(matrix) if not sp.issparse(matrix) else matrix.tocsr()
+    pattern.eliminate_zeros()
+    count, raw = scipy.sparse.csgraph.connected_components(pattern, directed=False)
+    _, first = np.unique(raw, return_index=True)
+    order = np.empty(count, dtype=np.int64)
+    order[np.argsort(first, kind="stable")] = np.arange(count)
+    return count, order[raw]
+
+
+def unit_eigenvectors(degrees: np.ndarray, component: np.ndarray, n_components: int) -> np.ndarray:
+    """(n, n_components) orthonormal basis of the eigenvalue-1 space of D^{-1/2} W D^{-1/2}.
+
+    For each connected component C, D^{1/2}·1_C is an eigenvector with
+    eigenvalue 1 (W·1_C = D·1_C); they are mutually orthogonal. Using this fixed
+    basis, rather than whatever rotation of it a solver returns, keeps the
+    embedding well defined when the graph is disconnected.
+    """
+    basis = np.zeros((len(degrees), n_components))
+    basis[np.arange(len(degrees)), component] = np.sqrt(degrees)
+    return basis / np.linalg.norm(basis, axis=0)
+
+
+def leading_eigenvectors(matrix, n_vectors: int, unit_basis: np.ndarray | None = None) -> np.ndarray:
     """The ``n_vectors`` eigenvectors of a symmetric matrix with the largest eigenvalues.
 
     Parameters
     ----------
     matrix : (n, n) symmetric ndarray or sparse matrix
     n_vectors : 1 <= n_vectors <= n
+    unit_basis : optional (n, c) orthonormal eigenvectors known to hold the top
+        eigenvalue (see :func:`unit_eigenvectors`). They are returned first, in
+        their given order, and the solver looks for the rest only in their
+        orthogonal complement (the matrix is deflated by moving them to −2,
+        below every eigenvalue of a normalised graph).
 
     Returns
     -------
@@ -35,18 +68,31 @@ def leading_eigenvectors(matrix, n_vectors: int) -> np.ndarray:
     largest-magnitude entry positive.
     """
     n = matrix.shape[0]
+    fixed = np.zeros((n, 0)) if unit_basis is None else unit_basis[:, :n_vectors]
+    remaining = n_vectors - fixed.shape[1]
+    if remaining == 0:
+        return _canonical_signs(fixed)
+    shift = 3.0
     if n <= DENSE_EIGEN_LIMIT or n_vectors >= n - 1:
-        dense = matrix.toarray() if sp.issparse(matrix) else matrix
+        dense = matrix.toarray() if sp.issparse(matrix) else np.array(matrix, dtype=np.float64)
+        if fixed.shape[1]:
+            dense -= shift * (fixed @ fixed.T)
         # One BLAS thread: at this size threading gains little, and a spinning
         # second thread stalls badly whenever the other core is busy.
         with threadpool_limits(1, user_api="blas"):
-            _, vectors = scipy.linalg.eigh(dense, subset_by_index=[n - n_vectors, n - 1])
+            _, vectors = scipy.linalg.eigh(dense, subset_by_index=[n - remaining, n - 1])
     else:
+        operator = matrix
+        if fixed.shape[1]:
+            operator = scipy.sparse.linalg.LinearOperator(
+                (n, n),
+                matvec=lambda x: matrix @ x - shift * (fixed @ (fixed.T @ x)),
+                dtype=np.float64,
+            )
         # A fixed start vector keeps the result deterministic.
         start = np.random.default_rng(0).random(n) + 0.5
         values, vectors = scipy.sparse.linalg.eigsh(
-            matrix, k=n_vectors, which="LA", v0=start, ncv=min(n, max(2 * n_vectors + 1, 32))
+            operator, k=remaining, which="LA", v0=start, ncv=min(n, max(2 * remaining + 1, 32))
         )
         vectors = vectors[:, np.argsort(values, kind="stable")]
-    return _canonical_signs(vectors[:, ::-1])
-
+    return _canonical_signs(np.hstack([fixed, vectors[:, ::-1]]))

@@ -91,6 +91,9 @@ def test_huge_label_values_fall_back_to_sorting():
         (pd.DataFrame({"good": [1, 2, 3], "bad": [1.0, None, 2.0]}), "'bad' has 1 missing"),
         (pd.DataFrame({"good": [1, 2, 3], "text": ["x", "y", "z"]}), "'text' holds a non-integer"),
         ("labels", "must be an"),
+        (np.array([[1e19, 0], [2e19, 1], [3e19, 0]]), "1e\\+19 at row 0, beyond the 64-bit"),
+        (np.array([[2**63 + 5, 0], [1, 1]], dtype=np.uint64), "9223372036854775813 at row 0"),
+        ([[10**19, 0], [1, 1]], "10000000000000000000 at row 0, beyond"),
     ],
 )
 def test_bad_input_is_rejected_with_a_clear_message(labels, message):
@@ -116,3 +119,11 @@ def test_k_above_number_of_clusters_is_rejected_by_lwgp():
         lwgp(labels, 5)
     with pytest.raises(LwecInputError, match="microclusters\\) \\(2\\)"):
         lwgp(labels, 3)
+
+
+def test_estimators_accept_an_encoded_ensemble():
+    from lwec_tasks import LWEA, LWGP
+
+    ensemble = Ensemble(LABELS)
+    assert np.array_equal(LWEA(3).fit(ensemble).labels_, lwea(LABELS, 3))
+    assert np.array_equal(LWGP(3, random_state=0).fit(ensemble).labels_, lwgp(LABELS, 3, random_state=0))

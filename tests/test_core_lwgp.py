@@ -94,3 +94,38 @@ def test_estimator_matches_function_and_sklearn_conventions():
     assert np.array_equal(model.eci_, eci(labels, 0.5))
     assert model.n_features_in_ == 8
     assert model.cluster_uncertainty_.shape == model.eci_.shape
+
+
+def _disconnected(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Four groups that no base clustering crosses: the cluster graph has 4 components."""
+    rng = np.random.default_rng(seed)
+    groups = rng.integers(0, 4, 400)
+    labels = np.column_stack([groups * 10 + rng.integers(0, 3, 400) for _ in range(5)])
+    return labels, groups
+
+
+def test_disconnected_graph_gives_labels_independent_of_the_other_ks():
+    labels, groups = _disconnected()
+    alone = lwgp(labels, 2, random_state=0)
+    together = lwgp(labels, [2, 4, 6], random_state=0)
+    assert np.array_equal(alone, together[:, 0])
+    assert ari(together[:, 1], groups) == 1.0
+
+
+def test_sparse_eigensolver_finds_every_component(monkeypatch):
+    import lwec_tasks.spectral as spectral
+
+    labels, groups = _disconnected(1)
+    dense = lwgp(labels, [3, 4, 8], random_state=2)
+    monkeypatch.setattr(spectral, "DENSE_EIGEN_LIMIT", 10)
+    sparse = lwgp(labels, [3, 4, 8], random_state=2)
+    assert np.array_equal(dense, sparse)
+    assert ari(sparse[:, 1], groups) == 1.0
+
+
+def test_theta_so_small_that_eci_underflows_is_named():
+    from lwec_tasks import LwecInputError
+
+    labels = np.random.default_rng(0).integers(0, 5, (100, 6))
+    with pytest.raises(LwecInputError, match="theta=0.001 is too small"):
+        lwgp(labels, 4, theta=1e-3)

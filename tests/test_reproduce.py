@@ -143,6 +143,12 @@ def test_cli_json_to_stdout_sends_progress_to_stderr(tmp_path, capsys):
         (synthetic_pool(), ["--methods", "LWEA,SPECTRAL"], "unknown method.*'SPECTRAL'.*known methods"),
         (synthetic_pool(), ["--runs", "0"], "--runs must be >= 1"),
         (synthetic_pool(), ["--theta", "-1"], "theta must be finite and > 0"),
+        (synthetic_pool(), ["--seed", "-1"], "seed must be a non-negative integer, got -1"),
+        (
+            synthetic_pool(),
+            ["--ensemble-size", "1", "--ks", "2..9"],
+            r"run 1/2, method LWEA, pool columns \[\d+\]: n_clusters=\d is larger than the number of microclusters",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(tmp_path, capsys, pool, args, message):
