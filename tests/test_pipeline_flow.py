@@ -277,3 +277,25 @@ def test_lwec_run_rejects_bad_parameters_before_running(sqlite_url, capsys, argv
     code = lwec_main(["run", "--database-url", sqlite_url, "--table", "blobs", *argv])
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_lwec_run_sets_prefect_defaults_before_prefect_reads_its_settings(tmp_path):
+    # Prefect fixes its settings when first imported; the CLI's defaults must be in
+    # the environment by then, or the temporary server keeps the 20 s start-up limit.
+    import os
+    import subprocess
+
+    script = (
+        "import sys\n"
+        "from lwec_tasks.cli import main\n"
+        "assert 'prefect' not in sys.modules\n"
+        "code = main(['run', '--database-url', sys.argv[1], '--table', 't', '-k', '1'])\n"
+        "import prefect.settings\n"
+        "settings = prefect.settings.get_current_settings()\n"
+        "print(code, settings.server.ephemeral.startup_timeout_seconds)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_SERVER_EPHEMERAL")}
+    done = subprocess.run([sys.executable, "-c", script, f"sqlite:///{tmp_path / 'x.db'}"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == ["2", "120"]

@@ -13,10 +13,22 @@ import sys
 import time
 
 # A fresh temporary Prefect server may need more than the default 20 s to start.
+# Prefect reads its settings once, when it is first imported, so these must be
+# in the environment before anything imports Prefect (see apply_prefect_defaults).
 _PREFECT_DEFAULTS = {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
 }
+
+
+def apply_prefect_defaults() -> None:
+    """Put this command's Prefect defaults into the environment unless already set.
+
+    Call before the first import of Prefect (or of a module that imports it):
+    Prefect fixes its settings at import time.
+    """
+    for name, value in _PREFECT_DEFAULTS.items():
+        os.environ.setdefault(name, value)
 
 
 def _csv_list(text: str) -> list[str]:
@@ -60,6 +72,7 @@ def register(subparsers) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    apply_prefect_defaults()
     parameters = {
         name: getattr(args, name)
         for name in (
@@ -82,13 +95,12 @@ def run_flow_reporting(parameters: dict) -> tuple[int, dict | None]:
     starts; failures during the run are printed to stderr with exit code 1
     (2 for bad input found while reading the table).
     """
+    apply_prefect_defaults()  # before the imports below, which import Prefect
     from lwec_tasks.errors import LwecInputError
     from lwec_tasks.tasks.request import ConsensusRequest
 
     request_fields = {k: v for k, v in parameters.items() if k != "tracking_uri"}
     ConsensusRequest(**request_fields)  # raises LwecInputError on bad parameters
-    for name, value in _PREFECT_DEFAULTS.items():
-        os.environ.setdefault(name, value)
     from flows.consensus import consensus_flow
 
     try:
