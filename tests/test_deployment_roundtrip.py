@@ -166,15 +166,20 @@ def test_prefect_yaml_deployments_run_on_a_process_worker(prefect_api, workspace
     prefect = [sys.executable, "-m", "prefect"]
     subprocess.run([*prefect, "work-pool", "create", "lwec-process", "--type", "process"], env=env, check=True,
                    cwd=tmp_path, capture_output=True, timeout=120)
+    # Deploy from a shell without MLFLOW_TRACKING_URI: the runs must still use the worker's value.
+    deploy_env = {k: v for k, v in env.items() if k != "MLFLOW_TRACKING_URI"}
     deploy = subprocess.run([*prefect, "--no-prompt", "deploy", "--all", "--prefect-file",
                              str(PROJECT_ROOT / "deployments" / "prefect.yaml")],
-                            env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=180)
+                            env=deploy_env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=180)
     assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
     with client_for(api_url) as client:
         nightly = client.read_deployment_by_name("lwec-consensus/nightly")
+        on_demand = client.read_deployment_by_name("lwec-consensus/on-demand")
     assert [s.schedule.cron for s in nightly.schedules] == ["0 2 * * *"]
     assert nightly.parameters["database_url"] == "env:LWEC_DATABASE_URL"
     assert nightly.work_pool_name == "lwec-process"
+    for deployment in (nightly, on_demand):
+        assert "MLFLOW_TRACKING_URI" not in (deployment.job_variables or {}).get("env", {})
 
     log = tmp_path / "worker.log"
     worker = start([*prefect, "worker", "start", "--pool", "lwec-process"], env, log, tmp_path)
