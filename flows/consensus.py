@@ -60,7 +60,8 @@ def consensus_flow(
     run_name: Annotated[str | None, Field(
         description="Key of this run's rows in the labels table; default derived from the inputs")] = None,
     tracking_uri: Annotated[str | None, Field(
-        description="MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db")] = None,
+        description="MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db; "
+                    "'env:VAR' reads it from environment variable VAR")] = None,
     chunk_size: Annotated[int, Field(ge=1, description="Rows read per database round trip")] = 50_000,
 ) -> dict:
     """Cluster the rows of ``table`` by locally weighted ensemble clustering.

@@ -11,7 +11,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import pandas as pd
@@ -34,17 +34,36 @@ def default_tracking_uri(directory: str | os.PathLike | None = None) -> str:
 
 
 def resolve_tracking_uri(explicit: str | None = None) -> str:
-    """The tracking URI to use: ``explicit``, else ``$MLFLOW_TRACKING_URI``, else a local SQLite store."""
+    """The tracking URI to use: ``explicit``, else ``$MLFLOW_TRACKING_URI``, else a local SQLite store.
+
+    ``explicit`` may be ``env:VAR`` to read the URI from environment variable VAR
+    (keeping a password out of flow parameters).
+    """
+    if explicit and explicit.startswith("env:"):
+        variable = explicit[len("env:"):]
+        value = os.environ.get(variable)
+        if not value:
+            from lwec_tasks.errors import LwecInputError
+
+            raise LwecInputError(f"tracking_uri={explicit!r}: environment variable {variable!r} is not set")
+        return value
     return explicit or os.environ.get(TRACKING_URI_ENV) or default_tracking_uri()
 
 
 def mask_uri(uri: str) -> str:
-    """``uri`` with any password in its user-info part replaced by ``***``."""
-    parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    """``uri`` with any password in its user-info part or credential in its query string replaced by ``***``."""
+    from lwec_tasks.io.connection import MASK, mask_query_value
+
+    parts = original = urlsplit(uri)
+    if parts.password is not None:
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{parts.username}:{MASK}@{host}")
+    if parts.query:
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        masked = [(key, mask_query_value(key, value)) for key, value in pairs]
+        if masked != pairs:
+            parts = parts._replace(query=urlencode(masked, safe="*{}"))
+    return uri if parts == original else urlunsplit(parts)
 
 
 @dataclass

@@ -133,6 +133,32 @@ def test_passwords_never_appear_in_printed_urls():
     assert "s3cret" not in mask_url("not a url :// user:s3cret@host")
 
 
+@pytest.mark.parametrize("url", [
+    "postgresql+psycopg://lwec@db/x?password=s3cret&sslmode=require",
+    "mysql+pymysql://lwec@db/x?PWD=s3cret",
+    "mysql+pymysql://lwec@db/x?passwd=s3cret",
+    "postgresql+psycopg://lwec@db/x?sslpassword=s3cret",
+    "snowflake://lwec@acct/db?token=s3cret",
+    "mssql+pyodbc:///?odbc_connect=DRIVER%3D%7BODBC+Driver+18%7D%3BSERVER%3Ddb%3BUID%3Dlwec%3BPWD%3Ds3cret",
+    "not a url @host?password=s3cret",
+])
+def test_passwords_in_the_query_string_are_masked_too(url):
+    from lwec_tasks.io import url_has_credentials
+
+    assert "s3cret" not in mask_url(url)
+    assert "***" in mask_url(url)
+    assert url_has_credentials(url)
+    assert not url_has_credentials("postgresql+psycopg://lwec@db/x?sslmode=require")
+    assert mask_url("postgresql+psycopg://lwec@db/x?sslmode=require") == "postgresql+psycopg://lwec@db/x?sslmode=require"
+
+
+def test_errors_mask_a_password_in_the_query_string():
+    url = f"postgresql+psycopg://lwec@127.0.0.1:{free_port()}/nothing?password=s3cret"
+    with pytest.raises(DatabaseUnreachableError) as error:
+        describe_source(open_engine(url), "features")
+    assert "s3cret" not in str(error.value) and "password=***" in str(error.value)
+
+
 def test_unreachable_server_raises_a_retryable_error_without_the_password():
     url = f"postgresql+psycopg://lwec:s3cret@127.0.0.1:{free_port()}/nothing"
     with pytest.raises(DatabaseUnreachableError) as error:

@@ -1,6 +1,7 @@
 """The consensus flow end to end: database in, labels table and MLflow run out."""
 
 import io
+import os
 import sys
 from contextlib import redirect_stdout
 
@@ -266,6 +267,48 @@ def test_lwec_run_prints_where_results_went(prefect_server, mlflow_store, blobs)
     stored = read_labels(url, "cli_out")
     expected = expected_labels(frame, FEATURES, k=3, ensemble_size=6, seed=3)
     np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
+
+
+def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys):
+    import flows.consensus
+
+    seen = {}
+
+    def fake_flow(**parameters):
+        seen.update(parameters)
+        return {"output_table": "t_lwec_labels", "n_objects": 3, "n_clusters_found": 2, "run_key": "r",
+                "rows_written": 3, "mlflow_run_id": "abc", "mlflow_experiment": "lwec",
+                "mlflow_tracking_uri": "masked"}
+
+    monkeypatch.setattr(flows.consensus, "consensus_flow", fake_flow)
+    monkeypatch.delenv("LWEC_RUN_DATABASE_URL", raising=False)
+    monkeypatch.delenv("LWEC_RUN_TRACKING_URI", raising=False)
+    database = "postgresql+psycopg://lwec:s3cret@db/x"
+    tracking = "postgresql://mlflow@db/mlflow?password=t0ken"
+    code = lwec_main(["run", "--database-url", database, "--table", "t", "-k", "2", "--tracking-uri", tracking])
+    assert code == 0
+    assert seen["database_url"] == "env:LWEC_RUN_DATABASE_URL" and seen["tracking_uri"] == "env:LWEC_RUN_TRACKING_URI"
+    assert os.environ["LWEC_RUN_DATABASE_URL"] == database and os.environ["LWEC_RUN_TRACKING_URI"] == tracking
+    printed = capsys.readouterr().out
+    assert "s3cret" not in printed and "t0ken" not in printed
+    assert "browse:" not in printed  # no link (and no MLflow call) for a database-backed store
+
+    # A URL without a password is passed as it is.
+    seen.clear()
+    from lwec_tasks.cli import run as run_cli
+
+    monkeypatch.setattr(run_cli, "_run_page", lambda uri, run_id: "/#/run")  # no MLflow server here
+    assert lwec_main(["run", "--database-url", "sqlite:///x.db", "--table", "t", "-k", "2",
+                      "--tracking-uri", "https://u:p@mlflow:5000"]) == 0
+    assert seen["database_url"] == "sqlite:///x.db" and seen["tracking_uri"] == "env:LWEC_RUN_TRACKING_URI"
+    printed = capsys.readouterr().out
+    assert "u:***@mlflow:5000" in printed and "u:p@" not in printed
+
+
+def test_lwec_run_help_mentions_how_passwords_are_kept_out_of_prefect(capsys):
+    with pytest.raises(SystemExit):
+        lwec_main(["run", "--help"])
+    assert "env:VAR" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize("argv, message", [

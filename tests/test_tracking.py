@@ -75,3 +75,10 @@ def test_tracking_uri_comes_from_argument_then_environment_then_working_director
 def test_mask_uri_hides_only_the_password():
     assert mask_uri("https://u:p@host:5000/path") == "https://u:***@host:5000/path"
     assert mask_uri("sqlite:///tmp/mlflow.db") == "sqlite:///tmp/mlflow.db"
+    assert mask_uri("https://mlflow:5000/?token=s3cret&x=1") == "https://mlflow:5000/?token=***&x=1"
+    assert "s3cret" not in mask_uri("databricks://profile?access_token=s3cret")
+
+
+def test_tracking_uri_can_come_from_a_named_environment_variable(monkeypatch):
+    monkeypatch.setenv("SOME_TRACKING_URI", "http://u:p@mlflow:5000")
+    assert resolve_tracking_uri("env:SOME_TRACKING_URI") == "http://u:p@mlflow:5000"

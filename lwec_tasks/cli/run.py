@@ -44,7 +44,10 @@ def register(subparsers) -> None:
         "run",
         help="cluster the rows of a database table and write the labels back",
         description="Run the LWEA/LWGP consensus flow on a table; labels go to a table in the same "
-                    "database, parameters/metrics/artifacts to an MLflow run.",
+                    "database, parameters/metrics/artifacts to an MLflow run. A database URL or tracking "
+                    "URI that contains a password is handed to the flow as 'env:VAR' (an environment "
+                    "variable of this process only), so the password is not stored with the flow run's "
+                    "parameters in Prefect.",
     )
     parser.add_argument("--database-url", required=True,
                         help="SQLAlchemy URL, e.g. sqlite:///features.db; 'env:VAR' reads it from $VAR")
@@ -66,7 +69,8 @@ def register(subparsers) -> None:
                         help="drop rows with missing/NaN/infinite features instead of failing")
     parser.add_argument("--run-name", default=None, help="key of this run's rows in the labels table")
     parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else sqlite:///./mlflow.db)")
+                        help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else sqlite:///./mlflow.db); "
+                             "'env:VAR' reads it from $VAR")
     parser.add_argument("--chunk-size", type=int, default=50_000, help="rows per database read")
     parser.set_defaults(handler=run_command)
 
@@ -104,7 +108,7 @@ def run_flow_reporting(parameters: dict) -> tuple[int, dict | None]:
     from flows.consensus import consensus_flow
 
     try:
-        return 0, consensus_flow(**parameters)
+        return 0, consensus_flow(**_credentials_out_of_parameters(parameters))
     except LwecInputError:
         raise
     except Exception as error:  # noqa: BLE001 - the CLI reports every failure the same way
@@ -112,10 +116,31 @@ def run_flow_reporting(parameters: dict) -> tuple[int, dict | None]:
         return 1, None
 
 
+#: Environment variables (of this process only) through which passwords reach the flow.
+_SECRET_VARIABLES = {"database_url": "LWEC_RUN_DATABASE_URL", "tracking_uri": "LWEC_RUN_TRACKING_URI"}
+
+
+def _credentials_out_of_parameters(parameters: dict) -> dict:
+    """``parameters`` with any URL that holds a password replaced by ``env:VAR``.
+
+    Flow parameters are stored by Prefect (and shown in its UI); the URL itself
+    goes into an environment variable of this process, which the flow reads.
+    """
+    from lwec_tasks.io import url_has_credentials
+
+    parameters = dict(parameters)
+    for name, variable in _SECRET_VARIABLES.items():
+        value = parameters.get(name)
+        if value and not value.startswith("env:") and url_has_credentials(value):
+            os.environ[variable] = value
+            parameters[name] = f"env:{variable}"
+    return parameters
+
+
 def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     """Tell the user where the labels and the MLflow run went."""
     from lwec_tasks.io import mask_url
-    from lwec_tasks.tracking import resolve_tracking_uri
+    from lwec_tasks.tracking import mask_uri, resolve_tracking_uri
 
     tracking_uri = resolve_tracking_uri(parameters.get("tracking_uri"))
     table = summary["output_table"]
@@ -128,12 +153,16 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
           f"run key {summary['run_key']!r} ({summary['rows_written']} rows)")
     print(f"         SELECT id, label FROM {table} WHERE run_key = '{summary['run_key']}';")
     print(f"MLflow:  run {summary['mlflow_run_id']} in experiment {summary['mlflow_experiment']!r} "
-          f"at {summary['mlflow_tracking_uri']}")
-    link = _run_page(tracking_uri, summary["mlflow_run_id"])
-    if tracking_uri.startswith(("sqlite:", "file:")) or "://" not in tracking_uri:
-        print(f"         browse: mlflow ui --backend-store-uri {tracking_uri}  then open http://127.0.0.1:5000{link}")
-    else:
-        print(f"         browse: {tracking_uri.rstrip('/')}{link}")
+          f"at {mask_uri(tracking_uri)}")
+    local = tracking_uri.startswith(("sqlite:", "file:")) or ":" not in tracking_uri.split("/", 1)[0]
+    if local or tracking_uri.startswith(("http://", "https://")):
+        # Only these stores answer promptly; others could block in MLflow's retries.
+        link = _run_page(tracking_uri, summary["mlflow_run_id"])
+        if local:
+            print(f"         browse: mlflow ui --backend-store-uri {mask_uri(tracking_uri)}  "
+                  f"then open http://127.0.0.1:5000{link}")
+        else:
+            print(f"         browse: {mask_uri(tracking_uri).rstrip('/')}{link}")
 
 
 def _run_page(tracking_uri: str, run_id: str) -> str:

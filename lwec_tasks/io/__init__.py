@@ -4,7 +4,7 @@ Everything here uses SQLAlchemy 2 Core; identifiers are always taken from
 reflection or validated, never pasted into SQL text.
 """
 
-from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url, open_engine
+from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url, open_engine, url_has_credentials
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS, LabelRows, check_label_table, write_labels
 from lwec_tasks.io.source import SourceTable, describe_source, read_rows
@@ -19,6 +19,7 @@ __all__ = [
     "default_output_table",
     "describe_source",
     "mask_url",
+    "url_has_credentials",
     "open_engine",
     "read_rows",
     "write_labels",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -14,16 +15,66 @@ class DatabaseUnreachableError(ConnectionError):
     """The database could not be reached (worth retrying, unlike bad input)."""
 
 
-def mask_url(url: str) -> str:
+#: Query-string parameters whose values are credentials (compared case-insensitively).
+SECRET_QUERY_KEYS = frozenset({
+    "password", "pwd", "passwd", "pass", "sslpassword", "token", "access_token", "auth_token",
+    "secret", "client_secret", "api_key", "apikey", "sslkey_password",
+})
+#: Query-string parameters holding a whole driver connection string (``KEY=value;...``).
+_CONNECTION_STRING_KEYS = frozenset({"odbc_connect", "connection_string", "connect_string"})
+_CONNECTION_STRING_SECRET = re.compile(
+    r"(?i)(?<![A-Za-z_])(pwd|password|passwd|pass|token|access_token|accesstoken|secret)(\s*=\s*)"
+    r"(\{(?:[^}]|\}\})*\}|[^;]*)"
+)
+MASK = "***"
+
+
+def mask_query_value(key: str, value: str) -> str:
+    """``value`` of query parameter ``key``, with credentials replaced by ``***``."""
+    lowered = key.lower()
+    if lowered in SECRET_QUERY_KEYS:
+        return MASK
+    if lowered in _CONNECTION_STRING_KEYS:
+        return _CONNECTION_STRING_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", value)
+    return value
+
+
+def mask_url(url: str | sa.URL) -> str:
     """Return ``url`` with any password replaced by ``***``.
 
-    Strings that do not parse as a URL are returned with everything before an
-    ``@`` hidden, so a malformed URL cannot leak a password either.
+    Passwords in the user-info part and credentials in the query string
+    (``password``, ``pwd``, ``sslpassword``, ``token``, ``PWD=`` inside
+    ``odbc_connect``, ...) are hidden. Strings that do not parse as a URL are
+    returned with everything before an ``@`` hidden and any query string
+    dropped, so a malformed URL cannot leak a password either.
     """
     try:
-        return sa.make_url(url).render_as_string(hide_password=True)
+        parsed = url if isinstance(url, sa.URL) else sa.make_url(url)
     except ArgumentError:
-        return "***@" + url.rsplit("@", 1)[1] if "@" in url else url
+        text = url.split("?", 1)[0] + ("?***" if "?" in url else "")
+        return "***@" + text.rsplit("@", 1)[1] if "@" in text else text
+    query = {
+        key: tuple(mask_query_value(key, v) for v in value) if isinstance(value, tuple)
+        else mask_query_value(key, value)
+        for key, value in parsed.query.items()
+    }
+    rendered = parsed.set(query=query).render_as_string(hide_password=True)
+    return rendered.replace("%2A%2A%2A", MASK)
+
+
+def url_has_credentials(url: str | sa.URL) -> bool:
+    """Whether ``url`` carries a password (in its user-info part or its query string)."""
+    try:
+        parsed = url if isinstance(url, sa.URL) else sa.make_url(url)
+    except ArgumentError:
+        return "@" in url or "?" in url
+    if parsed.password is not None:
+        return True
+    for key, value in parsed.query.items():
+        for item in value if isinstance(value, tuple) else (value,):
+            if mask_query_value(key, item) != item:
+                return True
+    return False
 
 
 def resolve_database_url(database_url: str) -> str:

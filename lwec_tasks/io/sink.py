@@ -15,7 +15,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.errors import LwecInputError
-from lwec_tasks.io.connection import DatabaseUnreachableError
+from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
 from lwec_tasks.io.identifiers import check_new_table_name
 
 #: Columns of a labels table, in order.
@@ -86,7 +86,7 @@ def check_label_table(engine: sa.Engine, name: str, source_table: str) -> None:
         columns = [column["name"] for column in inspector.get_columns(name)]
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
         raise DatabaseUnreachableError(
-            f"cannot reach database {engine.url.render_as_string(hide_password=True)}: {error.orig}"
+            f"cannot reach database {mask_url(engine.url)}: {error.orig}"
         ) from None
     missing = [column for column in LABEL_TABLE_COLUMNS if column not in columns]
     if missing:
@@ -137,6 +137,6 @@ def write_labels(
                 connection.execute(sa.insert(table), records[start:start + _INSERT_BATCH])
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
         raise DatabaseUnreachableError(
-            f"cannot write to database {engine.url.render_as_string(hide_password=True)}: {error.orig}"
+            f"cannot write to database {mask_url(engine.url)}: {error.orig}"
         ) from None
     return len(records)

@@ -9,7 +9,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from lwec_tasks.errors import LwecInputError
-from lwec_tasks.io.connection import DatabaseUnreachableError
+from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
 from lwec_tasks.io.identifiers import name_list
 
 #: Rows fetched per round trip when reading a table.
@@ -65,7 +65,7 @@ def describe_source(engine: sa.Engine, table: str) -> SourceTable:
         existing = sorted(inspector.get_table_names()) + sorted(inspector.get_view_names())
         if table not in existing:
             raise LwecInputError(
-                f"table {table!r} not found in database {engine.url.render_as_string(hide_password=True)}; "
+                f"table {table!r} not found in database {mask_url(engine.url)}; "
                 f"existing tables: {name_list(existing) if existing else 'none'}"
             )
         reflected = sa.Table(table, sa.MetaData(), autoload_with=engine)
@@ -114,6 +114,6 @@ def read_rows(
 def _unreachable_message(engine: sa.Engine, error: sa.exc.DBAPIError) -> str:
     reason = str(error.orig if error.orig is not None else error).strip().splitlines()
     return (
-        f"cannot reach database {engine.url.render_as_string(hide_password=True)}: "
+        f"cannot reach database {mask_url(engine.url)}: "
         f"{reason[0] if reason else type(error).__name__}"
     )
