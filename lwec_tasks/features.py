@@ -215,14 +215,48 @@ def _nonfinite_message(X: np.ndarray, names: Sequence[str], n_rows: int) -> str:
 def _id_values(series: pd.Series, name: str) -> np.ndarray:
     if series.isna().any():
         raise LwecInputError(f"id column {name!r} has {int(series.isna().sum())} missing values")
-    duplicated = series[series.duplicated(keep=False)]
+    values = series.to_numpy()
+    if values.dtype == object:
+        values = _uniform_ids(values, name)
+    converted = pd.Series(values)
+    duplicated = converted[converted.duplicated(keep=False)]
     if len(duplicated):
         examples = sorted(set(duplicated.tolist()), key=str)[:5]
         raise LwecInputError(
             f"id column {name!r} has {len(duplicated)} rows sharing {duplicated.nunique()} "
             f"duplicate id value(s), e.g. {examples}; ids must be unique"
         )
-    values = series.to_numpy()
-    if values.dtype == object and all(isinstance(v, (int, np.integer)) for v in values[:100]):
-        values = values.astype(np.int64)
+    return values
+
+
+def _uniform_ids(values: np.ndarray, name: str) -> np.ndarray:
+    """Object-dtype id values as one kind: int64 when every value is an integer, else unchanged.
+
+    Every value is checked; a column mixing integers with text (or other kinds)
+    is refused, since its ids could not be stored in one key column.
+    """
+    def kind(value) -> str:
+        if isinstance(value, (bool, np.bool_)):
+            return "boolean"
+        if isinstance(value, (int, np.integer)):
+            return "integer"
+        if isinstance(value, str):
+            return "text"
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            return "binary"
+        return type(value).__name__
+
+    kinds = pd.Series([kind(v) for v in values])
+    found = kinds.unique().tolist()
+    if len(found) > 1:
+        examples = [f"{values[int(kinds[kinds == k].index[0])]!r} ({k})" for k in found[:4]]
+        raise LwecInputError(
+            f"id column {name!r} mixes value kinds {found}, e.g. {', '.join(examples)}; "
+            "ids must all be integers or all text"
+        )
+    if found == ["integer"]:
+        try:
+            return values.astype(np.int64)
+        except OverflowError:
+            return values
     return values

@@ -90,6 +90,24 @@ def test_duplicate_and_missing_ids_are_refused():
         prepare_features(data, ColumnPlan(("f0",), "id", None), n_clusters=2)
 
 
+def test_every_object_id_is_checked_and_duplicates_are_found_after_conversion():
+    # Ids as read from a column without a declared type: Python objects.
+    def with_ids(ids):
+        return pd.DataFrame({"id": pd.Series(ids, dtype=object), "f0": np.arange(len(ids), dtype=float)})
+
+    plan = ColumnPlan(("f0",), "id", None)
+    prepared = prepare_features(with_ids(list(range(110))), plan, n_clusters=2)
+    assert prepared.ids.dtype == np.int64
+    with pytest.raises(LwecInputError, match=r"id column 'id' mixes value kinds \['integer', 'text'\].*'x1'"):
+        prepare_features(with_ids([*range(105), "x1"]), plan, n_clusters=2)
+    with pytest.raises(LwecInputError, match=r"id column 'id' mixes value kinds"):
+        prepare_features(with_ids([*range(105), "5", "6", "7", "8", "9"]), plan, n_clusters=2)
+    with pytest.raises(LwecInputError, match=r"id column 'id' has 2 rows sharing 1 duplicate"):
+        prepare_features(with_ids([*range(105), np.int64(7)]), plan, n_clusters=2)
+    text = prepare_features(with_ids([f"r{i}" for i in range(110)]), plan, n_clusters=2)
+    assert text.ids[-1] == "r109"
+
+
 def test_fewer_rows_than_twice_k_is_refused_after_dropping():
     data = frame(10)
     with pytest.raises(LwecInputError, match=r"10 usable rows, but n_clusters=6 needs at least 2·k = 12"):

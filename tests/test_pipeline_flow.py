@@ -206,6 +206,22 @@ def test_bad_input_fails_clearly_and_writes_nothing(prefect_server, mlflow_store
     assert mlflow_runs(mlflow_store, experiment) == []
 
 
+@pytest.mark.parametrize("ids", [list(range(100, 160)), [f"row-{i}" for i in range(60)]], ids=["int", "text"])
+def test_sqlite_id_column_without_a_declared_type(prefect_server, mlflow_store, sqlite_url, ids):
+    frame = blobs_frame(n=60)
+    frame["id"] = ids
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as connection:
+        connection.execute(sa.text("CREATE TABLE untyped (id, f0, f1, f2, f3, target)"))
+        connection.execute(sa.text("INSERT INTO untyped VALUES (:id, :f0, :f1, :f2, :f3, :target)"),
+                           frame[["id", *FEATURES, "target"]].to_dict("records"))
+    engine.dispose()
+    summary, _ = run(sqlite_url, mlflow_store, table="untyped", feature_columns=FEATURES, output_table="untyped_out")
+    assert summary["rows_written"] == 60
+    stored = read_labels(sqlite_url, "untyped_out")
+    assert sorted(stored["id"].tolist()) == sorted(ids)
+
+
 def test_nonfinite_rows_can_be_dropped_explicitly(prefect_server, mlflow_store, sqlite_url):
     bad_tables(sqlite_url)
     summary, _ = run(sqlite_url, mlflow_store, table="with_nan", drop_nonfinite=True)

@@ -6,7 +6,7 @@ reflection or validated, never pasted into SQL text.
 
 from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url, open_engine, url_has_credentials
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
-from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS, LabelRows, check_label_table, write_labels
+from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS, LabelRows, check_label_table, id_key_type, write_labels
 from lwec_tasks.io.source import SourceTable, describe_source, read_rows
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "check_new_table_name",
     "default_output_table",
     "describe_source",
+    "id_key_type",
     "mask_url",
     "url_has_credentials",
     "open_engine",

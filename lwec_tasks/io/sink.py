@@ -51,6 +51,31 @@ class LabelRows:
     flow_run_id: str | None = None
 
 
+def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -> sa.types.TypeEngine:
+    """The SQL type of the labels table's ``id`` column.
+
+    ``reflected`` (the source id column's type) when it is usable as a key;
+    when it is missing or has no declared type (SQLite ``create table t (id, ...)``
+    reflects as ``NullType``), a type inferred from the id values.
+    """
+    if reflected is not None and not isinstance(reflected, sa.types.NullType):
+        return reflected
+    if np.issubdtype(ids.dtype, np.integer):
+        return sa.BigInteger()
+    if np.issubdtype(ids.dtype, np.floating):
+        return sa.Float()
+    if len(ids) and all(isinstance(v, str) for v in ids):
+        return sa.String(max(255, max(len(v) for v in ids)))
+    if len(ids) and all(isinstance(v, (bytes, bytearray)) for v in ids):
+        return sa.LargeBinary()
+    if not len(ids):
+        return sa.BigInteger()
+    raise LwecInputError(
+        f"cannot choose a key type for the labels table's id column from values such as {ids[:3].tolist()!r}; "
+        "declare a type for the source's id column"
+    )
+
+
 def label_table_schema(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
     """The labels table definition; ``id_type`` mirrors the source's id column."""
     return sa.Table(
@@ -110,8 +135,7 @@ def write_labels(
     labels = np.asarray(rows.labels)
     if ids.shape != labels.shape or ids.ndim != 1:
         raise LwecInputError(f"ids {ids.shape} and labels {labels.shape} must be equal-length vectors")
-    if id_type is None:
-        id_type = sa.BigInteger() if np.issubdtype(ids.dtype, np.integer) else sa.String(255)
+    id_type = id_key_type(ids, id_type)
     table = label_table_schema(table_name, id_type)
     common = {
         "run_key": rows.run_key,

@@ -10,7 +10,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from lwec_tasks.features import PreparedFeatures, plan_columns, prepare_features
-from lwec_tasks.io import check_label_table, describe_source, mask_url, open_engine, read_rows
+from lwec_tasks.io import check_label_table, describe_source, id_key_type, mask_url, open_engine, read_rows
 from lwec_tasks.tasks.request import ConsensusRequest
 from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
 
@@ -74,5 +74,7 @@ def load_features(request: ConsensusRequest) -> LoadedFeatures:
         plan.id_column or "row position", plan.label_column or "none",
         f"; dropped {features.n_rows_dropped} rows with non-finite features" if features.n_rows_dropped else "",
     )
-    id_type = source.table.c[plan.id_column].type if plan.id_column else None
+    # Settled here, before any computation: a column without a usable declared type
+    # (SQLite `create table t (id, ...)`) gets one inferred from its values.
+    id_type = id_key_type(features.ids, source.table.c[plan.id_column].type) if plan.id_column else None
     return LoadedFeatures(features, plan.id_column, id_type, seconds)
