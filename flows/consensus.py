@@ -42,7 +42,7 @@ def consensus_flow(
         description="Feature columns; default: every numeric column except the id and label columns")] = None,
     id_column: Annotated[str | None, Field(
         description="Column identifying each row; default: the primary key, else a column named 'id', "
-                    "else the row position in id order")] = None,
+                    "else the row position after sorting the rows by all columns read")] = None,
     label_column: Annotated[str | None, Field(
         description="Ground-truth column (optional); enables NMI and ARI")] = None,
     method: Annotated[Literal["lwea", "lwgp"], Field(

@@ -222,6 +222,19 @@ def test_sqlite_id_column_without_a_declared_type(prefect_server, mlflow_store, 
     assert sorted(stored["id"].tolist()) == sorted(ids)
 
 
+def test_without_an_id_column_row_positions_do_not_depend_on_storage_order(prefect_server, mlflow_store,
+                                                                          sqlite_url):
+    frame = blobs_frame(n=60).drop(columns=["id"])
+    write_frame(sqlite_url, "stored_forward", frame, primary_key=None)
+    write_frame(sqlite_url, "stored_shuffled", frame.sample(frac=1, random_state=1).reset_index(drop=True),
+                primary_key=None)
+    labels = {}
+    for table in ("stored_forward", "stored_shuffled"):
+        run(sqlite_url, mlflow_store, table=table, feature_columns=FEATURES, output_table=f"{table}_out")
+        labels[table] = read_labels(sqlite_url, f"{table}_out").sort_values("id")["label"].to_numpy()
+    np.testing.assert_array_equal(labels["stored_forward"], labels["stored_shuffled"])
+
+
 def test_nonfinite_rows_can_be_dropped_explicitly(prefect_server, mlflow_store, sqlite_url):
     bad_tables(sqlite_url)
     summary, _ = run(sqlite_url, mlflow_store, table="with_nan", drop_nonfinite=True)

@@ -88,18 +88,21 @@ def read_rows(
     engine: sa.Engine,
     source: SourceTable,
     columns: Sequence[str],
-    order_by: str | None = None,
+    order_by: str | Sequence[str] | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> pd.DataFrame:
     """Read ``columns`` of every row, streaming ``chunk_size`` rows at a time.
 
-    Rows come back sorted by ``order_by`` when given, so the same table always
-    yields the same row order (and hence the same clustering for a fixed seed).
+    Rows come back sorted by ``order_by`` (a column, or columns in order of
+    precedence) when given, so the same table always yields the same row order
+    (and hence the same clustering for a fixed seed).
     """
     source.check_columns(columns, "columns")
     statement = sa.select(*(source.table.c[name] for name in columns))
     if order_by is not None:
-        statement = statement.order_by(source.table.c[order_by])
+        names = [order_by] if isinstance(order_by, str) else list(order_by)
+        source.check_columns(names, "order_by")
+        statement = statement.order_by(*(source.table.c[name] for name in names))
     try:
         with engine.connect() as connection:
             streaming = connection.execution_options(stream_results=True)

@@ -57,7 +57,10 @@ def load_features(request: ConsensusRequest) -> LoadedFeatures:
             table=request.table,
         )
         check_label_table(engine, request.resolved_output_table, request.table)
-        frame = read_rows(engine, source, plan.columns_to_read, order_by=plan.id_column, chunk_size=request.chunk_size)
+        # Without an id column, sort by every column read so that the row positions
+        # used as ids do not depend on the database's (undefined) row order.
+        order_by = plan.id_column or list(plan.columns_to_read)
+        frame = read_rows(engine, source, plan.columns_to_read, order_by=order_by, chunk_size=request.chunk_size)
     finally:
         engine.dispose()
     features = prepare_features(
@@ -68,6 +71,12 @@ def load_features(request: ConsensusRequest) -> LoadedFeatures:
         drop_nonfinite=request.drop_nonfinite,
     )
     seconds = time.perf_counter() - started
+    if not plan.id_column:
+        logger.warning(
+            "Table %r has no id column (no single-column primary key, no column named 'id'): ids in the "
+            "labels table are row positions after sorting the rows by %s; pass id_column to key them by a column",
+            request.table, ", ".join(plan.columns_to_read),
+        )
     logger.info(
         "Loaded %d rows × %d features from table %r of %s in %.2f s (id column: %s, ground truth: %s%s)",
         features.n_rows_read, len(plan.feature_columns), request.table, mask_url(request.database_url), seconds,
