@@ -107,6 +107,16 @@ def test_a_failed_write_leaves_the_previous_rows_untouched(db_url, features_tabl
     pd.testing.assert_frame_equal(read_labels(db_url, out), before)
 
 
+def test_a_failed_first_write_leaves_no_table_behind(db_url, features_table):
+    table, _ = features_table
+    out = f"{table}_labels"
+    engine = open_engine(db_url)
+    with pytest.raises(sa.exc.IntegrityError):  # duplicate id in the very first write
+        write_labels(engine, out, rows_for("a", [7, 8, 8], [1, 1, 1]))
+    assert not sa.inspect(engine).has_table(out)
+    engine.dispose()
+
+
 def test_existing_foreign_output_table_and_source_table_are_refused(db_url, features_table):
     table, _ = features_table
     engine = open_engine(db_url)

@@ -153,14 +153,36 @@ def write_labels(
         {**common, "id": object_id, "label": label}
         for object_id, label in zip(ids.tolist(), labels.astype(np.int64).tolist())
     ]
+    created = False
     try:
-        with engine.begin() as connection:
-            table.create(connection, checkfirst=True)
-            connection.execute(sa.delete(table).where(table.c.run_key == rows.run_key))
-            for start in range(0, len(records), _INSERT_BATCH):
-                connection.execute(sa.insert(table), records[start:start + _INSERT_BATCH])
+        try:
+            with engine.begin() as connection:
+                created = not sa.inspect(connection).has_table(table_name)
+                if created:
+                    table.create(connection)
+                connection.execute(sa.delete(table).where(table.c.run_key == rows.run_key))
+                for start in range(0, len(records), _INSERT_BATCH):
+                    connection.execute(sa.insert(table), records[start:start + _INSERT_BATCH])
+        except BaseException:
+            # Some databases (SQLite, MySQL) commit DDL at once, so a failed first
+            # write would leave an empty table behind: remove the table made here.
+            if created:
+                _drop_quietly(engine, table)
+            raise
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
         raise DatabaseUnreachableError(
             f"cannot write to database {mask_url(engine.url)}: {error.orig}"
         ) from None
     return len(records)
+
+
+def _drop_quietly(engine: sa.Engine, table: sa.Table) -> None:
+    """Drop ``table`` if it exists, empty; errors are swallowed (the original one is what matters)."""
+    try:
+        with engine.begin() as connection:
+            if sa.inspect(connection).has_table(table.name):
+                empty = connection.execute(sa.select(sa.func.count()).select_from(table)).scalar_one() == 0
+                if empty:
+                    table.drop(connection)
+    except sa.exc.SQLAlchemyError:
+        pass
