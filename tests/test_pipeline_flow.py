@@ -334,6 +334,15 @@ def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys
     assert "u:***@mlflow:5000" in printed and "u:p@" not in printed
 
 
+def test_printed_sql_hint_quotes_identifiers_for_the_dialect():
+    from lwec_tasks.cli.run import label_query
+
+    assert label_query("sqlite:///x.db", "My Labels", "it's") == (
+        'SELECT "My Labels".id, "My Labels".label FROM "My Labels" WHERE "My Labels".run_key = \'it\'\'s\'')
+    assert "FROM `select`" in label_query("mysql+pymysql://u@h/db", "select", "r")
+    assert label_query("postgresql+psycopg://u@h/db", "plain", "r").endswith("FROM plain WHERE plain.run_key = 'r'")
+
+
 def test_lwec_run_help_mentions_how_passwords_are_kept_out_of_prefect(capsys):
     with pytest.raises(SystemExit):
         lwec_main(["run", "--help"])

@@ -151,7 +151,7 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
         print(f"Agreement with {parameters['label_column']!r}: NMI {summary['nmi']:.4f}, ARI {summary['ari']:.4f}")
     print(f"Labels:  table {table!r} in {mask_url(parameters['database_url'])}, "
           f"run key {summary['run_key']!r} ({summary['rows_written']} rows)")
-    print(f"         SELECT id, label FROM {table} WHERE run_key = '{summary['run_key']}';")
+    print(f"         {label_query(parameters['database_url'], table, summary['run_key'])};")
     print(f"MLflow:  run {summary['mlflow_run_id']} in experiment {summary['mlflow_experiment']!r} "
           f"at {mask_uri(tracking_uri)}")
     local = tracking_uri.startswith(("sqlite:", "file:")) or ":" not in tracking_uri.split("/", 1)[0]
@@ -163,6 +163,22 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
                   f"then open http://127.0.0.1:5000{link}")
         else:
             print(f"         browse: {mask_uri(tracking_uri).rstrip('/')}{link}")
+
+
+def label_query(database_url: str, table: str, run_key: str) -> str:
+    """``SELECT id, label FROM <table> WHERE run_key = <run_key>``, quoted for the database's dialect."""
+    import sqlalchemy as sa
+
+    from lwec_tasks.io.connection import resolve_database_url
+
+    labels = sa.table(table, sa.column("id"), sa.column("label"), sa.column("run_key"))
+    statement = sa.select(labels.c.id, labels.c.label).where(labels.c.run_key == run_key)
+    try:
+        dialect = sa.make_url(resolve_database_url(database_url)).get_dialect()()
+    except Exception:  # noqa: BLE001 - fall back to generic SQL quoting
+        dialect = sa.engine.default.DefaultDialect()
+    compiled = statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True})
+    return " ".join(str(compiled).split())
 
 
 def _run_page(tracking_uri: str, run_id: str) -> str:
