@@ -39,7 +39,7 @@ def features_table(db_url):
     engine = sa.create_engine(db_url)
     with engine.begin() as connection:
         for name in (table, f"{table}_labels"):
-            connection.execute(sa.text(f'DROP TABLE IF EXISTS "{name}"'))
+            sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
     engine.dispose()
 
 
