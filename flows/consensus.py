@@ -16,6 +16,7 @@ from prefect.runtime import deployment, flow_run
 from pydantic import Field
 
 from lwec_tasks.io import LabelRows, mask_url
+from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.tasks import (
     ConsensusRequest,
     cluster_reliability,
@@ -62,7 +63,7 @@ def consensus_flow(
     tracking_uri: Annotated[str | None, Field(
         description="MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db; "
                     "'env:VAR' reads it from environment variable VAR")] = None,
-    chunk_size: Annotated[int, Field(ge=1, description="Rows read per database round trip")] = 50_000,
+    chunk_size: Annotated[int, Field(ge=1, description="Rows read per database round trip")] = DEFAULT_CHUNK_SIZE,
 ) -> dict:
     """Cluster the rows of ``table`` by locally weighted ensemble clustering.
 

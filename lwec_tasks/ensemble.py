@@ -103,13 +103,6 @@ class Ensemble:
             shape=(n, self.n_clusters_total),
         )
 
-    def contingency(self, col_a: int, col_b: int, weights: np.ndarray | None = None) -> np.ndarray:
-        """Dense (n^a, n^b) table of (weighted) object counts per cluster pair."""
-        n_b = int(self.n_clusters_per_column[col_b])
-        key = self.codes[:, col_a].astype(np.int64) * n_b + self.codes[:, col_b]
-        size = int(self.n_clusters_per_column[col_a]) * n_b
-        return np.bincount(key, weights=weights, minlength=size).reshape(-1, n_b)
-
     @cached_property
     def _microclusters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         key = np.zeros(self.n_objects, dtype=np.int64)

@@ -8,7 +8,6 @@ store, and prints where the results went.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 
@@ -78,11 +77,12 @@ def register(subparsers) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     from lwec_tasks.cli.run import print_outcome, run_flow_reporting
+    from lwec_tasks.tracking import resolve_tracking_uri
 
     started = time.perf_counter()
     url = build_demo_table(args.database, args.dataset, table=args.dataset)
     print(f"Built table {args.dataset!r} in {args.database.resolve()} from scikit-learn's {args.dataset} dataset")
-    tracking_uri = args.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{Path('mlflow.db').resolve()}"
+    tracking_uri = resolve_tracking_uri(args.tracking_uri)
     parameters = dict(
         database_url=url,
         table=args.dataset,

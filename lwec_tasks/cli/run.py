@@ -12,6 +12,8 @@ import os
 import sys
 import time
 
+from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
+
 # A fresh temporary Prefect server may need more than the default 20 s to start.
 # Prefect reads its settings once, when it is first imported, so these must be
 # in the environment before anything imports Prefect (see apply_prefect_defaults).
@@ -71,7 +73,7 @@ def register(subparsers) -> None:
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else sqlite:///./mlflow.db); "
                              "'env:VAR' reads it from $VAR")
-    parser.add_argument("--chunk-size", type=int, default=50_000, help="rows per database read")
+    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="rows per database read")
     parser.set_defaults(handler=run_command)
 
 

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from lwec_tasks.errors import LwecInputError
+from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 
 METHODS = ("lwea", "lwgp")
@@ -40,7 +41,7 @@ class ConsensusRequest:
     standardize: bool = True
     drop_nonfinite: bool = False
     run_name: str | None = None
-    chunk_size: int = 50_000
+    chunk_size: int = DEFAULT_CHUNK_SIZE
 
     def __post_init__(self):
         if self.feature_columns is not None and not isinstance(self.feature_columns, tuple):
