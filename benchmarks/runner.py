@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.options import resolve_scale_n
 from benchmarks.data import pool_available
 
 LARGE_LWEA_SPEC = "synthetic:70000:10:30"  # ~50,000 microclusters
@@ -44,20 +45,21 @@ def plan(args) -> list[Case]:
             Case(pool, spec, "ECI", "reference-eci", 2, "project-eci"),
             Case(pool, spec, "LWEA k=2..30", "project-lwea", 3),
         ]
-        if not (args.quick and pool == "LR"):
+        if args.full or pool != "LR":
             cases.append(Case(pool, spec, "LWEA k=2..30", "reference-lwea", 0, "project-lwea"))
         cases += [
             Case(pool, spec, "LWGP k=2..30", "project-lwgp", 3),
             Case(pool, spec, "LWGP k=2..30", "reference-lwgp", 0, "project-lwgp"),
             Case(pool, spec, "LWGP k=10", "project-lwgp-k10", 3),
         ]
-    if args.scale_n:
-        spec = f"synthetic:{args.scale_n}"
-        label = f"synthetic N={args.scale_n:,}"
+    scale_n = resolve_scale_n(args)
+    if scale_n:
+        spec = f"synthetic:{scale_n}"
+        label = f"synthetic N={scale_n:,}"
         cases.append(Case(label, spec, "ECI + LWGP k=10", "project-scale", 1))
-        if not args.quick:
+        if args.full:
             cases.append(Case(label, spec, "ECI + LWGP k=10", "reference-scale", 0, "project-scale"))
-    if not args.quick:
+    if args.full:
         cases.append(Case("synthetic N=70,000", LARGE_LWEA_SPEC, "LWEA k=2..30", "project-lwea-large", 0))
     cases.append(Case("synthetic N=300,000", GUARD_SPEC, "LWEA memory guard", "lwea-guard", 0))
     cases.append(Case("blobs N=20,000 d=16", "-", "base clusterings M=10", "generate", 0))

@@ -26,50 +26,39 @@ from lwec_tasks.tasks import (
     log_to_mlflow,
     write_label_rows,
 )
+from lwec_tasks.tasks.request import PARAMETER_DESCRIPTIONS, document_parameters
 from lwec_tasks.tasks.report import StageTimer, agreement_with_truth, publish_summary, run_record
-from lwec_tasks.tracking import TrackingError, mask_uri, resolve_tracking_uri
+from lwec_tasks.tracking import TrackingError, mask_uri, resolve_tracking_uri, run_page_url
 
 FLOW_NAME = "lwec-consensus"
 
 
 @flow(name=FLOW_NAME, description="Locally weighted ensemble clustering of a database table (LWEA or LWGP).")
+@document_parameters(PARAMETER_DESCRIPTIONS)
 def consensus_flow(
-    database_url: Annotated[str, Field(
-        description="SQLAlchemy URL of the database holding the table, e.g. sqlite:///features.db or "
-                    "postgresql+psycopg://user:password@host/db; 'env:VAR' reads it from environment variable VAR")],
-    table: Annotated[str, Field(description="Table (or view) with one row per object")],
-    n_clusters: Annotated[int, Field(ge=2, description="Number of consensus clusters k")],
-    feature_columns: Annotated[list[str] | None, Field(
-        description="Feature columns; default: every numeric column except the id and label columns")] = None,
-    id_column: Annotated[str | None, Field(
-        description="Column identifying each row; default: the primary key, else a column named 'id', "
-                    "else the row position after sorting the rows by all columns read")] = None,
-    label_column: Annotated[str | None, Field(
-        description="Ground-truth column (optional); enables NMI and ARI")] = None,
-    method: Annotated[Literal["lwea", "lwgp"], Field(
-        description="lwea: average link on the locally weighted co-association matrix; "
-                    "lwgp: Tcut on the locally weighted bipartite graph")] = "lwea",
-    ensemble_size: Annotated[int, Field(ge=1, description="Number of k-means base clusterings M")] = 10,
-    theta: Annotated[float, Field(gt=0, description="ECI parameter θ > 0")] = 0.4,
-    seed: Annotated[int | None, Field(ge=0, description="Random seed; empty for a fresh random run")] = 0,
-    experiment: Annotated[str, Field(description="MLflow experiment name")] = "lwec",
-    output_table: Annotated[str | None, Field(
-        description="Labels table to create or update; default <table>_lwec_labels")] = None,
-    standardize: Annotated[bool, Field(description="Standardise each feature to mean 0, variance 1")] = True,
-    drop_nonfinite: Annotated[bool, Field(
-        description="Drop rows with missing/NaN/infinite features instead of failing")] = False,
-    run_name: Annotated[str | None, Field(
-        description="Key of this run's rows in the labels table; default derived from the inputs")] = None,
-    tracking_uri: Annotated[str | None, Field(
-        description="MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db; "
-                    "'env:VAR' reads it from environment variable VAR")] = None,
-    chunk_size: Annotated[int, Field(ge=1, description="Rows read per database round trip")] = DEFAULT_CHUNK_SIZE,
+    database_url: str,
+    table: str,
+    n_clusters: Annotated[int, Field(ge=2)],
+    feature_columns: list[str] | None = None,
+    id_column: str | None = None,
+    label_column: str | None = None,
+    method: Literal["lwea", "lwgp"] = "lwea",
+    ensemble_size: Annotated[int, Field(ge=1)] = 10,
+    theta: Annotated[float, Field(gt=0)] = 0.4,
+    seed: Annotated[int | None, Field(ge=0)] = 0,
+    experiment: str = "lwec",
+    output_table: str | None = None,
+    standardize: bool = True,
+    drop_nonfinite: bool = False,
+    run_name: str | None = None,
+    tracking_uri: str | None = None,
+    chunk_size: Annotated[int, Field(ge=1)] = DEFAULT_CHUNK_SIZE,
 ) -> dict:
     """Cluster the rows of ``table`` by locally weighted ensemble clustering.
 
     Returns a summary dict: ``run_key``, ``output_table``, ``rows_written``,
     ``n_objects``, ``n_clusters_found``, ``nmi``/``ari`` (None without
-    ground truth), ``mlflow_run_id``, ``mlflow_experiment``,
+    ground truth), ``mlflow_run_id``, ``mlflow_run_url`` (its page in the MLflow UI), ``mlflow_experiment``,
     ``mlflow_tracking_uri`` (password masked), ``timings`` (seconds per stage).
     """
     logger = get_run_logger()
@@ -118,6 +107,7 @@ def consensus_flow(
         "mlflow_experiment": experiment,
         "mlflow_tracking_uri": mask_uri(tracking_uri),
         "mlflow_run_id": None,
+        "mlflow_run_url": None,
         "timings": dict(timer.seconds),
     }
     record = run_record(
@@ -127,6 +117,7 @@ def consensus_flow(
     )
     try:
         summary["mlflow_run_id"] = log_to_mlflow(record, tracking_uri, experiment, flow_run.name)
+        summary["mlflow_run_url"] = run_page_url(tracking_uri, summary["mlflow_run_id"])
     except Exception as error:
         summary["mlflow_error"] = str(error)
         publish_summary(request, summary)

@@ -9,6 +9,7 @@ message naming the offending column.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +24,13 @@ from lwec_tasks.io.identifiers import name_list
 #: table has no single-column primary key.
 CONVENTIONAL_ID_NAMES = ("id",)
 
+#: Column names (lower case, ignoring ``_``/``-``/spaces) that usually hold a
+#: ground truth or target rather than a feature.
+LABEL_LIKE_NAMES = frozenset({
+    "label", "labels", "target", "targets", "class", "classes", "y", "truth", "groundtruth", "gt",
+    "category", "cluster", "clusters", "outcome", "response",
+})
+
 
 @dataclass(frozen=True)
 class ColumnPlan:
@@ -35,6 +43,11 @@ class ColumnPlan:
     feature_columns: tuple[str, ...]
     id_column: str | None
     label_column: str | None
+
+    @property
+    def label_like_features(self) -> list[str]:
+        """Feature columns named like a ground truth or target (e.g. ``label``, ``target``, ``class``)."""
+        return [name for name in self.feature_columns if looks_like_label(name)]
 
     @property
     def columns_to_read(self) -> list[str]:
@@ -63,6 +76,13 @@ class PreparedFeatures:
     feature_columns: tuple[str, ...]
     n_rows_read: int
     n_rows_dropped: int
+
+
+def looks_like_label(name: str) -> bool:
+    """Whether a column name reads like a ground truth / target column (``Target``, ``class_label``, ``y``)."""
+    normalised = re.sub(r"[\s_\-]+", "", str(name)).lower()
+    words = [w for w in re.split(r"[\s_\-]+", str(name).lower()) if w]
+    return normalised in LABEL_LIKE_NAMES or (len(words) > 1 and words[-1] in {"label", "labels", "target", "class"})
 
 
 def plan_columns(

@@ -19,6 +19,10 @@ from matplotlib.figure import Figure
 
 #: Environment variable MLflow itself reads for the tracking URI.
 TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+#: Base address of the MLflow UI for run links when the tracking URI is not itself an http(s) server.
+MLFLOW_UI_URL_ENV = "LWEC_MLFLOW_UI_URL"
+#: Where ``mlflow ui`` serves by default.
+DEFAULT_MLFLOW_UI_URL = "http://127.0.0.1:5000"
 #: MLflow caps a param value at 6000 characters; longer values are cut to this.
 _MAX_PARAM_LENGTH = 500
 
@@ -64,6 +68,26 @@ def mask_uri(uri: str) -> str:
         if masked != pairs:
             parts = parts._replace(query=urlencode(masked, safe="*{}"))
     return uri if parts == original else urlunsplit(parts)
+
+
+def run_page_url(tracking_uri: str, run_id: str, experiment_id: str | None = None) -> str:
+    """Address of the run's page in the MLflow UI.
+
+    An http(s) tracking URI is the UI itself; for any other store (a SQLite file,
+    a database) the UI is the one at ``$LWEC_MLFLOW_UI_URL``, default
+    ``http://127.0.0.1:5000`` (``mlflow ui --backend-store-uri <store>``).
+    ``experiment_id`` is looked up when not given. Credentials are never included.
+    """
+    if tracking_uri.startswith(("http://", "https://")):
+        parts = urlsplit(tracking_uri)
+        base = urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", "")).rstrip("/")
+    else:
+        base = os.environ.get(MLFLOW_UI_URL_ENV, DEFAULT_MLFLOW_UI_URL).rstrip("/")
+    if experiment_id is None:
+        from mlflow import MlflowClient
+
+        experiment_id = MlflowClient(tracking_uri).get_run(run_id).info.experiment_id
+    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}"
 
 
 @dataclass

@@ -1,14 +1,29 @@
-"""Fixtures for the pipeline tests: a Prefect test server, an MLflow store, databases.
+"""Fixtures for the pipeline tests: Prefect servers, an MLflow store, databases.
 
 Test modules load them with ``pytest_plugins = ["pipeline_fixtures"]``: registered
-once, the session-scoped Prefect server starts once per session.
+once, each session-scoped Prefect server starts once per session.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
 
-from pipeline_helpers import postgres_url_or_skip
+from pipeline_helpers import free_port, postgres_url_or_skip, start, stop, wait_for
+
+
+@dataclass(frozen=True)
+class PrefectApi:
+    """A running Prefect server: its API URL, the environment for its clients, and its log file."""
+
+    url: str
+    env: dict
+    log: Path
 
 
 @pytest.fixture(scope="session")
@@ -18,6 +33,32 @@ def prefect_server():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory):
+    """A ``prefect server start`` process on localhost with its own home, shared by the session."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_UI_ENABLED": "false",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_WORKER_QUERY_SECONDS": "2",
+        "PREFECT_RUNNER_POLL_FREQUENCY": "2",
+    }
+    env.pop("PREFECT_API_URL", None)
+    log = home / "server.log"
+    server = start([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                   env, log, home)
+    api_url = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_for(lambda: urllib.request.urlopen(f"{api_url}/health", timeout=2).status == 200, 120,
+                 "the Prefect server", server, log)
+        yield PrefectApi(api_url, {**env, "PREFECT_API_URL": api_url}, log)
+    finally:
+        stop(server)
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,12 @@
-"""Helpers for the pipeline tests: feature tables, labels read-back, expected labels, PostgreSQL URL."""
+"""Helpers for the pipeline tests: feature tables, labels read-back, expected labels, PostgreSQL URL,
+and the subprocess / Prefect client plumbing of the end-to-end tests."""
 
 from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -123,6 +126,45 @@ def mlflow_runs(tracking_uri: str, experiment: str) -> list:
     if found is None:
         return []
     return client.search_runs([found.experiment_id])
+
+
+def wait_for(check, timeout: float, what: str, process: subprocess.Popen | None = None, log: Path | None = None):
+    """Poll ``check()`` until it returns something truthy; fail with the process log after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            break
+        try:
+            result = check()
+            if result:
+                return result
+        except Exception:  # noqa: BLE001 - not ready yet
+            pass
+        time.sleep(1)
+    tail = log.read_text()[-4000:] if log and log.exists() else ""
+    pytest.fail(f"timed out waiting for {what}\n{tail}")
+
+
+def start(args: list[str], env: dict, log: Path, cwd: Path) -> subprocess.Popen:
+    """Start ``args`` in the background with stdout and stderr going to ``log``."""
+    return subprocess.Popen(args, env=env, cwd=cwd, stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Terminate ``process``, killing it if it has not exited after 20 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def client_for(api_url: str):
+    """A synchronous Prefect client for the server at ``api_url`` (use it as a context manager)."""
+    from prefect.client.orchestration import SyncPrefectClient
+
+    return SyncPrefectClient(api_url)
 
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

@@ -9,18 +9,15 @@ labels table and MLflow run it produced are checked.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from pipeline_helpers import PROJECT_ROOT, blobs_frame, expected_labels, free_port, read_labels, write_frame
+from pipeline_helpers import (PROJECT_ROOT, blobs_frame, client_for, expected_labels, read_labels, start, stop,
+                              wait_for, write_frame)
 
 pytest_plugins = ["pipeline_fixtures"]
 
@@ -30,62 +27,6 @@ FEATURES = ["f0", "f1", "f2", "f3"]
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
-def wait_for(check, timeout: float, what: str, process: subprocess.Popen | None = None, log: Path | None = None):
-    """Poll ``check()`` until it returns something truthy; fail with the process log after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            break
-        try:
-            result = check()
-            if result:
-                return result
-        except Exception:  # noqa: BLE001 - not ready yet
-            pass
-        time.sleep(1)
-    tail = log.read_text()[-4000:] if log and log.exists() else ""
-    pytest.fail(f"timed out waiting for {what}\n{tail}")
-
-
-def start(args: list[str], env: dict, log: Path, cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen(args, env=env, cwd=cwd, stdout=log.open("w"), stderr=subprocess.STDOUT)
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-@pytest.fixture(scope="module")
-def prefect_api(tmp_path_factory):
-    """A Prefect server on localhost with its own home; yields (api_url, environment for clients)."""
-    home = tmp_path_factory.mktemp("prefect-home")
-    port = free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(home),
-        "PREFECT_UI_ENABLED": "false",
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_WORKER_QUERY_SECONDS": "2",
-        "PREFECT_RUNNER_POLL_FREQUENCY": "2",
-    }
-    env.pop("PREFECT_API_URL", None)
-    log = home / "server.log"
-    server = start([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                   env, log, home)
-    api_url = f"http://127.0.0.1:{port}/api"
-    try:
-        wait_for(lambda: urllib.request.urlopen(f"{api_url}/health", timeout=2).status == 200, 120,
-                 "the Prefect server", server, log)
-        yield api_url, {**env, "PREFECT_API_URL": api_url}
-    finally:
-        stop(server)
-
-
 @pytest.fixture
 def workspace(tmp_path):
     """A features table and an MLflow store in a temp dir."""
@@ -93,12 +34,6 @@ def workspace(tmp_path):
     frame = blobs_frame()
     write_frame(database, "blobs", frame)
     return database, frame, f"sqlite:///{tmp_path / 'mlflow.db'}"
-
-
-def client_for(api_url):
-    from prefect.client.orchestration import SyncPrefectClient
-
-    return SyncPrefectClient(api_url)
 
 
 def trigger_like_the_ui(api_url: str, deployment_name: str, parameters: dict, timeout: float = 240):
@@ -132,7 +67,7 @@ def form_parameters(database, experiment, output_table):
 
 
 def test_served_deployments_run_from_the_ui(prefect_api, workspace, tmp_path):
-    api_url, env = prefect_api
+    api_url, env = prefect_api.url, prefect_api.env
     database, frame, tracking_uri = workspace
     log = tmp_path / "serve.log"
     server = start([sys.executable, str(PROJECT_ROOT / "deployments" / "serve.py"), "--database-url", database,
@@ -159,7 +94,7 @@ def test_served_deployments_run_from_the_ui(prefect_api, workspace, tmp_path):
 
 
 def test_prefect_yaml_deployments_run_on_a_process_worker(prefect_api, workspace, tmp_path):
-    api_url, env = prefect_api
+    api_url, env = prefect_api.url, prefect_api.env
     database, frame, tracking_uri = workspace
     env = {**env, "MLFLOW_TRACKING_URI": tracking_uri, "LWEC_PROJECT_DIR": str(PROJECT_ROOT),
            "LWEC_DATABASE_URL": database}

@@ -2,6 +2,7 @@
 
 import io
 import os
+from pathlib import Path
 import sys
 from contextlib import redirect_stdout
 
@@ -298,7 +299,7 @@ def test_lwec_run_prints_where_results_went(prefect_server, mlflow_store, blobs)
     np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
 
 
-def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys):
+def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys, sqlite_url):
     import flows.consensus
 
     seen = {}
@@ -326,10 +327,11 @@ def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys
     seen.clear()
     from lwec_tasks.cli import run as run_cli
 
-    monkeypatch.setattr(run_cli, "_run_page", lambda uri, run_id: "/#/run")  # no MLflow server here
-    assert lwec_main(["run", "--database-url", "sqlite:///x.db", "--table", "t", "-k", "2",
+    monkeypatch.setattr(run_cli, "_run_page", lambda uri, run_id: "https://mlflow:5000/#/run")  # no server here
+    Path(sqlite_url.removeprefix("sqlite:///")).touch()  # the CLI checks the database file exists
+    assert lwec_main(["run", "--database-url", sqlite_url, "--table", "t", "-k", "2",
                       "--tracking-uri", "https://u:p@mlflow:5000"]) == 0
-    assert seen["database_url"] == "sqlite:///x.db" and seen["tracking_uri"] == "env:LWEC_RUN_TRACKING_URI"
+    assert seen["database_url"] == sqlite_url and seen["tracking_uri"] == "env:LWEC_RUN_TRACKING_URI"
     printed = capsys.readouterr().out
     assert "u:***@mlflow:5000" in printed and "u:p@" not in printed
 

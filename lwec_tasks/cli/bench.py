@@ -9,7 +9,7 @@ def register(subparsers) -> None:
         help="time LWEA/LWGP/ECI against dense and sparse references (wall time, peak memory)",
         description="Time lwec against straightforward references; each case in its own process.",
     )
-    from benchmarks.__main__ import add_arguments
+    from benchmarks.options import add_arguments
 
     add_arguments(parser)
     parser.set_defaults(handler=_run)

@@ -74,6 +74,8 @@ def register(subparsers) -> None:
                         help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else sqlite:///./mlflow.db); "
                              "'env:VAR' reads it from $VAR")
     parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="rows per database read")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print full tracebacks of failures (default: one line per error)")
     parser.set_defaults(handler=run_command)
 
 
@@ -88,26 +90,35 @@ def run_command(args: argparse.Namespace) -> int:
         )
     }
     started = time.perf_counter()
-    code, summary = run_flow_reporting(parameters)
+    code, summary = run_flow_reporting(parameters, verbose=args.verbose)
     if summary is not None:
         print_outcome(summary, parameters, seconds=time.perf_counter() - started)
     return code
 
 
-def run_flow_reporting(parameters: dict) -> tuple[int, dict | None]:
+def run_flow_reporting(parameters: dict, verbose: bool = False) -> tuple[int, dict | None]:
     """Check ``parameters``, run the flow, and return (exit code, summary or None).
 
-    Bad parameters raise :class:`~lwec_tasks.errors.LwecInputError` before Prefect
-    starts; failures during the run are printed to stderr with exit code 1
-    (2 for bad input found while reading the table).
+    Bad parameters and a missing database driver raise
+    :class:`~lwec_tasks.errors.LwecInputError` before Prefect starts; failures
+    during the run are printed to stderr with exit code 1 (2 for bad input found
+    while reading the table). Prefect's console log shows tracebacks only when
+    ``verbose``.
     """
     apply_prefect_defaults()  # before the imports below, which import Prefect
     from lwec_tasks.errors import LwecInputError
+    from lwec_tasks.io.connection import check_driver
     from lwec_tasks.tasks.request import ConsensusRequest
 
     request_fields = {k: v for k, v in parameters.items() if k != "tracking_uri"}
     ConsensusRequest(**request_fields)  # raises LwecInputError on bad parameters
+    check_driver(parameters["database_url"])
     from flows.consensus import consensus_flow
+
+    if not verbose:
+        from lwec_tasks.cli.console import hide_tracebacks_on_console
+
+        hide_tracebacks_on_console()
 
     try:
         return 0, consensus_flow(**_credentials_out_of_parameters(parameters))
@@ -160,11 +171,10 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     if local or tracking_uri.startswith(("http://", "https://")):
         # Only these stores answer promptly; others could block in MLflow's retries.
         link = _run_page(tracking_uri, summary["mlflow_run_id"])
-        if local:
-            print(f"         browse: mlflow ui --backend-store-uri {mask_uri(tracking_uri)}  "
-                  f"then open http://127.0.0.1:5000{link}")
-        else:
-            print(f"         browse: {mask_uri(tracking_uri).rstrip('/')}{link}")
+        if local and link:
+            print(f"         browse: mlflow ui --backend-store-uri {mask_uri(tracking_uri)}  then open {link}")
+        elif link:
+            print(f"         browse: {link}")
 
 
 def label_query(database_url: str, table: str, run_key: str) -> str:
@@ -184,10 +194,9 @@ def label_query(database_url: str, table: str, run_key: str) -> str:
 
 
 def _run_page(tracking_uri: str, run_id: str) -> str:
-    try:
-        from mlflow import MlflowClient
+    from lwec_tasks.tracking import run_page_url
 
-        experiment_id = MlflowClient(tracking_uri).get_run(run_id).info.experiment_id
-        return f"/#/experiments/{experiment_id}/runs/{run_id}"
+    try:
+        return run_page_url(tracking_uri, run_id)
     except Exception:  # noqa: BLE001 - the link is a convenience
         return ""

@@ -28,6 +28,23 @@ _CONNECTION_STRING_SECRET = re.compile(
 )
 MASK = "***"
 
+#: pip package that provides each database driver module SQLAlchemy may import.
+DRIVER_PACKAGES = {
+    "psycopg": "psycopg[binary]",
+    "psycopg2": "psycopg2-binary",
+    "asyncpg": "asyncpg",
+    "pg8000": "pg8000",
+    "pymysql": "PyMySQL",
+    "MySQLdb": "mysqlclient",
+    "mysql": "mysql-connector-python",
+    "pyodbc": "pyodbc",
+    "oracledb": "oracledb",
+    "cx_Oracle": "cx_Oracle",
+    "pymssql": "pymssql",
+    "duckdb": "duckdb-engine",
+    "snowflake": "snowflake-sqlalchemy",
+}
+
 
 def mask_query_value(key: str, value: str) -> str:
     """``value`` of query parameter ``key``, with credentials replaced by ``***``."""
@@ -115,5 +132,22 @@ def open_engine(database_url: str, *, connect_timeout: int = 10) -> sa.Engine:
         return sa.create_engine(url, connect_args=connect_args, pool_pre_ping=True)
     except NoSuchModuleError as error:
         raise LwecInputError(
-            f"database_url {mask_url(database_url)!r} names a driver that is not installed: {error}"
+            f"database_url {mask_url(database_url)!r} names a database dialect or driver that SQLAlchemy does "
+            f"not know ({url.drivername!r}): {error}"
         ) from error
+    except ModuleNotFoundError as error:
+        raise LwecInputError(missing_driver_message(database_url, url, error.name or "")) from error
+
+
+def missing_driver_message(database_url: str, url: sa.URL, module: str) -> str:
+    """A one-line error naming the pip package that provides the missing driver ``module``."""
+    package = DRIVER_PACKAGES.get(module.split(".")[0], module.split(".")[0])
+    return (
+        f"database_url {mask_url(database_url)!r} needs the database driver {module!r} "
+        f"(dialect {url.drivername!r}), which is not installed: pip install '{package}'"
+    )
+
+
+def check_driver(database_url: str) -> None:
+    """Raise :class:`LwecInputError` now if ``database_url`` is malformed or its driver is missing."""
+    open_engine(database_url).dispose()

@@ -71,6 +71,12 @@ def load_features(request: ConsensusRequest) -> LoadedFeatures:
         drop_nonfinite=request.drop_nonfinite,
     )
     seconds = time.perf_counter() - started
+    if plan.label_like_features:
+        logger.warning(
+            "Feature column(s) %s of table %r are named like a ground truth or target; if they hold labels, "
+            "pass label_column=%r (CLI: --label-column) so they are used for NMI/ARI, not clustered on",
+            plan.label_like_features, request.table, plan.label_like_features[0],
+        )
     if not plan.id_column:
         logger.warning(
             "Table %r has no id column (no single-column primary key, no column named 'id'): ids in the "

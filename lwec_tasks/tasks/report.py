@@ -121,7 +121,16 @@ def run_record(
 
 
 def publish_summary(request: ConsensusRequest, summary: dict) -> None:
-    """A markdown table of the run's outcome, shown on the flow run's Artifacts tab."""
+    """Publish :func:`summary_markdown` on the flow run's Artifacts tab."""
+    create_markdown_artifact(
+        markdown=summary_markdown(request, summary),
+        key=SUMMARY_ARTIFACT_KEY,
+        description=f"{request.method.upper()} consensus of {request.table}",
+    )
+
+
+def summary_markdown(request: ConsensusRequest, summary: dict) -> str:
+    """A markdown table of the run's outcome; the MLflow run id links to its page in the MLflow UI."""
     rows = [
         ("Source", f"`{request.table}` in `{mask_url(request.database_url)}`"),
         ("Rows clustered", summary.get("n_objects")),
@@ -131,16 +140,14 @@ def publish_summary(request: ConsensusRequest, summary: dict) -> None:
         ("NMI / ARI", _pair(summary.get("nmi"), summary.get("ari"))),
         ("Labels table", f"`{summary.get('output_table')}` (run key `{summary.get('run_key')}`, "
                          f"{summary.get('rows_written', 0)} rows)"),
-        ("MLflow run", f"`{summary.get('mlflow_run_id')}` in experiment `{request.experiment}`"
+        ("MLflow run", f"[{summary['mlflow_run_id']}]({summary['mlflow_run_url']}) in experiment "
+                       f"`{request.experiment}`" if summary.get("mlflow_run_url")
+         else f"`{summary.get('mlflow_run_id')}` in experiment `{request.experiment}`"
          if summary.get("mlflow_run_id") else f"**not logged**: {summary.get('mlflow_error')}"),
         ("Stage times (s)", ", ".join(f"{k} {v:.2f}" for k, v in summary.get("timings", {}).items())),
     ]
     table = "\n".join(f"| {name} | {value} |" for name, value in rows)
-    create_markdown_artifact(
-        markdown=f"# lwec consensus run\n\n| | |\n|---|---|\n{table}\n",
-        key=SUMMARY_ARTIFACT_KEY,
-        description=f"{request.method.upper()} consensus of {request.table}",
-    )
+    return f"# lwec consensus run\n\n| | |\n|---|---|\n{table}\n"
 
 
 def _pair(a, b) -> str:

@@ -18,6 +18,52 @@ METHODS = ("lwea", "lwgp")
 Method = Literal["lwea", "lwgp"]
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
+#: What each parameter of a consensus run means; the Prefect UI form, the flow's
+#: docstring and the CLI help all show these.
+PARAMETER_DESCRIPTIONS: dict[str, str] = {
+    "database_url": "SQLAlchemy URL of the database holding the table, e.g. sqlite:///features.db or "
+                    "postgresql+psycopg://user:password@host/db; 'env:VAR' reads it from environment variable VAR",
+    "table": "Table (or view) with one row per object",
+    "n_clusters": "Number of consensus clusters k (at least 2)",
+    "feature_columns": "Feature columns; default: every numeric column except the id and label columns",
+    "id_column": "Column identifying each row; default: the primary key, else a column named 'id', "
+                 "else the row position after sorting the rows by all columns read",
+    "label_column": "Ground-truth column (optional): it is not clustered on, and enables NMI and ARI",
+    "method": "lwea: average link on the locally weighted co-association matrix; "
+              "lwgp: Tcut on the locally weighted bipartite graph",
+    "ensemble_size": "Number of k-means base clusterings M",
+    "theta": "ECI parameter θ > 0 (the paper's default is 0.4)",
+    "seed": "Random seed; empty for a fresh random run",
+    "experiment": "MLflow experiment name",
+    "output_table": "Labels table to create or update; default <table>_lwec_labels",
+    "standardize": "Standardise each feature to mean 0, variance 1",
+    "drop_nonfinite": "Drop rows with missing/NaN/infinite features instead of failing",
+    "run_name": "Key of this run's rows in the labels table; default derived from the inputs",
+    "tracking_uri": "MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db; "
+                    "'env:VAR' reads it from environment variable VAR",
+    "chunk_size": "Rows read per database round trip",
+}
+
+
+def document_parameters(descriptions: dict[str, str]):
+    """Decorator: append a Google-style ``Args:`` section built from ``descriptions`` to a function's docstring.
+
+    Prefect reads parameter descriptions for its UI form from that section, so
+    apply it below ``@flow``. Every parameter of the function must be described.
+    """
+    def decorate(function):
+        import inspect
+
+        names = list(inspect.signature(function).parameters)
+        missing = [name for name in names if name not in descriptions]
+        if missing:
+            raise TypeError(f"{function.__name__}: no description for parameter(s) {missing}")
+        lines = [f"    {name}: {descriptions[name]}" for name in names]
+        function.__doc__ = inspect.cleandoc(function.__doc__ or "") + "\n\nArgs:\n" + "\n".join(lines) + "\n"
+        return function
+
+    return decorate
+
 
 @dataclass(frozen=True)
 class ConsensusRequest:
