@@ -38,7 +38,7 @@ def _timed(function: Callable[[], object], repeats: int) -> tuple[object, float,
 def _warm_up_kernels() -> None:
     """Load/compile every numba kernel on a tiny ensemble (not timed)."""
     from lwec_tasks import Ensemble, eci, lwea, lwgp
-    from lwec_tasks.synthetic import synthetic_ensemble
+    from lwec_tasks.core.synthetic import synthetic_ensemble
 
     labels, _ = synthetic_ensemble(3000, 10, k_min=10, k_max=40)
     eci(Ensemble(labels))
@@ -67,7 +67,7 @@ def _project_lwgp(labels, ks):
 def _project_scale(labels):
     """ECI + LWGP for one k from the raw label matrix (encoding included)."""
     from lwec_tasks import Ensemble, lwgp
-    from lwec_tasks.uncertainty import eci
+    from lwec_tasks.core.eci import eci
 
     ensemble = Ensemble(labels)
     eci(ensemble)

@@ -29,7 +29,7 @@ def load_ensemble(spec: str) -> tuple[np.ndarray, np.ndarray | None]:
     """(labels N × M, ground truth or None) for a spec.
 
     ``pool:LR`` — M = 10 columns drawn (seed 0) from the authors' LR pool;
-    ``synthetic:N[:k_min:k_max]`` — :func:`lwec_tasks.synthetic.synthetic_ensemble`.
+    ``synthetic:N[:k_min:k_max]`` — :func:`lwec_tasks.core.synthetic.synthetic_ensemble`.
     """
     kind, _, rest = spec.partition(":")
     if kind == "pool":
@@ -40,7 +40,7 @@ def load_ensemble(spec: str) -> tuple[np.ndarray, np.ndarray | None]:
         columns = np.random.default_rng(DRAW_SEED).choice(members.shape[1], ENSEMBLE_SIZE, replace=False)
         return members[:, columns], data["gt"].ravel().astype(np.int64)
     if kind == "synthetic":
-        from lwec_tasks.synthetic import synthetic_ensemble
+        from lwec_tasks.core.synthetic import synthetic_ensemble
 
         parts = [int(float(p)) for p in rest.split(":")]
         n = parts[0]

@@ -16,7 +16,7 @@ from scipy.spatial.distance import squareform
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
-from lwec_tasks.lwca import lwca
+from lwec_tasks.core.lwca import lwca
 
 
 def encode(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.options import resolve_scale_n
-from benchmarks.data import pool_available
+from benchmarks.data import PROJECT_ROOT, pool_available
 
 LARGE_LWEA_SPEC = "synthetic:70000:10:30"  # ~50,000 microclusters
 GUARD_SPEC = "synthetic:300000"  # ~300,000 microclusters: exact LWEA cannot fit
@@ -69,7 +69,8 @@ def plan(args) -> list[Case]:
 def run(case: Case, workdir: Path, env: dict) -> None:
     out = workdir / f"{len(os.listdir(workdir))}-{case.name}.npy"
     command = [sys.executable, "-m", "benchmarks.child", case.name, case.spec, str(case.repeats), str(out)]
-    completed = subprocess.run(command, capture_output=True, text=True, env=env)
+    # The suite is not an installed package: the children find it from the project root.
+    completed = subprocess.run(command, capture_output=True, text=True, env=env, cwd=PROJECT_ROOT)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     if completed.returncode != 0 or not lines:
         case.result = {"error": (completed.stderr.strip().splitlines() or ["failed"])[-1]}

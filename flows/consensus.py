@@ -26,8 +26,8 @@ from lwec_tasks.tasks import (
     log_to_mlflow,
     write_label_rows,
 )
-from lwec_tasks.tasks.request import PARAMETER_DESCRIPTIONS, document_parameters
-from lwec_tasks.tasks.report import StageTimer, agreement_with_truth, publish_summary, run_record
+from lwec_tasks.request import PARAMETER_DESCRIPTIONS, document_parameters
+from lwec_tasks.tasks.summary import StageTimer, agreement_with_truth, publish_summary, run_record
 from lwec_tasks.tracking import TrackingError, mask_uri, resolve_tracking_uri, run_page_url
 
 FLOW_NAME = "lwec-consensus"

@@ -18,9 +18,9 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
-from lwec_tasks.pools import load_pool
-from lwec_tasks.reproduce import reproduce
-from lwec_tasks.studies import (
+from lwec_tasks.experiments.pools import load_pool
+from lwec_tasks.experiments.reproduce import reproduce
+from lwec_tasks.experiments.studies import (
     PAPER_SIZES,
     PAPER_THETAS,
     ensemble_size_sweep,

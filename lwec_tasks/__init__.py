@@ -7,15 +7,15 @@ pipeline tasks and I/O edges live in their own modules and the flows in
 
 __version__ = "0.1.0"
 
-from lwec_tasks.ensemble import Ensemble
-from lwec_tasks.errors import LwecInputError, LwecMemoryError
-from lwec_tasks.estimators import LWEA, LWGP
-from lwec_tasks.generate import generate_base_clusterings
-from lwec_tasks.lwca import lwca
-from lwec_tasks.lwea import lwea
-from lwec_tasks.lwgp import lwgp
-from lwec_tasks.metrics import ari, nmi, score_cuts
-from lwec_tasks.uncertainty import cluster_uncertainty, eci
+from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
+from lwec_tasks.core.estimators import LWEA, LWGP
+from lwec_tasks.core.base_clusterings import generate_base_clusterings
+from lwec_tasks.core.lwca import lwca
+from lwec_tasks.core.lwea import lwea
+from lwec_tasks.core.lwgp import lwgp
+from lwec_tasks.core.metrics import ari, nmi, score_cuts
+from lwec_tasks.core.eci import cluster_uncertainty, eci
 
 __all__ = [
     "LWEA",

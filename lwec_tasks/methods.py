@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from lwec_tasks.baselines import cspa, eac, hbgf, kcc, mcla, sec, weac
-from lwec_tasks.errors import LwecInputError
-from lwec_tasks.lwea import lwea
-from lwec_tasks.lwgp import lwgp
-from lwec_tasks.uncertainty import DEFAULT_THETA
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.lwea import lwea
+from lwec_tasks.core.lwgp import lwgp
+from lwec_tasks.core.eci import DEFAULT_THETA
 
 
 def _lwea(labels, n_clusters, random_state=None, theta: float = DEFAULT_THETA) -> np.ndarray:

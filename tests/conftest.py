@@ -1,48 +1,83 @@
-"""Shared fixtures: the authors' base-clustering pools (optional) and hypothesis settings."""
+"""Shared fixtures: hypothesis settings, Prefect servers, an MLflow store, databases.
+
+Session-scoped servers start once per test session, whichever folder asks first.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import settings
+
+from helpers.pipeline import free_port, postgres_url_or_skip, start, stop, wait_for
+
 
 # numba compiles on first use; no per-example deadline.
 settings.register_profile("lwec", deadline=None, max_examples=60)
 settings.load_profile("lwec")
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+@dataclass(frozen=True)
+class PrefectApi:
+    """A running Prefect server: its API URL, the environment for its clients, and its log file."""
+
+    url: str
+    env: dict
+    log: Path
 
 
-def pools_dir() -> Path | None:
-    """Folder with bc_pool_*.mat: $LWEC_POOLS_DIR, else ../shared/data/pools."""
-    candidates = [os.environ.get("LWEC_POOLS_DIR"), PROJECT_ROOT.parent / "shared/data/pools"]
-    for candidate in candidates:
-        if candidate and Path(candidate, "bc_pool_VS.mat").exists():
-            return Path(candidate)
-    return None
+@pytest.fixture(scope="session")
+def prefect_server():
+    """One temporary Prefect API for the whole session (~20 s once, then ~1–2 s per flow)."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
 
 
-def paper_scores_path() -> Path | None:
-    directory = pools_dir()
-    path = directory.parent / "paper_scores.csv" if directory else None
-    return path if path and path.exists() else None
+@pytest.fixture(scope="session")
+def prefect_api(tmp_path_factory):
+    """A ``prefect server start`` process on localhost with its own home, shared by the session."""
+    home = tmp_path_factory.mktemp("prefect-home")
+    port = free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_UI_ENABLED": "false",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_WORKER_QUERY_SECONDS": "2",
+        "PREFECT_RUNNER_POLL_FREQUENCY": "2",
+    }
+    env.pop("PREFECT_API_URL", None)
+    log = home / "server.log"
+    server = start([sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                   env, log, home)
+    api_url = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_for(lambda: urllib.request.urlopen(f"{api_url}/health", timeout=2).status == 200, 120,
+                 "the Prefect server", server, log)
+        yield PrefectApi(api_url, {**env, "PREFECT_API_URL": api_url}, log)
+    finally:
+        stop(server)
 
 
-def load_pool(name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(members N × P int64, ground truth N) of an authors' pool; skips the test if absent."""
-    directory = pools_dir()
-    if directory is None:
-        pytest.skip("authors' pools not found (set LWEC_POOLS_DIR or place them in ../shared/data/pools)")
-    from scipy.io import loadmat
-
-    data = loadmat(directory / f"bc_pool_{name}.mat")
-    return data["members"].astype(np.int64), data["gt"].ravel().astype(np.int64)
+@pytest.fixture(scope="session")
+def mlflow_store(tmp_path_factory) -> str:
+    """A local SQLite MLflow tracking URI shared by the session (creating one takes seconds)."""
+    directory = tmp_path_factory.mktemp("mlflow")
+    return f"sqlite:///{directory / 'mlflow.db'}"
 
 
-def draw_ensemble(members: np.ndarray, size: int, seed: int, run: int = 0) -> np.ndarray:
-    """``size`` columns drawn without replacement from a pool; run ``run`` of seed ``seed``."""
-    rng = np.random.default_rng([seed, run])
-    return members[:, rng.choice(members.shape[1], size, replace=False)]
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'features.db'}"
+
+
+@pytest.fixture
+def postgres_url() -> str:
+    return postgres_url_or_skip()

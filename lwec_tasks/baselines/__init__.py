@@ -1,7 +1,7 @@
 """Baseline consensus functions the paper compares LWEA and LWGP against.
 
-Every function has the calling shape of :func:`lwec_tasks.lwea` /
-:func:`lwec_tasks.lwgp`: ``f(labels, n_clusters, random_state=None, **params)``
+Every function has the calling shape of :func:`lwec_tasks.core.lwea` /
+:func:`lwec_tasks.core.lwgp`: ``f(labels, n_clusters, random_state=None, **params)``
 where ``labels`` is an (N, M) label matrix or an :class:`~lwec_tasks.Ensemble`,
 ``n_clusters`` an int (→ labels of shape (N,)) or a sequence of ints
 (→ shape (N, len(n_clusters))). Deterministic methods accept and ignore

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lwec_tasks.ensemble import Ensemble
-from lwec_tasks.params import check_n_clusters
+from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.core.validation import check_n_clusters
 
 
 def requested_ks(ensemble: Ensemble, n_clusters) -> tuple[np.ndarray, bool]:

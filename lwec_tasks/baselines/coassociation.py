@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from lwec_tasks.average_linkage import microcluster_distances, weighted_average_linkage
+from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
 from lwec_tasks.baselines._shape import requested_ks, shaped
-from lwec_tasks.dendrogram_cut import MicroclusterDendrogram
-from lwec_tasks.ensemble import Ensemble, as_ensemble
-from lwec_tasks.metrics import nmi
+from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
+from lwec_tasks.core.ensemble import Ensemble, as_ensemble
+from lwec_tasks.core.metrics import nmi
 
 #: Exponent β on NCAI in WEAC (the authors' demo uses β = 2).
 DEFAULT_BETA = 2.0

@@ -20,8 +20,8 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
 from lwec_tasks.baselines._shape import microcluster_incidence, requested_ks, shaped
-from lwec_tasks.ensemble import Ensemble, as_ensemble
-from lwec_tasks.seeds import base_seed, derived_seed
+from lwec_tasks.core.ensemble import Ensemble, as_ensemble
+from lwec_tasks.core.seeds import base_seed, derived_seed
 
 #: k-means restarts per k (best objective kept) and iteration cap.
 KMEANS_REPLICATES = 3

@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from lwec_tasks import __version__
-from lwec_tasks.errors import LwecInputError
+from lwec_tasks.core.errors import LwecInputError
 
 # Sub-command modules, in the order `lwec --help` lists them.
 COMMAND_MODULES = ("demo", "run", "reproduce", "study", "bench")

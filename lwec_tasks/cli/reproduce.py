@@ -14,12 +14,12 @@ import json
 import sys
 from pathlib import Path
 
-from lwec_tasks.errors import LwecInputError
+from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.methods import METHODS
-from lwec_tasks.pools import load_pool
-from lwec_tasks.reproduce import reproduce
-from lwec_tasks.report import format_summary, load_paper_scores
-from lwec_tasks.uncertainty import DEFAULT_THETA
+from lwec_tasks.experiments.pools import load_pool
+from lwec_tasks.experiments.reproduce import reproduce
+from lwec_tasks.experiments.paper_tables import format_summary, load_paper_scores
+from lwec_tasks.core.eci import DEFAULT_THETA
 
 
 def register(subparsers) -> None:
@@ -97,7 +97,7 @@ def run(args) -> int:
             Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json_out).write_text(text + "\n")
     if args.mlflow:
-        from lwec_tasks.reproduce_tracking import log_reproduction
+        from lwec_tasks.tracking.reproduction import log_reproduction
 
         run_id = log_reproduction(result, tracking_uri=args.tracking_uri, experiment=args.experiment)
         print(f"MLflow run {run_id}", file=chatter)

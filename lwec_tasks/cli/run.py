@@ -100,15 +100,15 @@ def run_flow_reporting(parameters: dict, verbose: bool = False) -> tuple[int, di
     """Check ``parameters``, run the flow, and return (exit code, summary or None).
 
     Bad parameters and a missing database driver raise
-    :class:`~lwec_tasks.errors.LwecInputError` before Prefect starts; failures
+    :class:`~lwec_tasks.core.errors.LwecInputError` before Prefect starts; failures
     during the run are printed to stderr with exit code 1 (2 for bad input found
     while reading the table). Prefect's console log shows tracebacks only when
     ``verbose``.
     """
     apply_prefect_defaults()  # before the imports below, which import Prefect
-    from lwec_tasks.errors import LwecInputError
+    from lwec_tasks.core.errors import LwecInputError
     from lwec_tasks.io.connection import check_driver
-    from lwec_tasks.tasks.request import ConsensusRequest
+    from lwec_tasks.request import ConsensusRequest
 
     request_fields = {k: v for k, v in parameters.items() if k != "tracking_uri"}
     ConsensusRequest(**request_fields)  # raises LwecInputError on bad parameters

@@ -12,10 +12,10 @@ import json
 
 from pathlib import Path
 
-from lwec_tasks.errors import LwecInputError
-from lwec_tasks.pools import load_pool
-from lwec_tasks.report import load_paper_scores, markdown_comparison
-from lwec_tasks.studies import (
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.experiments.pools import load_pool
+from lwec_tasks.experiments.paper_tables import load_paper_scores, markdown_comparison
+from lwec_tasks.experiments.studies import (
     PAPER_SIZES,
     PAPER_THETAS,
     ensemble_size_sweep,

@@ -8,7 +8,7 @@ import re
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from lwec_tasks.errors import LwecInputError
+from lwec_tasks.core.errors import LwecInputError
 
 
 class DatabaseUnreachableError(ConnectionError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from lwec_tasks.errors import LwecInputError
+from lwec_tasks.core.errors import LwecInputError
 
 # Letters, digits, underscore; not starting with a digit; PostgreSQL's 63-byte limit.
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")

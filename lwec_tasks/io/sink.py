@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import sqlalchemy as sa
 
-from lwec_tasks.errors import LwecInputError
+from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
 from lwec_tasks.io.identifiers import check_new_table_name
 

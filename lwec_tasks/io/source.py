@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 import sqlalchemy as sa
 
-from lwec_tasks.errors import LwecInputError
+from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
 from lwec_tasks.io.identifiers import name_list
 

@@ -5,7 +5,7 @@ load → generate base clusterings → ECI → consensus (LWEA | LWGP) → write
 
 from lwec_tasks.tasks.cluster import ClusterReliability, cluster_reliability, consensus_labels, generate_ensemble
 from lwec_tasks.tasks.load import LoadedFeatures, load_features
-from lwec_tasks.tasks.request import METHODS, ConsensusRequest, Method
+from lwec_tasks.request import METHODS, ConsensusRequest, Method
 from lwec_tasks.tasks.sink import log_to_mlflow, write_label_rows
 
 __all__ = [

@@ -8,7 +8,7 @@ import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from lwec_tasks.ensemble import Ensemble
+from lwec_tasks.core.ensemble import Ensemble
 
 
 @dataclass(frozen=True)

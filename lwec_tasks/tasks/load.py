@@ -9,9 +9,9 @@ import sqlalchemy as sa
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from lwec_tasks.features import PreparedFeatures, plan_columns, prepare_features
+from lwec_tasks.io.features import PreparedFeatures, plan_columns, prepare_features
 from lwec_tasks.io import check_label_table, describe_source, id_key_type, mask_url, open_engine, read_rows
-from lwec_tasks.tasks.request import ConsensusRequest
+from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
 
 
@@ -38,7 +38,7 @@ class LoadedFeatures:
 def load_features(request: ConsensusRequest) -> LoadedFeatures:
     """Reflect the source table, check every column and the output table, read and prepare the rows.
 
-    Nothing is written. Raises :class:`~lwec_tasks.errors.LwecInputError` on bad
+    Nothing is written. Raises :class:`~lwec_tasks.core.errors.LwecInputError` on bad
     input and :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the
     database does not answer.
     """

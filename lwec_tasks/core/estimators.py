@@ -1,0 +1,89 @@
+"""scikit-learn estimators over a label matrix of base clusterings."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+
+from lwec_tasks.core.ensemble import Ensemble, as_ensemble
+from lwec_tasks.core.lwca import ensemble_eci
+from lwec_tasks.core.lwea import lwea
+from lwec_tasks.core.lwgp import lwgp
+from lwec_tasks.core.validation import check_theta
+from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_uncertainty
+
+
+class _LocallyWeightedConsensus(ClusterMixin, BaseEstimator):
+    """Shared fit logic: encode once, compute H^Π and ECI, then the consensus."""
+
+    def _encode(self, X) -> Ensemble:
+        check_theta(self.theta)
+        ensemble = as_ensemble(X)
+        self.n_features_in_ = ensemble.n_columns
+        self.cluster_uncertainty_ = ensemble_uncertainty(ensemble).copy()
+        self.eci_ = ensemble_eci(ensemble, float(self.theta))
+        self.n_microclusters_ = ensemble.n_microclusters
+        return ensemble
+
+    def fit_predict(self, X, y=None):
+        """Fit on the (N, M) label matrix ``X`` and return ``labels_``."""
+        return self.fit(X).labels_
+
+
+class LWEA(_LocallyWeightedConsensus):
+    """Locally weighted evidence accumulation (average linkage on LWCA).
+
+    Parameters
+    ----------
+    n_clusters : int or sequence of int, default 2
+        A sequence gives ``labels_`` of shape (N, len(n_clusters)), all cut from
+        one dendrogram.
+    theta : float, default 0.4
+
+    Attributes
+    ----------
+    labels_ : ndarray (N,) or (N, len(n_clusters))
+    eci_ : ndarray (n_c,) ECI per cluster (column by column, ascending label)
+    cluster_uncertainty_ : ndarray (n_c,) H^Π per cluster, bits
+    n_microclusters_ : int
+    n_features_in_ : int, the number of base clusterings M
+    """
+
+    def __init__(self, n_clusters=2, theta: float = DEFAULT_THETA):
+        self.n_clusters = n_clusters
+        self.theta = theta
+
+    def fit(self, X, y=None):
+        """Fit on an (N, M) label matrix of base clusterings."""
+        ensemble = self._encode(X)
+        self.labels_ = lwea(ensemble, self.n_clusters, theta=self.theta)
+        return self
+
+
+class LWGP(_LocallyWeightedConsensus):
+    """Locally weighted graph partitioning (Tcut on the locally weighted bipartite graph).
+
+    Parameters
+    ----------
+    n_clusters : int or sequence of int, default 2
+    theta : float, default 0.4
+    random_state : None, int or RandomState, default None
+        Seeds the k-means step.
+
+    Attributes
+    ----------
+    labels_, eci_, cluster_uncertainty_, n_microclusters_, n_features_in_ : as :class:`LWEA`
+    """
+
+    def __init__(self, n_clusters=2, theta: float = DEFAULT_THETA, random_state=None):
+        self.n_clusters = n_clusters
+        self.theta = theta
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Fit on an (N, M) label matrix of base clusterings."""
+        ensemble = self._encode(X)
+        self.labels_ = lwgp(
+            ensemble, self.n_clusters, theta=self.theta, random_state=self.random_state
+        )
+        return self

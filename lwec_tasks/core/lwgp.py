@@ -1,0 +1,214 @@
+"""Locally weighted graph partitioning (paper Alg. 2): the LWBG cut by Tcut.
+
+Tcut (Li et al., CVPR 2012) partitions the bipartite graph of objects and
+clusters by solving the normalised-cut eigenproblem on the small cluster graph
+Wy = Bᵀ Dx⁻¹ B and transferring the eigenvectors to the objects.
+
+Nothing here builds the N × n_c matrix B: Wy is accumulated from the M(M+1)/2
+pairwise code tables and the transfer Dx⁻¹ B V is an M-term gather per object
+(:mod:`lwec_tasks.core.pair_kernels`), so memory stays O(N·M + n_c²) and ten million
+objects fit in a few GB. One eigensolve serves every k.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from lwec_tasks.core.ensemble import Ensemble, as_ensemble
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.kmeans import weighted_kmeans
+from lwec_tasks.core.lwca import ensemble_eci
+from lwec_tasks.core.memory import ensure_fits
+from lwec_tasks.core.pair_kernels import (
+    cluster_graph_dense,
+    cluster_pair_block,
+    column_major_codes,
+    object_degrees,
+    transfer_rows,
+)
+from lwec_tasks.core.validation import check_n_clusters, check_theta
+from lwec_tasks.core.seeds import base_seed, derived_seed
+from lwec_tasks.core.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
+from lwec_tasks.core.eci import DEFAULT_THETA
+
+# Tcut's k-means settings in the authors' code.
+KMEANS_MAX_ITER = 100
+KMEANS_REPLICATES = 3
+# Guards 1/‖row‖ for an all-zero embedding row, as in the authors' code.
+_ROW_NORM_EPS = 1e-10
+# Up to this many objects, k-means runs on one row per microcluster (identical
+# label rows have identical embedding rows) weighted by its size; above it,
+# finding the microclusters costs more than it saves and k-means runs on rows.
+MICROCLUSTER_LIMIT = 1_000_000
+# Wy is built dense up to this many clusters (n_c² floats), sparse above.
+DENSE_GRAPH_LIMIT = 16_000
+
+
+def cluster_graph(ensemble: Ensemble, weights: np.ndarray, scale: np.ndarray | None = None):
+    """Return (Wy, dx): Wy = Bᵀ Dx⁻¹ B (n_c, n_c) and dx = B·1 (N,), B = incidence·diag(weights).
+
+    With ``scale`` (n_c,), returns diag(s) Bᵀ Dx⁻¹ B diag(s) / diag(weights)² instead,
+    i.e. entry (c, c') = s_c s_c' Σ_{i∈c∩c'} 1/dx_i — the same accumulation with
+    other per-cluster factors. Wy is a dense ndarray up to ``DENSE_GRAPH_LIMIT``
+    clusters, else a sparse CSR matrix assembled block by block from the pairwise
+    code tables.
+    """
+    codes_t = column_major_codes(ensemble.codes)
+    offsets = ensemble.offsets.astype(np.int64)
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    dx = object_degrees(codes_t, offsets, weights)
+    inv_dx = 1.0 / dx
+    factors = weights if scale is None else np.ascontiguousarray(scale, dtype=np.float64)
+    n_c = ensemble.n_clusters_total
+    if n_c <= DENSE_GRAPH_LIMIT:
+        ensure_fits(n_c * n_c * 8 * 2, f"the dense cluster graph of {n_c} clusters")
+        return cluster_graph_dense(codes_t, offsets, factors, inv_dx), dx
+    return _sparse_cluster_graph(codes_t, offsets, factors, inv_dx), dx
+
+
+def _sparse_cluster_graph(codes_t, offsets, weights, inv_dx) -> sp.csr_matrix:
+    rows, cols, values = [], [], []
+    n_columns = codes_t.shape[0]
+    for a in range(n_columns):
+        k_a = int(offsets[a + 1] - offsets[a])
+        for b in range(a, n_columns):
+            k_b = int(offsets[b + 1] - offsets[b])
+            block = cluster_pair_block(codes_t[a], codes_t[b], k_a, k_b, inv_dx)
+            r, c = np.nonzero(block)
+            if a == b:
+                keep = r == c
+                r, c = r[keep], c[keep]
+            value = block[r, c] * weights[offsets[a] + r] * weights[offsets[b] + c]
+            rows.append(offsets[a] + r)
+            cols.append(offsets[b] + c)
+            values.append(value)
+            if a != b:
+                rows.append(offsets[b] + c)
+                cols.append(offsets[a] + r)
+                values.append(value)
+    n_c = int(offsets[-1])
+    return sp.csr_matrix(
+        (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(n_c, n_c)
+    )
+
+
+def tcut_cluster_vectors(ensemble: Ensemble, weights: np.ndarray, n_vectors: int):
+    """Solve the Tcut eigenproblem once; return (U, inv_dx).
+
+    U (n_c, n_vectors) = diag(weights) D^{-1/2} V, V the leading eigenvectors (by
+    descending eigenvalue) of D^{-1/2} Wy D^{-1/2}, D = diag(Wy·1); the embedding
+    of object i is then Σ_m U[its cluster in column m] / dx_i.
+
+    Wy·1 = Bᵀ Dx⁻¹ B·1 = Bᵀ·1, so D[c] = w_c·|c| in closed form, and the
+    normalised graph is accumulated directly with per-cluster factors
+    w_c / sqrt(w_c·|c|) = sqrt(w_c / |c|) — Wy itself is never stored.
+    The eigenvalue-1 space (one vector per connected component of the graph)
+    gets a fixed basis, so the embedding is unique even for a disconnected graph.
+    All weights must be > 0.
+    """
+    weights = np.ascontiguousarray(weights, dtype=np.float64)
+    scale = np.sqrt(weights / ensemble.cluster_sizes)
+    normalised, dx = cluster_graph(ensemble, weights, scale)
+    n_components, component = graph_components(normalised)
+    unit_basis = unit_eigenvectors(weights * ensemble.cluster_sizes, component, n_components)
+    vectors = leading_eigenvectors(normalised, n_vectors, unit_basis)
+    del normalised
+    return vectors * scale[:, None], 1.0 / dx
+
+
+def tcut_embedding(
+    ensemble: Ensemble, eci: np.ndarray, n_vectors: int, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Leading ``n_vectors`` Ncut eigenvectors transferred to the objects (not row-normalised).
+
+    Parameters
+    ----------
+    rows : optional (R,) object indices; default all N objects
+
+    Returns
+    -------
+    ndarray of shape (N or R, n_vectors): Dx⁻¹ B D^{-1/2} V.
+    """
+    cluster_vectors, inv_dx = tcut_cluster_vectors(ensemble, np.asarray(eci, float), n_vectors)
+    return _transfer(ensemble, cluster_vectors, inv_dx, rows)
+
+
+def _transfer(ensemble, cluster_vectors, inv_dx, rows):
+    if rows is None:
+        rows = np.arange(ensemble.n_objects, dtype=np.int64)
+    return transfer_rows(
+        column_major_codes(ensemble.codes),
+        ensemble.offsets.astype(np.int64),
+        np.ascontiguousarray(cluster_vectors),
+        inv_dx,
+        np.asarray(rows, dtype=np.int64),
+    )
+
+
+def partition_embedding(
+    embedding: np.ndarray, k: int, seed: int, sample_weight: np.ndarray | None = None
+) -> np.ndarray:
+    """k-means on the first k embedding columns after row normalisation; (rows,) labels.
+
+    Seeded weighted k-means (:func:`lwec_tasks.core.kmeans.weighted_kmeans`,
+    3 replicates, ≤ 100 iterations as in the authors' code).
+    """
+    rows = np.array(embedding[:, :k], dtype=np.float64)
+    rows /= np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + _ROW_NORM_EPS
+    return weighted_kmeans(
+        rows, int(k), seed, sample_weight, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER
+    )
+
+
+def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) -> np.ndarray:
+    """Consensus clustering by LWGP: Tcut on the locally weighted bipartite graph.
+
+    Parameters
+    ----------
+    labels : array-like (N, M) or Ensemble
+    n_clusters : int or sequence of int
+        Each k in 2..min(n_c, Ñ) (clusters in the ensemble, microclusters). One
+        eigensolve serves every k. Above ``MICROCLUSTER_LIMIT`` objects the
+        microclusters are not computed and k only needs to be <= n_c.
+    theta : float, default 0.4
+    random_state : None, int or RandomState
+        Seeds k-means; the labels for a given k do not depend on which other
+        ks are requested.
+
+    Returns
+    -------
+    ndarray of shape (N,) for an int ``n_clusters``, else (N, len(n_clusters)).
+    """
+    theta = check_theta(theta)
+    ensemble = as_ensemble(labels)
+    ks, scalar = check_n_clusters(
+        n_clusters, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble"
+    )
+    use_microclusters = ensemble.n_objects <= MICROCLUSTER_LIMIT
+    if use_microclusters:
+        check_n_clusters(
+            n_clusters,
+            upper=ensemble.n_microclusters,
+            upper_name="the number of distinct label rows (microclusters)",
+        )
+    base = base_seed(random_state)
+    eci = ensemble_eci(ensemble, theta)
+    if not np.all(eci > 0):
+        raise LwecInputError(
+            f"theta={theta} is too small: the ECI of {int(np.sum(eci == 0))} of {len(eci)} clusters "
+            "underflows to 0, leaving objects without links in the bipartite graph; use a larger theta"
+        )
+    cluster_vectors, inv_dx = tcut_cluster_vectors(ensemble, eci, int(ks.max()))
+    if use_microclusters:
+        rows = ensemble.microcluster_representative
+        weights = ensemble.microcluster_sizes.astype(np.float64)
+        expand = ensemble.microcluster_of
+    else:
+        rows, weights, expand = None, None, None
+    embedding = _transfer(ensemble, cluster_vectors, inv_dx, rows)
+    cuts = np.empty((ensemble.n_objects, len(ks)), dtype=np.int64)
+    for j, k in enumerate(ks):
+        labels_k = partition_embedding(embedding, int(k), derived_seed(base, int(k)), weights)
+        cuts[:, j] = labels_k if expand is None else labels_k[expand]
+    return cuts[:, 0] if scalar else cuts

@@ -1,0 +1,76 @@
+"""Clustering scores: NMI (with the paper's "max" normalisation) and ARI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+from lwec_tasks.core.errors import LwecInputError
+
+NORMALIZATIONS = ("max", "geometric", "arithmetic", "min")
+
+
+def _check_pair(labels_a, labels_b) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.asarray(labels_a).ravel(), np.asarray(labels_b).ravel()
+    if len(a) != len(b):
+        raise LwecInputError(f"labelings differ in length: {len(a)} vs {len(b)}")
+    if len(a) == 0:
+        raise LwecInputError("cannot score empty labelings")
+    return a, b
+
+
+def nmi(labels_a, labels_b, normalization: str = "max") -> float:
+    """Normalised mutual information of two labelings of the same objects.
+
+    ``normalization`` divides MI by max (default; the paper's Tables and the
+    authors' code), geometric or arithmetic mean, or min of the two entropies.
+    Two single-cluster labelings score 1.
+    """
+    if normalization not in NORMALIZATIONS:
+        raise LwecInputError(
+            f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}"
+        )
+    a, b = _check_pair(labels_a, labels_b)
+    return float(normalized_mutual_info_score(a, b, average_method=normalization))
+
+
+def ari(labels_a, labels_b) -> float:
+    """Adjusted Rand index of two labelings of the same objects."""
+    a, b = _check_pair(labels_a, labels_b)
+    return float(adjusted_rand_score(a, b))
+
+
+@dataclass(frozen=True)
+class CutScores:
+    """Scores of one consensus method over several k against ground truth."""
+
+    ks: tuple[int, ...]
+    scores: tuple[float, ...]
+    best_k: int
+    best: float
+    true_k: int
+    true: float | None  # None when the true number of classes is not among ks
+
+
+def score_cuts(cuts, ks, truth, metric: str = "nmi", normalization: str = "max") -> CutScores:
+    """Score each column of an (N, len(ks)) labels-per-k matrix against ``truth``.
+
+    best-k is the best score over ``ks`` (ties: the smallest k); true-k is the score
+    at k = number of classes in ``truth``.
+    """
+    cuts = np.asarray(cuts)
+    ks = tuple(int(k) for k in ks)
+    if cuts.ndim != 2 or cuts.shape[1] != len(ks):
+        raise LwecInputError(f"cuts must have shape (N, {len(ks)}), got {cuts.shape}")
+    if metric == "nmi":
+        scores = tuple(nmi(cuts[:, j], truth, normalization) for j in range(len(ks)))
+    elif metric == "ari":
+        scores = tuple(ari(cuts[:, j], truth) for j in range(len(ks)))
+    else:
+        raise LwecInputError(f"metric must be 'nmi' or 'ari', got {metric!r}")
+    best_index = int(np.argmax(scores))
+    true_k = len(np.unique(np.asarray(truth)))
+    true = scores[ks.index(true_k)] if true_k in ks else None
+    return CutScores(ks, scores, ks[best_index], scores[best_index], true_k, true)

@@ -1,0 +1,50 @@
+"""Validation of the scalar parameters shared by every consensus function."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+from lwec_tasks.core.errors import LwecInputError
+
+
+def check_theta(theta) -> float:
+    """Return ``theta`` as a float; it must be finite and > 0 (paper Def. 5)."""
+    if isinstance(theta, bool) or not isinstance(theta, numbers.Real):
+        raise LwecInputError(f"theta must be a positive number, got {theta!r}")
+    theta = float(theta)
+    if not math.isfinite(theta) or theta <= 0:
+        raise LwecInputError(f"theta must be finite and > 0, got {theta!r}")
+    return theta
+
+
+def check_n_clusters(n_clusters, *, upper: int, upper_name: str) -> tuple[np.ndarray, bool]:
+    """Normalise ``n_clusters`` to an int array of ks and whether a scalar was given.
+
+    Each k must satisfy ``2 <= k <= upper``; ``upper_name`` says what bounds it
+    (e.g. "the number of microclusters") for the error message.
+    """
+    scalar = isinstance(n_clusters, numbers.Integral) and not isinstance(n_clusters, bool)
+    if scalar:
+        ks = [n_clusters]
+    elif isinstance(n_clusters, (Sequence, np.ndarray)) and not isinstance(n_clusters, str):
+        ks = list(n_clusters)
+        if not ks:
+            raise LwecInputError("n_clusters is an empty sequence; give at least one k")
+    else:
+        raise LwecInputError(
+            f"n_clusters must be an int or a sequence of ints, got {n_clusters!r}"
+        )
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise LwecInputError(f"n_clusters must contain integers, got {k!r}")
+        if k < 2:
+            raise LwecInputError(f"n_clusters must be >= 2, got {k}")
+        if k > upper:
+            raise LwecInputError(
+                f"n_clusters={k} is larger than {upper_name} ({upper})"
+            )
+    return np.asarray(ks, dtype=np.int64), scalar

@@ -1,0 +1,247 @@
+"""The paper's evaluation protocol (§V-A) on a base-clustering pool.
+
+For each of R runs: draw M of the pool's P candidate clusterings at random
+(seeded by (seed, run), the same draw for every method), run each consensus
+method for every k in ks, and score every cut against the ground truth with
+NMI ("max" normalisation, as the paper) and ARI. best-k is the best score over
+ks (per metric), true-k the score at k = number of classes. Report the mean and
+standard deviation over runs.
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.methods import Method, parse_methods, run_method
+from lwec_tasks.core.validation import check_theta
+from lwec_tasks.experiments.pools import Pool
+from lwec_tasks.core.eci import DEFAULT_THETA
+
+METRICS = ("nmi", "ari")
+CRITERIA = ("best_k", "true_k")
+DEFAULT_KS = tuple(range(2, 31))
+
+
+def parse_ks(text: str | Sequence[int]) -> list[int]:
+    """Parse ``"2..30"``, ``"2,4,8"`` or a mix (``"2..10,20,30"``) into sorted unique ks."""
+    if not isinstance(text, str):
+        ks = [int(k) for k in text]
+    else:
+        ks = []
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            match = re.fullmatch(r"(\d+)\s*(?:\.\.|-)\s*(\d+)", part)
+            if match:
+                low, high = int(match.group(1)), int(match.group(2))
+                if low > high:
+                    raise LwecInputError(f"--ks range {part!r} is empty (start > end)")
+                ks.extend(range(low, high + 1))
+            elif part.isdigit():
+                ks.append(int(part))
+            else:
+                raise LwecInputError(f"--ks: cannot read {part!r}; use e.g. 2..30 or 2,5,10")
+    ks = sorted(set(ks))
+    if not ks:
+        raise LwecInputError("--ks is empty; give e.g. 2..30")
+    if ks[0] < 2:
+        raise LwecInputError(f"every k must be >= 2, got {ks[0]}")
+    return ks
+
+
+def draw_columns(n_candidates: int, ensemble_size: int, seed: int, run: int) -> np.ndarray:
+    """The M pool columns used in ``run``: a uniform draw without replacement seeded by (seed, run)."""
+    rng = np.random.default_rng([int(seed), int(run)])
+    return np.sort(rng.choice(n_candidates, size=ensemble_size, replace=False))
+
+
+def method_seed(seed: int, run: int) -> int:
+    """Seed for the random parts of every method in ``run`` (derived from (seed, run))."""
+    return int(np.random.SeedSequence([int(seed), int(run), 1]).generate_state(1)[0] & 0x7FFFFFFF)
+
+
+def check_protocol(pool: Pool, runs: int, ensemble_size: int) -> None:
+    """Raise :class:`LwecInputError` if the protocol cannot run on ``pool``."""
+    if pool.truth is None:
+        raise LwecInputError(
+            f"pool {pool.name!r} has no ground truth (no 'gt'); reproduce scores NMI/ARI "
+            "against it — add a ground-truth column/variable, or cluster without scores via 'lwec run'"
+        )
+    if isinstance(runs, bool) or int(runs) < 1:
+        raise LwecInputError(f"--runs must be >= 1, got {runs}")
+    if isinstance(ensemble_size, bool) or int(ensemble_size) < 1:
+        raise LwecInputError(f"--ensemble-size must be >= 1, got {ensemble_size}")
+    if ensemble_size > pool.n_candidates:
+        raise LwecInputError(
+            f"--ensemble-size {ensemble_size} is larger than the pool: {pool.name!r} has only "
+            f"{pool.n_candidates} base clusterings to draw from"
+        )
+
+
+def reproduce(
+    pool: Pool,
+    *,
+    runs: int = 20,
+    ensemble_size: int = 10,
+    theta: float = DEFAULT_THETA,
+    seed: int = 0,
+    methods: str | Sequence[str] = ("LWEA", "LWGP", "EAC"),
+    ks: Sequence[int] | str = DEFAULT_KS,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """Run the protocol and return the summary (the ``--json`` document).
+
+    Parameters
+    ----------
+    pool : the pool (must have ground truth)
+    runs : R, number of random ensembles
+    ensemble_size : M, base clusterings per ensemble (≤ pool columns)
+    theta : θ for LWEA/LWGP
+    seed : master seed; run r uses seeds derived from (seed, r)
+    methods : paper names, e.g. "LWEA,LWGP,EAC"
+    ks : numbers of clusters to cut, e.g. range(2, 31) or "2..30"
+    progress : called with one line of text after each method run
+
+    Returns
+    -------
+    dict with keys dataset, n_objects, runs, ensemble_size, theta, seed, ks,
+    n_classes, draws (pool columns per run) and methods: for each method
+    ``{"nmi": {"best_k": {"mean", "std"}, "true_k": {...}}, "ari": {...},
+    "seconds": {"mean", "std"}, "per_run": {...}}``. true-k entries are None
+    when the number of classes is not among ks. std is the sample standard
+    deviation (ddof=1) over runs, 0 for one run.
+    """
+    theta = check_theta(theta)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise LwecInputError(f"seed must be a non-negative integer, got {seed!r}")
+    chosen: list[Method] = parse_methods(methods)
+    ks = parse_ks(ks)
+    check_protocol(pool, runs, ensemble_size)
+    runs, ensemble_size = int(runs), int(ensemble_size)
+    per_run = {m.name: _empty_record() for m in chosen}
+    draws = []
+    for run in range(runs):
+        columns = draw_columns(pool.n_candidates, ensemble_size, seed, run)
+        draws.append(columns.tolist())
+        labels = pool.members[:, columns]
+        for method in chosen:
+            start = time.perf_counter()
+            # A fresh encoding per method, so each method's time includes it.
+            try:
+                cuts = run_method(
+                    method, Ensemble(labels), ks, theta=theta, random_state=method_seed(seed, run)
+                )
+            except LwecInputError as error:
+                raise LwecInputError(
+                    f"run {run + 1}/{runs}, method {method.name}, pool columns {columns.tolist()}: "
+                    f"{error}"
+                ) from None
+            seconds = time.perf_counter() - start
+            _record(per_run[method.name], cuts, ks, pool.truth, seconds)
+            if progress is not None:
+                nmi_best = per_run[method.name]["nmi"]["best_k"][-1]
+                progress(f"run {run + 1}/{runs} {method.name} {seconds:.2f} s (NMI best-k {nmi_best:.3f})")
+    return {
+        "dataset": pool.name,
+        "n_objects": int(pool.n_objects),
+        "runs": runs,
+        "ensemble_size": ensemble_size,
+        "theta": theta,
+        "seed": int(seed),
+        "ks": ks,
+        "n_classes": int(pool.n_classes),
+        "draws": draws,
+        "methods": {name: _summarise(record) for name, record in per_run.items()},
+    }
+
+
+def _empty_record() -> dict:
+    record = {metric: {c: [] for c in CRITERIA} for metric in METRICS}
+    record["chosen_k"] = {metric: [] for metric in METRICS}
+    record["seconds"] = []
+    return record
+
+
+def cut_scores(cuts: np.ndarray, truth: np.ndarray) -> dict[str, np.ndarray]:
+    """NMI ("max" normalisation) and ARI of every column of ``cuts`` against ``truth``.
+
+    Same values as :func:`lwec_tasks.nmi` / :func:`lwec_tasks.ari`, computed from
+    one contingency table per column (the protocol scores 2 × |ks| × methods
+    labelings per run, which dominates its time on large pools otherwise).
+
+    Returns
+    -------
+    {"nmi": (len(ks),), "ari": (len(ks),)}
+    """
+    _, truth_codes = np.unique(truth, return_inverse=True)
+    n = len(truth_codes)
+    n_truth = int(truth_codes.max()) + 1
+    truth_sizes = np.bincount(truth_codes).astype(np.float64)
+    out = {"nmi": np.empty(cuts.shape[1]), "ari": np.empty(cuts.shape[1])}
+    for j in range(cuts.shape[1]):
+        _, codes = np.unique(cuts[:, j], return_inverse=True)
+        n_cut = int(codes.max()) + 1
+        table = np.bincount(codes * n_truth + truth_codes, minlength=n_cut * n_truth).astype(np.float64)
+        cut_sizes = np.bincount(codes).astype(np.float64)
+        out["nmi"][j] = _nmi_max(table[table > 0], cut_sizes, truth_sizes, n)
+        out["ari"][j] = _ari(table, cut_sizes, truth_sizes, n)
+    return out
+
+
+def _entropy(sizes: np.ndarray, n: int) -> float:
+    p = sizes[sizes > 0] / n
+    return float(-(p * np.log(p)).sum())
+
+
+def _nmi_max(joint: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> float:
+    if len(a) == len(b) == 1:
+        return 1.0  # both labelings are a single cluster (scikit-learn's convention)
+    h_a, h_b = _entropy(a, n), _entropy(b, n)
+    h_joint = _entropy(joint, n)
+    mi = max(h_a + h_b - h_joint, 0.0)
+    return 0.0 if mi == 0 else mi / max(h_a, h_b)
+
+
+def _ari(table: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> float:
+    pairs = lambda x: float((x * (x - 1)).sum() / 2)  # noqa: E731
+    both, in_a, in_b = pairs(table), pairs(a), pairs(b)
+    expected = in_a * in_b / (n * (n - 1) / 2)
+    denominator = (in_a + in_b) / 2 - expected
+    return 1.0 if denominator == 0 else (both - expected) / denominator
+
+
+def _record(record: dict, cuts: np.ndarray, ks: list[int], truth: np.ndarray, seconds: float) -> None:
+    scores = cut_scores(cuts, truth)
+    true_k = len(np.unique(truth))
+    for metric in METRICS:
+        values = scores[metric]
+        best = int(np.argmax(values))  # ties: the smallest k
+        record[metric]["best_k"].append(float(values[best]))
+        record[metric]["true_k"].append(float(values[ks.index(true_k)]) if true_k in ks else None)
+        record["chosen_k"][metric].append(int(ks[best]))
+    record["seconds"].append(float(seconds))
+
+
+def mean_std(values: Sequence[float | None]) -> dict:
+    """{"mean", "std"} of the values (sample std, ddof=1; 0 for one value); None if any is None."""
+    if not values or any(v is None for v in values):
+        return {"mean": None, "std": None}
+    array = np.asarray(values, dtype=np.float64)
+    std = float(array.std(ddof=1)) if len(array) > 1 else 0.0
+    return {"mean": float(array.mean()), "std": std}
+
+
+def _summarise(record: dict) -> dict:
+    summary = {
+        metric: {c: mean_std(record[metric][c]) for c in CRITERIA} for metric in METRICS
+    }
+    summary["seconds"] = mean_std(record["seconds"])
+    summary["per_run"] = record
+    return summary

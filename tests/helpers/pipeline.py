@@ -1,0 +1,170 @@
+"""Helpers for the pipeline tests: feature tables, labels read-back, expected labels, PostgreSQL URL,
+and the subprocess / Prefect client plumbing of the end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+# Set before Prefect is imported anywhere in the session.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+POSTGRES_URL_ENV = "LWEC_TEST_POSTGRES_URL"
+
+
+def unique(prefix: str) -> str:
+    """A fresh name (experiment, table) so tests never see each other's output."""
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def blobs_frame(n: int = 240, n_features: int = 4, centers: int = 3, seed: int = 7) -> pd.DataFrame:
+    """Features ``f0..``, ``target``, a text column ``note``, and ids 1000.. in shuffled row order."""
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=n, n_features=n_features, centers=centers, cluster_std=1.5, random_state=seed)
+    frame = pd.DataFrame(X, columns=[f"f{j}" for j in range(n_features)])
+    frame.insert(0, "id", np.arange(1000, 1000 + n))
+    frame["target"] = y
+    frame["note"] = [f"row {i}" for i in range(n)]
+    return frame.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+
+
+def write_frame(url: str, table: str, frame: pd.DataFrame, primary_key: str | None = "id") -> None:
+    """Create ``table`` (replacing it) with ``frame``; ``id`` becomes the primary key when given."""
+    engine = sa.create_engine(url)
+    types = {"int64": sa.BigInteger, "float64": sa.Float, "object": sa.Text, "str": sa.Text}
+    columns = [
+        sa.Column(name, types.get(str(dtype), sa.Text)(), primary_key=(name == primary_key))
+        for name, dtype in frame.dtypes.items()
+    ]
+    schema = sa.Table(table, sa.MetaData(), *columns)
+    records = [
+        {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()}
+        for row in frame.astype(object).to_dict(orient="records")
+    ]
+    with engine.begin() as connection:
+        schema.drop(connection, checkfirst=True)
+        schema.create(connection)
+        connection.execute(sa.insert(schema), records)
+    engine.dispose()
+
+
+def read_labels(url: str, table: str, run_key: str | None = None) -> pd.DataFrame:
+    engine = sa.create_engine(url)
+    labels = sa.Table(table, sa.MetaData(), autoload_with=engine)
+    statement = sa.select(labels).order_by(labels.c.run_key, labels.c.id)
+    if run_key is not None:
+        statement = statement.where(labels.c.run_key == run_key)
+    with engine.connect() as connection:
+        frame = pd.read_sql(statement, connection)
+    engine.dispose()
+    return frame
+
+
+def table_exists(url: str, table: str) -> bool:
+    engine = sa.create_engine(url)
+    try:
+        return sa.inspect(engine).has_table(table)
+    finally:
+        engine.dispose()
+
+
+def expected_labels(frame: pd.DataFrame, features, k: int, ensemble_size: int, seed: int, theta: float = 0.4,
+                    method: str = "lwea") -> pd.Series:
+    """Labels computed straight from the library on the standardised features, indexed by id."""
+    from sklearn.preprocessing import StandardScaler
+
+    from lwec_tasks import Ensemble, generate_base_clusterings, lwea, lwgp
+
+    ordered = frame.sort_values("id")
+    X = StandardScaler().fit_transform(ordered[list(features)].to_numpy(dtype=float))
+    ensemble = Ensemble(generate_base_clusterings(X, n_clusterings=ensemble_size, random_state=seed))
+    if method == "lwea":
+        labels = lwea(ensemble, k, theta=theta)
+    else:
+        labels = lwgp(ensemble, k, theta=theta, random_state=seed)
+    return pd.Series(labels, index=ordered["id"].to_numpy(), name="label")
+
+
+def postgres_url_or_skip() -> str:
+    """The test server's URL from $LWEC_TEST_POSTGRES_URL; skips when unset or unreachable."""
+    url = os.environ.get(POSTGRES_URL_ENV)
+    if not url:
+        pytest.skip(f"{POSTGRES_URL_ENV} is not set; no PostgreSQL server to test against")
+    try:
+        engine = sa.create_engine(url, connect_args={"connect_timeout": 5})
+        with engine.connect():
+            pass
+        engine.dispose()
+    except Exception as error:  # noqa: BLE001 - any failure means: no server here
+        pytest.skip(f"PostgreSQL at {sa.make_url(url).render_as_string(hide_password=True)} "
+                    f"is unreachable: {type(error).__name__}")
+    return url
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def mlflow_runs(tracking_uri: str, experiment: str) -> list:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is None:
+        return []
+    return client.search_runs([found.experiment_id])
+
+
+def wait_for(check, timeout: float, what: str, process: subprocess.Popen | None = None, log: Path | None = None):
+    """Poll ``check()`` until it returns something truthy; fail with the process log after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            break
+        try:
+            result = check()
+            if result:
+                return result
+        except Exception:  # noqa: BLE001 - not ready yet
+            pass
+        time.sleep(1)
+    tail = log.read_text()[-4000:] if log and log.exists() else ""
+    pytest.fail(f"timed out waiting for {what}\n{tail}")
+
+
+def start(args: list[str], env: dict, log: Path, cwd: Path) -> subprocess.Popen:
+    """Start ``args`` in the background with stdout and stderr going to ``log``."""
+    return subprocess.Popen(args, env=env, cwd=cwd, stdout=log.open("w"), stderr=subprocess.STDOUT)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Terminate ``process``, killing it if it has not exited after 20 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def client_for(api_url: str):
+    """A synchronous Prefect client for the server at ``api_url`` (use it as a context manager)."""
+    from prefect.client.orchestration import SyncPrefectClient
+
+    return SyncPrefectClient(api_url)
+
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]

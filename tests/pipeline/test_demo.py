@@ -1,0 +1,51 @@
+"""``lwec demo``: the README's main job, with its default paths in the working directory."""
+
+import io
+from contextlib import redirect_stdout
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+from mlflow import MlflowClient
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+from lwec_tasks.cli import main as lwec_main
+from helpers.pipeline import expected_labels, read_labels
+
+
+def test_demo_builds_digits_runs_the_flow_and_says_where_results_went(prefect_server, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert lwec_main(["demo"]) == 0
+    printed = out.getvalue()
+
+    database = f"sqlite:///{tmp_path / 'lwec_demo.db'}"
+    tracking_uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    engine = sa.create_engine(database)
+    with engine.connect() as connection:
+        digits = pd.read_sql(sa.text("SELECT * FROM digits"), connection)
+    engine.dispose()
+    assert digits.shape == (1797, 66)  # id, 64 pixels, target
+
+    labels = read_labels(database, "digits_lwec_labels")
+    features = [c for c in digits.columns if c not in ("id", "target")]
+    expected = expected_labels(digits, features, k=10, ensemble_size=10, seed=0)
+    np.testing.assert_array_equal(labels["label"], expected.loc[labels["id"]])
+
+    client = MlflowClient(tracking_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("lwec-demo").experiment_id])
+    assert run.data.metrics["nmi"] > 0.5  # digits classes are recoverable
+    assert f"run {run.info.run_id} in experiment 'lwec-demo'" in printed
+    assert "table 'digits_lwec_labels'" in printed
+    assert f"mlflow ui --backend-store-uri {tracking_uri}" in printed
+    assert (tmp_path / "mlartifacts").is_dir()  # artifacts beside the store, not in the project
+
+    flow_run_id = labels["flow_run_id"].iloc[0]
+    with get_client(sync_client=True) as prefect:
+        (artifact,) = prefect.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
+            key=ArtifactFilterKey(any_=["lwec-consensus-summary"])))
+    assert run.info.run_id in artifact.data and "digits_lwec_labels" in artifact.data

@@ -1,0 +1,126 @@
+"""Deployments against a real local Prefect server, triggered the way the UI triggers them.
+
+A server process is started on localhost; deployments are registered by
+``deployments/serve.py`` (served) and by ``prefect deploy`` with
+``deployments/prefect.yaml`` plus a process worker; a flow run is created from a
+deployment through the API call the UI's "Run" button makes, executes, and the
+labels table and MLflow run it produced are checked.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from mlflow import MlflowClient
+
+from helpers.pipeline import (PROJECT_ROOT, blobs_frame, client_for, expected_labels, read_labels, start, stop,
+                              wait_for, write_frame)
+
+pytestmark = pytest.mark.slow
+
+FEATURES = ["f0", "f1", "f2", "f3"]
+FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A features table and an MLflow store in a temp dir."""
+    database = f"sqlite:///{tmp_path / 'features.db'}"
+    frame = blobs_frame()
+    write_frame(database, "blobs", frame)
+    return database, frame, f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
+def trigger_like_the_ui(api_url: str, deployment_name: str, parameters: dict, timeout: float = 240):
+    """Create a flow run from the deployment (the UI's Run → Custom run) and wait for its final state."""
+    with client_for(api_url) as client:
+        deployment = client.read_deployment_by_name(deployment_name)
+        flow_run = client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+        final = wait_for(
+            lambda: (run := client.read_flow_run(flow_run.id)).state and run.state.type.value in FINAL and run,
+            timeout, f"flow run {flow_run.id} of {deployment_name}",
+        )
+    return deployment, final
+
+
+def check_outputs(database, frame, tracking_uri, experiment, deployment, flow_run, output_table):
+    assert flow_run.state.type.value == "COMPLETED", flow_run.state.message
+    stored = read_labels(database, output_table)
+    expected = expected_labels(frame, FEATURES, k=3, ensemble_size=6, seed=3)
+    np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
+    assert set(stored["flow_run_id"]) == {str(flow_run.id)}
+    client = MlflowClient(tracking_uri)
+    (run,) = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    assert run.data.tags["prefect.flow_run_id"] == str(flow_run.id)
+    assert run.data.tags["prefect.deployment_id"] == str(deployment.id)
+    assert run.data.params["n_objects"] == str(len(frame)) and "nmi" in run.data.metrics
+
+
+def form_parameters(database, experiment, output_table):
+    return {"database_url": database, "table": "blobs", "n_clusters": 3, "label_column": "target",
+            "ensemble_size": 6, "seed": 3, "experiment": experiment, "output_table": output_table}
+
+
+def test_served_deployments_run_from_the_ui(prefect_api, workspace, tmp_path):
+    api_url, env = prefect_api.url, prefect_api.env
+    database, frame, tracking_uri = workspace
+    log = tmp_path / "serve.log"
+    server = start([sys.executable, str(PROJECT_ROOT / "deployments" / "serve.py"), "--database-url", database,
+                    "--table", "blobs", "--n-clusters", "3", "--label-column", "target"],
+                   {**env, "MLFLOW_TRACKING_URI": tracking_uri}, log, tmp_path)
+    try:
+        with client_for(api_url) as client:
+            wait_for(lambda: client.read_deployment_by_name("lwec-consensus/on-demand"), 120,
+                     "served deployments", server, log)
+            nightly = client.read_deployment_by_name("lwec-consensus/nightly")
+        assert [s.schedule.cron for s in nightly.schedules] == ["0 2 * * *"]
+        assert nightly.parameters["database_url"] == database and nightly.parameters["n_clusters"] == 3
+
+        with client_for(api_url) as client, pytest.raises(Exception, match="n_clusters"):
+            deployment = client.read_deployment_by_name("lwec-consensus/on-demand")
+            client.create_flow_run_from_deployment(deployment.id, parameters={**form_parameters(
+                database, "x", "x"), "n_clusters": 1})  # the form refuses it, as in the UI
+
+        deployment, flow_run = trigger_like_the_ui(
+            api_url, "lwec-consensus/on-demand", form_parameters(database, "served", "served_labels"))
+        check_outputs(database, frame, tracking_uri, "served", deployment, flow_run, "served_labels")
+    finally:
+        stop(server)
+
+
+def test_prefect_yaml_deployments_run_on_a_process_worker(prefect_api, workspace, tmp_path):
+    api_url, env = prefect_api.url, prefect_api.env
+    database, frame, tracking_uri = workspace
+    env = {**env, "MLFLOW_TRACKING_URI": tracking_uri, "LWEC_PROJECT_DIR": str(PROJECT_ROOT),
+           "LWEC_DATABASE_URL": database}
+    prefect = [sys.executable, "-m", "prefect"]
+    subprocess.run([*prefect, "work-pool", "create", "lwec-process", "--type", "process"], env=env, check=True,
+                   cwd=tmp_path, capture_output=True, timeout=120)
+    # Deploy from a shell without MLFLOW_TRACKING_URI: the runs must still use the worker's value.
+    deploy_env = {k: v for k, v in env.items() if k != "MLFLOW_TRACKING_URI"}
+    deploy = subprocess.run([*prefect, "--no-prompt", "deploy", "--all", "--prefect-file",
+                             str(PROJECT_ROOT / "deployments" / "prefect.yaml")],
+                            env=deploy_env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=180)
+    assert deploy.returncode == 0, deploy.stdout[-3000:] + deploy.stderr[-3000:]
+    with client_for(api_url) as client:
+        nightly = client.read_deployment_by_name("lwec-consensus/nightly")
+        on_demand = client.read_deployment_by_name("lwec-consensus/on-demand")
+    assert [s.schedule.cron for s in nightly.schedules] == ["0 2 * * *"]
+    assert nightly.parameters["database_url"] == "env:LWEC_DATABASE_URL"
+    assert nightly.work_pool_name == "lwec-process"
+    for deployment in (nightly, on_demand):
+        assert "MLFLOW_TRACKING_URI" not in (deployment.job_variables or {}).get("env", {})
+
+    log = tmp_path / "worker.log"
+    worker = start([*prefect, "worker", "start", "--pool", "lwec-process"], env, log, tmp_path)
+    try:
+        deployment, flow_run = trigger_like_the_ui(
+            api_url, "lwec-consensus/on-demand", form_parameters("env:LWEC_DATABASE_URL", "pool", "pool_labels"))
+        if flow_run.state.type.value != "COMPLETED":
+            pytest.fail(f"{flow_run.state.message}\n{log.read_text()[-4000:]}")
+        check_outputs(database, frame, tracking_uri, "pool", deployment, flow_run, "pool_labels")
+    finally:
+        stop(worker)

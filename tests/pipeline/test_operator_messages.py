@@ -1,0 +1,124 @@
+"""What an operator sees: UI form descriptions, warnings, one-line errors, links."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import pytest
+from mlflow import MlflowClient
+
+from flows.consensus import consensus_flow
+from lwec_tasks.cli import main as lwec_main
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.features import looks_like_label, plan_columns
+from lwec_tasks.io.connection import check_driver
+from lwec_tasks.tasks.summary import summary_markdown
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.tracking import run_page_url
+from helpers.pipeline import PROJECT_ROOT, blobs_frame, unique, write_frame
+
+
+def test_every_flow_parameter_has_a_description_in_the_prefect_form():
+    import inspect
+
+    from prefect.utilities.callables import parameter_schema
+
+    properties = parameter_schema(consensus_flow).model_dump_for_openapi()["properties"]
+    assert list(properties) == list(inspect.signature(consensus_flow.fn).parameters)
+    undescribed = [name for name, spec in properties.items() if not spec.get("description")]
+    assert undescribed == []
+    assert "ground" in properties["label_column"]["description"].lower()
+    assert properties["n_clusters"]["minimum"] == 2  # constraints survive next to descriptions
+
+
+@pytest.mark.parametrize("name", ["label", "Target", "class", "y", "ground_truth", "class_label", "GT", "species_class"])
+def test_label_like_names_are_recognised(name):
+    assert looks_like_label(name)
+
+
+@pytest.mark.parametrize("name", ["f0", "pixel_0_1", "yield", "targeting_score", "labelled_at", "x"])
+def test_feature_like_names_are_not_flagged(name):
+    assert not looks_like_label(name)
+
+
+def test_plan_reports_label_like_default_features_only_when_no_label_column_claims_them():
+    columns = ["id", "f0", "f1", "target"]
+    plan = plan_columns(columns, columns, ["id"])
+    assert plan.label_like_features == ["target"]
+    assert plan_columns(columns, columns, ["id"], label_column="target").label_like_features == []
+
+
+def test_flow_warns_when_a_label_like_column_is_clustered_on(prefect_server, mlflow_store, sqlite_url, caplog):
+    write_frame(sqlite_url, "blobs", blobs_frame())
+    with caplog.at_level(logging.WARNING):
+        consensus_flow(database_url=sqlite_url, table="blobs", n_clusters=3, ensemble_size=3,
+                       experiment=unique("warn"), tracking_uri=mlflow_store)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("['target']" in m and "label_column='target'" in m for m in warnings), warnings
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        consensus_flow(database_url=sqlite_url, table="blobs", n_clusters=3, ensemble_size=3,
+                       label_column="target", experiment=unique("warn"), tracking_uri=mlflow_store)
+    assert not any("named like a ground truth" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("url, package", [
+    ("mysql+pymysql://u:secret@db/x", "PyMySQL"),
+    ("postgresql+pg8000://u@db/x", "pg8000"),
+])
+def test_a_missing_driver_names_the_package_to_install(url, package):
+    with pytest.raises(LwecInputError) as raised:
+        check_driver(url)
+    message = str(raised.value)
+    assert f"pip install '{package}'" in message and "secret" not in message
+
+
+def test_lwec_run_refuses_a_missing_driver_before_starting_prefect(capsys):
+    code = lwec_main(["run", "--database-url", "mysql+pymysql://u@db/x", "--table", "t", "-k", "2"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'PyMySQL'" in err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verbose", [False, True])
+def test_lwec_run_prints_a_traceback_only_when_verbose(sqlite_url, tmp_path, verbose):
+    write_frame(sqlite_url, "blobs", blobs_frame())
+    argv = ["run", "--database-url", sqlite_url, "--table", "blobs", "-k", "3", "--features", "f0,nope",
+            "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}", *(["--verbose"] if verbose else [])]
+    done = subprocess.run([sys.executable, "-m", "lwec_tasks", *argv], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2
+    assert "lwec run: error: feature_columns: column(s) ['nope'] not found in table 'blobs'" in done.stderr
+    assert ("Traceback (most recent call last)" in output) == verbose
+
+
+def test_run_page_links_point_at_the_mlflow_ui_without_credentials(monkeypatch):
+    assert run_page_url("https://u:pw@mlflow.example/", "abc", "7") == "https://mlflow.example/#/experiments/7/runs/abc"
+    monkeypatch.delenv("LWEC_MLFLOW_UI_URL", raising=False)
+    assert run_page_url("sqlite:///m.db", "abc", "7") == "http://127.0.0.1:5000/#/experiments/7/runs/abc"
+    monkeypatch.setenv("LWEC_MLFLOW_UI_URL", "https://ml.internal/")
+    assert run_page_url("postgresql://u:pw@h/m", "abc", "7") == "https://ml.internal/#/experiments/7/runs/abc"
+
+
+def test_flow_summary_links_the_mlflow_run(prefect_server, mlflow_store, sqlite_url, monkeypatch):
+    monkeypatch.delenv("LWEC_MLFLOW_UI_URL", raising=False)
+    write_frame(sqlite_url, "blobs", blobs_frame())
+    experiment = unique("link")
+    summary = consensus_flow(database_url=sqlite_url, table="blobs", n_clusters=3, ensemble_size=3,
+                             label_column="target", experiment=experiment, tracking_uri=mlflow_store)
+    run_id = summary["mlflow_run_id"]
+    experiment_id = MlflowClient(mlflow_store).get_run(run_id).info.experiment_id
+    assert summary["mlflow_run_url"] == f"http://127.0.0.1:5000/#/experiments/{experiment_id}/runs/{run_id}"
+    request = ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3, experiment=experiment)
+    assert f"[{run_id}]({summary['mlflow_run_url']})" in summary_markdown(request, summary)
+
+
+def test_readme_on_demand_command_names_the_label_column():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    command = readme.split("prefect deployment run lwec-consensus/on-demand", 1)[1].split("```", 1)[0]
+    assert "-p label_column=target" in command

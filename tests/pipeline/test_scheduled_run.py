@@ -1,0 +1,105 @@
+"""The nightly deployment's schedule fires on a real local Prefect server.
+
+``deployments/serve.py --cron "* * * * *"`` registers ``lwec-consensus/nightly``
+with a server started on localhost; the server's scheduler must create a flow
+run for it on its own, the serving process must run it, and the labels table
+it writes is checked against the library's labels.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lwec_tasks.io.identifiers import default_output_table
+from helpers.pipeline import (PROJECT_ROOT, blobs_frame, client_for, expected_labels, read_labels, start, stop,
+                              wait_for, write_frame)
+
+pytestmark = pytest.mark.slow
+
+NIGHTLY = "lwec-consensus/nightly"
+SERVED = (NIGHTLY, "lwec-consensus/on-demand")
+EVERY_MINUTE = "* * * * *"
+TABLE = "blobs"
+FEATURES = ["f0", "f1", "f2", "f3"]
+# The flow's defaults, which the nightly deployment does not override.
+ENSEMBLE_SIZE, SEED, RUN_KEY = 10, 0, "nightly"
+# One minute boundary, plus the scheduler's and the runner's polling, plus the flow itself.
+SCHEDULED_RUN_TIMEOUT = 150
+SCHEDULER_ERROR = "Can't evaluate bulk DML"
+
+
+def serve_every_minute(prefect_api, database: str, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+    """Start ``deployments/serve.py`` with the nightly deployment scheduled every minute; returns (process, log)."""
+    log = tmp_path / "serve.log"
+    args = [sys.executable, str(PROJECT_ROOT / "deployments" / "serve.py"), "--database-url", database,
+            "--table", TABLE, "--n-clusters", "3", "--label-column", "target", "--cron", EVERY_MINUTE]
+    env = {**prefect_api.env, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
+    return start(args, env, log, tmp_path), log
+
+
+def served_nightly(client):
+    """The nightly deployment once this test's serving process has registered it (every minute), else None."""
+    deployment = client.read_deployment_by_name(NIGHTLY)
+    return deployment if [s.schedule.cron for s in deployment.schedules] == [EVERY_MINUTE] else None
+
+
+def scheduled_runs(client, deployment_id) -> list:
+    """Flow runs of the deployment that the server's scheduler created (not triggered by hand or by API)."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterDeploymentId
+
+    runs = client.read_flow_runs(
+        flow_run_filter=FlowRunFilter(deployment_id=FlowRunFilterDeploymentId(any_=[deployment_id])))
+    return [run for run in runs if run.auto_scheduled]
+
+
+def first_finished(runs: list):
+    """The first run in a final state (completed, failed, crashed, cancelled), or None."""
+    return next((run for run in runs if run.state is not None and run.state.is_final()), None)
+
+
+def delete_deployments(api_url: str, names) -> None:
+    """Remove the deployments and their scheduled runs: the shared server is left as other tests expect it."""
+    from prefect.exceptions import ObjectNotFound
+
+    with client_for(api_url) as client:
+        for name in names:
+            try:
+                client.delete_deployment(client.read_deployment_by_name(name).id)
+            except ObjectNotFound:
+                pass
+
+
+def test_nightly_schedule_fires_and_writes_labels(prefect_api, tmp_path):
+    database = f"sqlite:///{tmp_path / 'features.db'}"
+    frame = blobs_frame()
+    write_frame(database, TABLE, frame)
+
+    server, log = serve_every_minute(prefect_api, database, tmp_path)
+    try:
+        with client_for(prefect_api.url) as client:
+            # Another test may have left a nightly deployment with the default schedule on the shared server.
+            nightly = wait_for(lambda: served_nightly(client), 120, "the served nightly deployment", server, log)
+            # The server's log, not the serving process's, shows why a schedule never fires.
+            flow_run = wait_for(lambda: first_finished(scheduled_runs(client, nightly.id)), SCHEDULED_RUN_TIMEOUT,
+                                f"a scheduled run of {NIGHTLY}", server, prefect_api.log)
+            stop(server)
+            completed = {str(run.id) for run in scheduled_runs(client, nightly.id) if run.state.is_completed()}
+    finally:
+        stop(server)
+        delete_deployments(prefect_api.url, SERVED)
+
+    assert flow_run.state.is_completed(), f"{flow_run.state.message}\n{log.read_text()[-4000:]}"
+    assert flow_run.auto_scheduled and flow_run.created_by.type == "SCHEDULE"
+    assert SCHEDULER_ERROR not in prefect_api.log.read_text()
+
+    stored = read_labels(database, default_output_table(TABLE), run_key=RUN_KEY)
+    expected = expected_labels(frame, FEATURES, k=3, ensemble_size=ENSEMBLE_SIZE, seed=SEED)
+    assert sorted(stored["id"]) == sorted(frame["id"])
+    np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
+    # A later minute's run may have replaced the rows before the serving process stopped.
+    assert len(set(stored["flow_run_id"])) == 1 and set(stored["flow_run_id"]) <= completed

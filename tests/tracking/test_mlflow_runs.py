@@ -1,0 +1,82 @@
+"""MLflow logging, read back through MlflowClient."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+
+from lwec_tasks.tracking import (
+    RunRecord,
+    TrackingError,
+    cluster_size_figure,
+    default_tracking_uri,
+    eci_figure,
+    log_run,
+    mask_uri,
+    resolve_tracking_uri,
+)
+from helpers.pipeline import free_port, unique
+
+
+def record():
+    labels = np.array([0, 0, 1, 1, 1])
+    return RunRecord(
+        params={"method": "lwea", "theta": 0.4, "feature_columns": "x" * 900},
+        metrics={"nmi": 0.5, "ari": float("nan"), "skipped": None},
+        tags={"prefect.flow_run_id": "abc"},
+        labels=pd.DataFrame({"id": [10, 11, 12, 13, 14], "label": labels}),
+        clusters=pd.DataFrame({"cluster": [0, 1], "eci": [0.9, 0.2]}),
+        figures={"eci_distribution.png": eci_figure(np.array([0.9, 0.2]), 0.4),
+                 "cluster_sizes.png": cluster_size_figure(labels, "lwea")},
+    )
+
+
+def test_a_logged_run_reads_back_complete(mlflow_store, tmp_path):
+    experiment = unique("tracking")
+    run_id = log_run(record(), tracking_uri=mlflow_store, experiment=experiment, run_name="r1")
+    client = MlflowClient(mlflow_store)
+    run = client.get_run(run_id)
+    assert client.get_experiment(run.info.experiment_id).name == experiment
+    assert run.info.status == "FINISHED" and run.info.run_name == "r1"
+    assert run.data.params["method"] == "lwea" and run.data.params["theta"] == "0.4"
+    assert len(run.data.params["feature_columns"]) == 500
+    assert run.data.metrics == {"nmi": 0.5}  # NaN and None are not logged
+    assert run.data.tags["prefect.flow_run_id"] == "abc"
+    files = {a.path for a in client.list_artifacts(run_id)} | {a.path for a in client.list_artifacts(run_id, "figures")}
+    assert files >= {"labels.csv", "eci_per_cluster.csv", "figures",
+                     "figures/eci_distribution.png", "figures/cluster_sizes.png"}
+    labels = pd.read_csv(client.download_artifacts(run_id, "labels.csv", str(tmp_path)))
+    assert labels.to_dict("list") == {"id": [10, 11, 12, 13, 14], "label": [0, 0, 1, 1, 1]}
+    png = (tmp_path / "figures").mkdir() or client.download_artifacts(run_id, "figures/eci_distribution.png", str(tmp_path))
+    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_an_unreachable_store_raises_with_the_password_masked(monkeypatch):
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    uri = f"http://ops:s3cret@127.0.0.1:{free_port()}"
+    with pytest.raises(TrackingError) as error:
+        log_run(record(), tracking_uri=uri, experiment="x")
+    assert f"http://ops:***@127.0.0.1" in str(error.value)
+    assert "s3cret" not in str(error.value)
+
+
+def test_tracking_uri_comes_from_argument_then_environment_then_working_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert resolve_tracking_uri() == f"sqlite:///{tmp_path.resolve()}/mlflow.db" == default_tracking_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow:5000")
+    assert resolve_tracking_uri() == "http://mlflow:5000"
+    assert resolve_tracking_uri("sqlite:///x.db") == "sqlite:///x.db"
+
+
+def test_mask_uri_hides_only_the_password():
+    assert mask_uri("https://u:p@host:5000/path") == "https://u:***@host:5000/path"
+    assert mask_uri("sqlite:///tmp/mlflow.db") == "sqlite:///tmp/mlflow.db"
+    assert mask_uri("https://mlflow:5000/?token=s3cret&x=1") == "https://mlflow:5000/?token=***&x=1"
+    assert "s3cret" not in mask_uri("databricks://profile?access_token=s3cret")
+
+
+def test_tracking_uri_can_come_from_a_named_environment_variable(monkeypatch):
+    monkeypatch.setenv("SOME_TRACKING_URI", "http://u:p@mlflow:5000")
+    assert resolve_tracking_uri("env:SOME_TRACKING_URI") == "http://u:p@mlflow:5000"
