@@ -8,7 +8,6 @@ import sys
 from benchmarks.options import add_arguments
 from benchmarks.runner import main
 
-
 if __name__ == "__main__":
     parser = add_arguments(argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__))
     sys.exit(main(parser.parse_args()))

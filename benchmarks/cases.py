@@ -20,6 +20,7 @@ from benchmarks.data import load_ensemble
 
 ALL_KS = list(range(2, 31))
 SCALE_K = 10
+KMEANS_SEED = 0  # the same seed for both k-means implementations
 
 
 def _timed(function: Callable[[], object], repeats: int) -> tuple[object, float, float | None]:
@@ -88,9 +89,88 @@ def _generate():
     return lambda: generate_base_clusterings(x, n_clusterings=10, random_state=0)
 
 
+def _kmeans_input(labels, graph: str, k: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows the final k-means of LWGP (``graph="lwgp"``) or HBGF (``"hbgf"``) clusters.
+
+    As the pipeline builds them: the Tcut embedding of the microcluster
+    representatives (one row per microcluster, weighted by its size; all N rows,
+    unweighted, above ``MICROCLUSTER_LIMIT`` objects), first k columns,
+    row-normalised.
+    """
+    from lwec_tasks import Ensemble
+    from lwec_tasks.core import lwgp as lwgp_module
+    from lwec_tasks.core.eci import ensemble_eci
+
+    ensemble = Ensemble(labels)
+    weights = ensemble_eci(ensemble, 0.4) if graph == "lwgp" else np.ones(ensemble.n_clusters_total)
+    if ensemble.n_objects <= lwgp_module.MICROCLUSTER_LIMIT:
+        rows = ensemble.microcluster_representative
+        sample_weight = ensemble.microcluster_sizes.astype(np.float64)
+    else:
+        rows, sample_weight = None, None
+    embedding = lwgp_module.tcut_embedding(ensemble, weights, k, rows)
+    embedding /= np.sqrt((embedding * embedding).sum(axis=1, keepdims=True)) + 1e-10
+    return embedding, sample_weight
+
+
+def _weighted_inertia(x: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray | None) -> float:
+    weight = np.ones(len(x)) if sample_weight is None else sample_weight
+    total = 0.0
+    for c in np.unique(labels):
+        members = labels == c
+        centre = np.average(x[members], axis=0, weights=weight[members])
+        total += float(weight[members] @ ((x[members] - centre) ** 2).sum(axis=1))
+    return total
+
+
+def _kmeans_case(name: str, spec: str, repeats: int) -> dict:
+    """``kmeans-<lwec|sklearn>-<lwgp|hbgf>-k<K>``: the final k-means step alone, one thread.
+
+    ``lwec`` is the k-means step exactly as LWGP and HBGF call it
+    (:func:`lwec_tasks.core.lwgp.kmeans_labels`: scikit-learn ``KMeans``, whose
+    replicates run on a 200,000-row sample above 500,000 rows); ``sklearn`` is
+    plain ``KMeans(algorithm="lloyd")`` with the same replicates, iteration cap
+    and sample weights on all rows. The input is built first (not timed).
+    """
+    from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
+
+    from lwec_tasks.core.lwgp import KMEANS_MAX_ITER, KMEANS_REPLICATES, kmeans_labels
+
+    _, implementation, graph, k_text = name.split("-")
+    k = int(k_text[1:])
+    labels, _ = load_ensemble(spec)
+    x, sample_weight = _kmeans_input(labels, graph, k)
+    if implementation == "lwec":
+
+        def function():
+            return kmeans_labels(x, k, KMEANS_SEED, sample_weight)
+    else:
+
+        def function():
+            model = KMeans(
+                n_clusters=k, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER,
+                algorithm="lloyd", random_state=KMEANS_SEED,
+            )
+            return model.fit(x, sample_weight=sample_weight).labels_
+
+    with threadpool_limits(1):
+        result, cold, warm = _timed(function, repeats)
+    info = {
+        "objects": int(labels.shape[0]),
+        "rows": int(len(x)),
+        "inertia": _weighted_inertia(x, np.asarray(result), sample_weight),
+    }
+    if sample_weight is not None:
+        info["microclusters"] = int(len(x))
+    return _finish(info, cold, warm)
+
+
 def run_case(name: str, spec: str, repeats: int) -> tuple[dict, np.ndarray | None]:
     """Run case ``name`` on ensemble ``spec``; return (figures, labels or None)."""
     info: dict = {}
+    if name.startswith("kmeans-"):
+        return _kmeans_case(name, spec, repeats), None
     if name == "generate":
         function = _generate()
         labels_out, cold, warm = _timed(function, repeats)

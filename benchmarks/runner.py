@@ -14,11 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.options import resolve_scale_n
 from benchmarks.data import PROJECT_ROOT, pool_available
+from benchmarks.options import resolve_scale_n
 
 LARGE_LWEA_SPEC = "synthetic:70000:10:30"  # ~50,000 microclusters
 GUARD_SPEC = "synthetic:300000"  # ~300,000 microclusters: exact LWEA cannot fit
+#: The k-means comparison runs on the scale ensemble up to this many objects.
+KMEANS_MAX_N = 1_000_000
+KMEANS_KS = (10, 30)
 
 
 @dataclass
@@ -31,6 +34,20 @@ class Case:
     reference_of: str | None = None  # name of the project case this one is the reference for
     result: dict = field(default_factory=dict)
     labels_path: str | None = None
+
+
+def kmeans_cases(ensemble: str, spec: str, graphs: tuple[str, ...], repeats: int) -> list[Case]:
+    """The final k-means of LWGP (and HBGF) alone: the package's vs scikit-learn's, per k."""
+    cases = []
+    for graph in graphs:
+        for k in KMEANS_KS:
+            step = f"{graph.upper()} k-means k={k}"
+            ours = f"kmeans-lwec-{graph}-k{k}"
+            cases += [
+                Case(ensemble, spec, step, ours, repeats),
+                Case(ensemble, spec, step, f"kmeans-sklearn-{graph}-k{k}", repeats, ours),
+            ]
+    return cases
 
 
 def plan(args) -> list[Case]:
@@ -52,6 +69,7 @@ def plan(args) -> list[Case]:
             Case(pool, spec, "LWGP k=2..30", "reference-lwgp", 0, "project-lwgp"),
             Case(pool, spec, "LWGP k=10", "project-lwgp-k10", 3),
         ]
+        cases += kmeans_cases(pool, spec, ("lwgp", "hbgf"), 5)
     scale_n = resolve_scale_n(args)
     if scale_n:
         spec = f"synthetic:{scale_n}"
@@ -59,6 +77,8 @@ def plan(args) -> list[Case]:
         cases.append(Case(label, spec, "ECI + LWGP k=10", "project-scale", 1))
         if args.full:
             cases.append(Case(label, spec, "ECI + LWGP k=10", "reference-scale", 0, "project-scale"))
+        if scale_n <= KMEANS_MAX_N:
+            cases += kmeans_cases(label, spec, ("lwgp",), 1)
     if args.full:
         cases.append(Case("synthetic N=70,000", LARGE_LWEA_SPEC, "LWEA k=2..30", "project-lwea-large", 0))
     cases.append(Case("synthetic N=300,000", GUARD_SPEC, "LWEA memory guard", "lwea-guard", 0))
@@ -146,6 +166,8 @@ def table(cases: list[Case]) -> str:
             rows.append(f"| {case.ensemble} | {case.step} | {case.name} | | | | | | | error: {r['error']} |")
             continue
         implementation = "reference" if case.name.startswith("reference") else "lwec"
+        if case.name.startswith("kmeans-sklearn"):
+            implementation = "scikit-learn"
         best = r.get("warm_s") if r.get("warm_s") is not None else r.get("cold_s")
         ratio, check = "", ""
         if case.reference_of:
@@ -156,6 +178,8 @@ def table(cases: list[Case]) -> str:
                 check = compare(project, case)
         if "nmi" in r:
             check = (check + "; " if check else "") + f"NMI@{r['truth_k']} {r['nmi']:.3f}"
+        if "inertia" in r:
+            check = f"k-means on {r['rows']:,} rows; weighted inertia {r['inertia']:.1f}"
         if "message" in r:
             check = r["message"].replace("|", "/")
         rows.append(

@@ -1,13 +1,14 @@
 """Serve the consensus flow's deployments from this process (no work pool needed).
 
     python deployments/serve.py --database-url sqlite:///$PWD/lwec_demo.db --table digits \
-        --n-clusters 10 --label-column target
+        --n-clusters 10 --label-column target [--cron "0 2 * * *"]
 
-registers two deployments of flow ``lwec-consensus`` with the Prefect API in
-``PREFECT_API_URL`` and runs their flow runs until stopped (Ctrl-C):
+registers the deployments defined in ``deployments/prefect.yaml`` (their one
+definition: names, descriptions, tags, schedules, default parameters) with the
+Prefect API in ``PREFECT_API_URL`` and runs their flow runs until stopped (Ctrl-C):
 
-* ``lwec-consensus/nightly`` — on a cron schedule (default 02:00 every day) with
-  the table given here as its parameters;
+* ``lwec-consensus/nightly`` — on its cron schedule, with the yaml's parameters
+  overridden by any flow parameter given here (every ``lwec run`` option works);
 * ``lwec-consensus/on-demand`` — no schedule; each run's parameters come from
   the Prefect UI form ("Run" → "Custom run") or ``prefect deployment run``.
 
@@ -18,59 +19,67 @@ file in the working directory of this process).
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from prefect import serve
-from prefect.schedules import Cron
+import yaml
 
-from flows.consensus import consensus_flow
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+if str(PROJECT_ROOT) not in sys.path:  # run as a script from anywhere in a checkout
+    sys.path.insert(0, str(PROJECT_ROOT))
 
-NIGHTLY_CRON = "0 2 * * *"
+from prefect import serve  # noqa: E402 - after the path set-up above
+from prefect.schedules import Cron  # noqa: E402
+
+from flows.consensus import consensus_flow  # noqa: E402
+from lwec_tasks.cli.request_options import add_request_options, request_parameters  # noqa: E402
+
+DEFINITIONS = PROJECT_ROOT / "deployments" / "prefect.yaml"
+ENTRYPOINT = "flows/consensus.py:consensus_flow"
 
 
-def build_deployments(nightly_parameters: dict, cron: str = NIGHTLY_CRON, timezone: str = "UTC") -> list:
-    """The scheduled and the on-demand deployment, ready for :func:`prefect.serve`."""
-    nightly = consensus_flow.to_deployment(
-        name="nightly",
-        schedule=Cron(cron, timezone=timezone),
-        parameters=nightly_parameters,
-        description="Scheduled LWEA consensus of one table; labels replace the previous night's (same run key).",
-        tags=["lwec", "scheduled"],
-    )
-    on_demand = consensus_flow.to_deployment(
-        name="on-demand",
-        description="Consensus clustering of any table; fill in the form in the Prefect UI.",
-        tags=["lwec", "on-demand"],
-    )
-    return [nightly, on_demand]
+def deployment_definitions(path: Path = DEFINITIONS) -> dict[str, dict]:
+    """The deployments of the consensus flow in ``prefect.yaml``, by name."""
+    config = yaml.safe_load(path.read_text())
+    return {d["name"]: d for d in config["deployments"] if d.get("entrypoint") == ENTRYPOINT}
+
+
+def build_deployments(overrides: dict, cron: str | None = None, timezone: str | None = None) -> list:
+    """Every defined deployment, ready for :func:`prefect.serve`.
+
+    ``overrides`` replace parameters of the scheduled deployments; ``cron`` and
+    ``timezone`` replace their schedule's.
+    """
+    deployments = []
+    for name, definition in deployment_definitions().items():
+        schedules = [
+            Cron(cron or s["cron"], timezone=timezone or s.get("timezone", "UTC"))
+            for s in definition.get("schedules") or [] if s.get("active", True)
+        ]
+        parameters = dict(definition.get("parameters") or {})
+        if schedules:
+            parameters.update(overrides)
+        deployments.append(consensus_flow.to_deployment(
+            name=name, description=definition.get("description"), tags=definition.get("tags"),
+            schedules=schedules or None, parameters=parameters,
+        ))
+    return deployments
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Serve lwec's Prefect deployments.")
-    parser.add_argument("--database-url", default="env:LWEC_DATABASE_URL",
-                        help="nightly run's database URL (default: read from $LWEC_DATABASE_URL at run time)")
-    parser.add_argument("--table", default="digits", help="nightly run's table (default digits)")
-    parser.add_argument("--n-clusters", type=int, default=10, help="nightly run's k (default 10)")
-    parser.add_argument("--label-column", default=None, help="nightly run's ground-truth column")
-    parser.add_argument("--method", choices=("lwea", "lwgp"), default="lwea")
-    parser.add_argument("--experiment", default="lwec-nightly")
-    parser.add_argument("--cron", default=NIGHTLY_CRON, help=f"schedule (default {NIGHTLY_CRON!r})")
-    parser.add_argument("--timezone", default="UTC")
+    parser = argparse.ArgumentParser(
+        description="Serve lwec's Prefect deployments; flow parameters given here override the nightly "
+                    "deployment's parameters in deployments/prefect.yaml.")
+    add_request_options(parser, only_given=True)
+    parser.add_argument("--cron", default=None, help="nightly schedule (default: the one in prefect.yaml)")
+    parser.add_argument("--timezone", default=None, help="the schedule's time zone (default: prefect.yaml's)")
     return parser.parse_args(argv)
 
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    parameters = {
-        "database_url": args.database_url,
-        "table": args.table,
-        "n_clusters": args.n_clusters,
-        "label_column": args.label_column,
-        "method": args.method,
-        "experiment": args.experiment,
-        "run_name": "nightly",
-    }
     # Keep the deployments active when this process stops, so the schedule resumes with the next serve.
-    serve(*build_deployments(parameters, args.cron, args.timezone), pause_on_shutdown=False)
+    serve(*build_deployments(request_parameters(args), args.cron, args.timezone), pause_on_shutdown=False)
 
 
 if __name__ == "__main__":

@@ -7,15 +7,15 @@ pipeline tasks and I/O edges live in their own modules and the flows in
 
 __version__ = "0.1.0"
 
+from lwec_tasks.core.base_clusterings import generate_base_clusterings
+from lwec_tasks.core.eci import cluster_uncertainty, eci
 from lwec_tasks.core.ensemble import Ensemble
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
 from lwec_tasks.core.estimators import LWEA, LWGP
-from lwec_tasks.core.base_clusterings import generate_base_clusterings
 from lwec_tasks.core.lwca import lwca
-from lwec_tasks.core.lwea import lwea
+from lwec_tasks.core.lwea import lwea, lwea_linkage
 from lwec_tasks.core.lwgp import lwgp
 from lwec_tasks.core.metrics import ari, nmi, score_cuts
-from lwec_tasks.core.eci import cluster_uncertainty, eci
 
 __all__ = [
     "LWEA",
@@ -29,6 +29,7 @@ __all__ = [
     "generate_base_clusterings",
     "lwca",
     "lwea",
+    "lwea_linkage",
     "lwgp",
     "nmi",
     "score_cuts",

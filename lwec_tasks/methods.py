@@ -5,20 +5,25 @@ Every registered function has one calling shape,
 returns (N,) labels for an int ``n_clusters`` or (N, len(n_clusters)) for a
 sequence. Only LWEA and LWGP take ``theta``; :func:`run_method` passes it to
 them alone.
+
+This registry is the only list of methods: the pipeline's method parameter
+(:data:`PipelineMethod`, lower-case names of the methods flagged ``pipeline``),
+the command-line choices and the dispatch all come from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from lwec_tasks.baselines import cspa, eac, hbgf, kcc, mcla, sec, weac
+from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.lwea import lwea
 from lwec_tasks.core.lwgp import lwgp
-from lwec_tasks.core.eci import DEFAULT_THETA
 
 
 def _lwea(labels, n_clusters, random_state=None, theta: float = DEFAULT_THETA) -> np.ndarray:
@@ -32,20 +37,28 @@ def _lwgp(labels, n_clusters, random_state=None, theta: float = DEFAULT_THETA) -
 
 @dataclass(frozen=True)
 class Method:
-    """A consensus method: paper name, function, whether it uses θ / randomness."""
+    """A consensus method: paper name, function, whether it uses θ / randomness / runs in the pipeline."""
 
     name: str
     function: Callable
     uses_theta: bool
     randomised: bool
     summary: str
+    pipeline: bool = False
+
+    @property
+    def key(self) -> str:
+        """The lower-case name the pipeline (flow parameter, CLI) uses."""
+        return self.name.lower()
 
 
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("LWEA", _lwea, True, False, "average linkage on the locally weighted co-association matrix"),
-        Method("LWGP", _lwgp, True, True, "Tcut on the locally weighted object–cluster bipartite graph"),
+        Method("LWEA", _lwea, True, False, "average linkage on the locally weighted co-association matrix",
+               pipeline=True),
+        Method("LWGP", _lwgp, True, True, "Tcut on the locally weighted object–cluster bipartite graph",
+               pipeline=True),
         Method("EAC", eac, False, False, "average linkage on the co-association matrix"),
         Method("WEAC", weac, False, False, "average linkage on the NCAI-weighted co-association matrix"),
         Method("HBGF", hbgf, False, True, "Tcut on the unweighted object–cluster bipartite graph"),
@@ -55,6 +68,25 @@ METHODS: dict[str, Method] = {
         Method("KCC", kcc, False, True, "k-means consensus with the categorical utility"),
     )
 }
+
+
+#: Lower-case names of the methods the pipeline runs, in registry order.
+PIPELINE_METHODS: tuple[str, ...] = tuple(m.key for m in METHODS.values() if m.pipeline)
+#: The type of the pipeline's ``method`` parameter (a ``Literal`` of :data:`PIPELINE_METHODS`).
+PipelineMethod = Literal[PIPELINE_METHODS]  # type: ignore[valid-type]
+
+
+def pipeline_method(name: str) -> Method:
+    """The pipeline method called ``name`` (``"lwea"`` or ``"lwgp"``); other names raise naming the choices."""
+    method = METHODS.get(str(name).strip().upper())
+    if method is None or not method.pipeline:
+        raise LwecInputError(f"method must be one of {list(PIPELINE_METHODS)}, got {name!r}")
+    return method
+
+
+def describe_pipeline_methods() -> str:
+    """``"lwea: …; lwgp: …"`` for help texts and the UI form."""
+    return "; ".join(f"{m.key}: {m.summary}" for m in METHODS.values() if m.pipeline)
 
 
 def get_method(name: str) -> Method:

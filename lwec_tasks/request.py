@@ -1,129 +1,156 @@
-"""The parameters of one consensus run, checked before anything runs or is written."""
+"""The parameters of one consensus run: one model that the flow, the CLI and the deployments share.
+
+Each field carries its default (from the core's constants), its description
+(shown in the Prefect UI form, the flow's docstring and ``lwec run --help``)
+and exactly one validator. Building a :class:`ConsensusRequest` checks every
+parameter before anything runs or is written, raising
+:class:`~lwec_tasks.core.errors.LwecInputError` naming the first bad one.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
-import math
-import numbers
 import re
-from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Annotated, Any
 
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
+from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
+from lwec_tasks.core.validation import check_integer, check_theta
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
+from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
+from lwec_tasks.methods import PIPELINE_METHODS, describe_pipeline_methods, pipeline_method
 
-METHODS = ("lwea", "lwgp")
-Method = Literal["lwea", "lwgp"]
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
-
-#: What each parameter of a consensus run means; the Prefect UI form, the flow's
-#: docstring and the CLI help all show these.
-PARAMETER_DESCRIPTIONS: dict[str, str] = {
-    "database_url": "SQLAlchemy URL of the database holding the table, e.g. sqlite:///features.db or "
-                    "postgresql+psycopg://user:password@host/db; 'env:VAR' reads it from environment variable VAR",
-    "table": "Table (or view) with one row per object",
-    "n_clusters": "Number of consensus clusters k (at least 2)",
-    "feature_columns": "Feature columns; default: every numeric column except the id and label columns",
-    "id_column": "Column identifying each row; default: the primary key, else a column named 'id', "
-                 "else the row position after sorting the rows by all columns read",
-    "label_column": "Ground-truth column (optional): it is not clustered on, and enables NMI and ARI",
-    "method": "lwea: average link on the locally weighted co-association matrix; "
-              "lwgp: Tcut on the locally weighted bipartite graph",
-    "ensemble_size": "Number of k-means base clusterings M",
-    "theta": "ECI parameter θ > 0 (the paper's default is 0.4)",
-    "seed": "Random seed; empty for a fresh random run",
-    "experiment": "MLflow experiment name",
-    "output_table": "Labels table to create or update; default <table>_lwec_labels",
-    "standardize": "Standardise each feature to mean 0, variance 1",
-    "drop_nonfinite": "Drop rows with missing/NaN/infinite features instead of failing",
-    "run_name": "Key of this run's rows in the labels table; default derived from the inputs",
-    "tracking_uri": "MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db; "
-                    "'env:VAR' reads it from environment variable VAR",
-    "chunk_size": "Rows read per database round trip",
-}
+#: Fields that do not change the labels, so they are left out of the derived run key.
+_NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri"})
 
 
-def document_parameters(descriptions: dict[str, str]):
-    """Decorator: append a Google-style ``Args:`` section built from ``descriptions`` to a function's docstring.
+def _named(check):
+    """A pydantic validator calling ``check(name, value)`` with the field's name."""
+    def validate(value, info):
+        return check(info.field_name, value)
 
-    Prefect reads parameter descriptions for its UI form from that section, so
-    apply it below ``@flow``. Every parameter of the function must be described.
+    return validate
+
+
+def _text(name: str, value):
+    if not isinstance(value, str) or not value.strip():
+        raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _optional_column(name: str, value):
+    if value is not None and (not isinstance(value, str) or not value):
+        raise LwecInputError(f"{name} must be a column name or None, got {value!r}")
+    return value
+
+
+def _columns(name: str, value):
+    if value is None:
+        return None
+    if isinstance(value, str) or not hasattr(value, "__iter__"):
+        raise LwecInputError(f"{name} must be a list of column names, got {value!r}")
+    value = tuple(value)
+    bad = [c for c in value if not isinstance(c, str) or not c]
+    if bad:
+        raise LwecInputError(f"{name} must be column names, got {bad}")
+    return value
+
+
+def _integer(minimum: int, optional: bool = False):
+    def check(name: str, value):
+        return None if optional and value is None else check_integer(name, value, minimum)
+
+    return check
+
+
+def _method(name: str, value):
+    return pipeline_method(value).key
+
+
+def _theta(name: str, value):
+    return check_theta(value)
+
+
+def _output_table(name: str, value):
+    return None if value is None else check_new_table_name(value, name)
+
+
+def _run_name(name: str, value):
+    if value is not None and (not isinstance(value, str) or not _RUN_NAME.fullmatch(value)):
+        raise LwecInputError(f"{name}={value!r}: use 1–64 letters, digits or . _ : - characters")
+    return value
+
+
+def _flag(name: str, value):
+    if not isinstance(value, bool):
+        raise LwecInputError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def _checked(check):
+    return BeforeValidator(_named(check))
+
+
+class ConsensusRequest(BaseModel):
+    """What a consensus run is asked to do: the flow's parameters, checked.
+
+    Shapes: ``feature_columns`` is a tuple of column names (a list is accepted).
     """
-    def decorate(function):
-        import inspect
 
-        names = list(inspect.signature(function).parameters)
-        missing = [name for name in names if name not in descriptions]
-        if missing:
-            raise TypeError(f"{function.__name__}: no description for parameter(s) {missing}")
-        lines = [f"    {name}: {descriptions[name]}" for name in names]
-        function.__doc__ = inspect.cleandoc(function.__doc__ or "") + "\n\nArgs:\n" + "\n".join(lines) + "\n"
-        return function
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
-    return decorate
+    database_url: Annotated[str, _checked(_text), Field(
+        description="SQLAlchemy URL of the database holding the table, e.g. sqlite:///features.db or "
+                    "postgresql+psycopg://user:password@host/db; 'env:VAR' reads it from environment variable "
+                    "VAR, 'block:NAME' from a prefect-sqlalchemy SqlAlchemyConnector block, 'secret:NAME' from a "
+                    "Prefect Secret block")]
+    table: Annotated[str, _checked(_text), Field(description="Table (or view) with one row per object")]
+    n_clusters: Annotated[int, _checked(_integer(2)), Field(description="Number of consensus clusters k (at least 2)")]
+    feature_columns: Annotated[tuple[str, ...] | None, _checked(_columns), Field(
+        description="Feature columns; default: every numeric column except the id and label columns")] = None
+    id_column: Annotated[str | None, _checked(_optional_column), Field(
+        description="Column identifying each row; default: the primary key, else a column named 'id', "
+                    "else the row position after sorting the rows by all columns read")] = None
+    label_column: Annotated[str | None, _checked(_optional_column), Field(
+        description="Ground-truth column (optional): it is not clustered on, and enables NMI and ARI")] = None
+    method: Annotated[str, _checked(_method), Field(description=describe_pipeline_methods())] = PIPELINE_METHODS[0]
+    ensemble_size: Annotated[int, _checked(_integer(1)), Field(
+        description="Number of k-means base clusterings M")] = DEFAULT_ENSEMBLE_SIZE
+    theta: Annotated[float, _checked(_theta), Field(
+        description="ECI parameter θ > 0 (the paper uses 0.4)")] = DEFAULT_THETA
+    seed: Annotated[int | None, _checked(_integer(0, optional=True)), Field(
+        description="Random seed; empty (CLI: none) for a fresh random run")] = 0
+    experiment: Annotated[str, _checked(_text), Field(description="MLflow experiment name")] = "lwec"
+    output_table: Annotated[str | None, _checked(_output_table), Field(
+        description="Labels table to create or update; default <table>_lwec_labels")] = None
+    standardize: Annotated[bool, _checked(_flag), Field(
+        description="Standardise each feature to mean 0, variance 1")] = True
+    drop_nonfinite: Annotated[bool, _checked(_flag), Field(
+        description="Drop rows with missing/NaN/infinite features instead of failing")] = False
+    run_name: Annotated[str | None, _checked(_run_name), Field(
+        description="Key of this run's rows in the labels table; default derived from the inputs")] = None
+    tracking_uri: Annotated[str | None, Field(
+        description="MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db; "
+                    "'env:VAR' reads it from environment variable VAR")] = None
+    chunk_size: Annotated[int, _checked(_integer(1)), Field(
+        description="Rows read per database round trip")] = DEFAULT_CHUNK_SIZE
 
+    def __init__(self, **parameters: Any):
+        try:
+            super().__init__(**parameters)
+        except ValidationError as error:
+            raise LwecInputError(_first_problem(error)) from None
 
-@dataclass(frozen=True)
-class ConsensusRequest:
-    """What a consensus flow run was asked to do (the flow's parameters).
-
-    See :func:`flows.consensus.consensus_flow` for the meaning of each field.
-    """
-
-    database_url: str
-    table: str
-    n_clusters: int
-    feature_columns: tuple[str, ...] | None = None
-    id_column: str | None = None
-    label_column: str | None = None
-    method: str = "lwea"
-    ensemble_size: int = 10
-    theta: float = 0.4
-    seed: int | None = 0
-    experiment: str = "lwec"
-    output_table: str | None = None
-    standardize: bool = True
-    drop_nonfinite: bool = False
-    run_name: str | None = None
-    chunk_size: int = DEFAULT_CHUNK_SIZE
-
-    def __post_init__(self):
-        if self.feature_columns is not None and not isinstance(self.feature_columns, tuple):
-            object.__setattr__(self, "feature_columns", tuple(self.feature_columns))
-        self.validate()
-
-    def validate(self) -> None:
-        """Raise :class:`LwecInputError` naming the first unusable parameter."""
-        for name in ("database_url", "table", "experiment"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value.strip():
-                raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
-        if self.method not in METHODS:
-            raise LwecInputError(f"method must be one of {list(METHODS)}, got {self.method!r}")
-        _check_int(self.n_clusters, "n_clusters", minimum=2)
-        _check_int(self.ensemble_size, "ensemble_size", minimum=1)
-        _check_int(self.chunk_size, "chunk_size", minimum=1)
-        if self.seed is not None:
-            _check_int(self.seed, "seed", minimum=0)
-        if isinstance(self.theta, bool) or not isinstance(self.theta, numbers.Real) \
-                or not math.isfinite(self.theta) or self.theta <= 0:
-            raise LwecInputError(f"theta must be a finite number > 0, got {self.theta!r}")
-        for name in ("id_column", "label_column"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise LwecInputError(f"{name} must be a column name or None, got {value!r}")
-        if self.feature_columns is not None:
-            bad = [c for c in self.feature_columns if not isinstance(c, str) or not c]
-            if bad:
-                raise LwecInputError(f"feature_columns must be column names, got {bad}")
-        if self.output_table is not None:
-            check_new_table_name(self.output_table)
-        if self.run_name is not None and not _RUN_NAME.fullmatch(self.run_name):
-            raise LwecInputError(
-                f"run_name={self.run_name!r}: use 1–64 letters, digits or . _ : - characters"
-            )
+    @classmethod
+    def descriptions(cls) -> dict[str, str]:
+        """Field name → description, in field order."""
+        return {name: field.description or "" for name, field in cls.model_fields.items()}
 
     @property
     def resolved_output_table(self) -> str:
@@ -139,14 +166,38 @@ class ConsensusRequest:
         """
         if self.run_name is not None:
             return self.run_name
-        deciding = {k: v for k, v in asdict(self).items()
-                    if k not in ("database_url", "experiment", "output_table", "run_name", "chunk_size")}
+        deciding = {k: v for k, v in self.model_dump().items() if k not in _NOT_IN_RUN_KEY}
         digest = hashlib.sha256(json.dumps(deciding, sort_keys=True, default=list).encode()).hexdigest()
         return f"{self.method}-k{self.n_clusters}-{digest[:12]}"
 
 
-def _check_int(value, name: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise LwecInputError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise LwecInputError(f"{name} must be >= {minimum}, got {value}")
+def _first_problem(error: ValidationError) -> str:
+    """The message of the first failed check: ours as raised, pydantic's prefixed with the field."""
+    first = error.errors()[0]
+    raised = (first.get("ctx") or {}).get("error")
+    if isinstance(raised, LwecInputError):
+        return str(raised)
+    where = ".".join(str(part) for part in first.get("loc", ())) or "parameters"
+    if first.get("type") == "extra_forbidden":
+        return f"unknown parameter {where!r}; known parameters: {', '.join(ConsensusRequest.model_fields)}"
+    return f"{where}: {first.get('msg')}, got {first.get('input')!r}"
+
+
+def document_parameters(model: type[BaseModel]):
+    """Decorator: append a Google-style ``Args:`` section with ``model``'s field descriptions.
+
+    Prefect reads the descriptions for its UI form from that section, so apply
+    it below ``@flow``. Every parameter of the function must be a field of ``model``.
+    """
+    descriptions = {name: field.description for name, field in model.model_fields.items()}
+
+    def decorate(function):
+        names = list(inspect.signature(function).parameters)
+        missing = [name for name in names if not descriptions.get(name)]
+        if missing:
+            raise TypeError(f"{function.__name__}: no description for parameter(s) {missing}")
+        lines = [f"    {name}: {descriptions[name]}" for name in names]
+        function.__doc__ = inspect.cleandoc(function.__doc__ or "") + "\n\nArgs:\n" + "\n".join(lines) + "\n"
+        return function
+
+    return decorate

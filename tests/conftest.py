@@ -16,7 +16,6 @@ from hypothesis import settings
 
 from helpers.pipeline import free_port, postgres_url_or_skip, start, stop, wait_for
 
-
 # numba compiles on first use; no per-example deadline.
 settings.register_profile("lwec", deadline=None, max_examples=60)
 settings.load_profile("lwec")

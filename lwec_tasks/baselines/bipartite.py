@@ -13,8 +13,8 @@ import numpy as np
 from lwec_tasks.baselines._shape import requested_ks, shaped
 from lwec_tasks.core.ensemble import as_ensemble
 from lwec_tasks.core.lwgp import partition_embedding, tcut_embedding
-from lwec_tasks.core.validation import check_n_clusters
 from lwec_tasks.core.seeds import base_seed, derived_seed
+from lwec_tasks.core.validation import check_n_clusters
 
 
 def hbgf(labels, n_clusters, random_state=None) -> np.ndarray:

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
 from lwec_tasks.baselines._shape import requested_ks, shaped
+from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.metrics import nmi

@@ -22,8 +22,8 @@ import scipy.sparse as sp
 from lwec_tasks.baselines._shape import microcluster_incidence, requested_ks, shaped
 from lwec_tasks.baselines.graph_partition import metis_partition
 from lwec_tasks.core.ensemble import as_ensemble
-from lwec_tasks.core.validation import check_n_clusters
 from lwec_tasks.core.seeds import base_seed, derived_seed
+from lwec_tasks.core.validation import check_n_clusters
 
 
 def _first_appearance(raw: np.ndarray) -> np.ndarray:

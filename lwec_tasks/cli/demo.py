@@ -11,6 +11,8 @@ import argparse
 import time
 from pathlib import Path
 
+from lwec_tasks.core.eci import DEFAULT_THETA
+
 #: scikit-learn loaders usable by the demo, by name.
 DATASETS = ("digits", "iris", "wine", "breast_cancer")
 DEFAULT_CLUSTERS = {"digits": 10, "iris": 3, "wine": 3, "breast_cancer": 2}
@@ -64,12 +66,12 @@ def register(subparsers) -> None:
     parser.add_argument("--database", type=Path, default=Path("lwec_demo.db"),
                         help="SQLite file to create (default: ./lwec_demo.db)")
     parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///./mlflow.db)")
+                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db)")
     parser.add_argument("--method", choices=("lwea", "lwgp"), default="lwea")
     parser.add_argument("-k", "--n-clusters", type=int, default=None,
                         help="consensus clusters (default: the dataset's number of classes)")
     parser.add_argument("-M", "--ensemble-size", type=int, default=10)
-    parser.add_argument("--theta", type=float, default=0.4)
+    parser.add_argument("--theta", type=float, default=DEFAULT_THETA)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--experiment", default="lwec-demo")
     parser.set_defaults(handler=run_demo)

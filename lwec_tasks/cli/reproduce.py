@@ -14,12 +14,12 @@ import json
 import sys
 from pathlib import Path
 
+from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.methods import METHODS
+from lwec_tasks.experiments.paper_tables import format_summary, load_paper_scores
 from lwec_tasks.experiments.pools import load_pool
 from lwec_tasks.experiments.reproduce import reproduce
-from lwec_tasks.experiments.paper_tables import format_summary, load_paper_scores
-from lwec_tasks.core.eci import DEFAULT_THETA
+from lwec_tasks.methods import METHODS
 
 
 def register(subparsers) -> None:
@@ -41,7 +41,7 @@ def register(subparsers) -> None:
     parser.add_argument("--truth", default="gt", help="ground-truth variable/column name (default: gt)")
     parser.add_argument("--runs", type=int, default=20, help="number of random ensembles R (default: 20)")
     parser.add_argument("--ensemble-size", type=int, default=10, help="base clusterings per ensemble M (default: 10)")
-    parser.add_argument("--theta", type=float, default=DEFAULT_THETA, help="θ of LWEA/LWGP (default: 0.4)")
+    parser.add_argument("--theta", type=float, default=DEFAULT_THETA, help=f"θ of LWEA/LWGP (default: {DEFAULT_THETA})")
     parser.add_argument("--seed", type=int, default=0, help="master seed (default: 0)")
     parser.add_argument(
         "--methods",
@@ -57,7 +57,8 @@ def register(subparsers) -> None:
     parser.add_argument("--mlflow", action="store_true", help="log an MLflow run (nested run per method)")
     parser.add_argument(
         "--tracking-uri",
-        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)",
+        help="MLflow tracking URI, or env:VAR to read it from variable VAR (default: $MLFLOW_TRACKING_URI, "
+        "else sqlite:///<cwd>/mlflow.db, the store `lwec run` and `lwec demo` use)",
     )
     parser.add_argument("--experiment", default="lwec-reproduce", help="MLflow experiment name")
     parser.set_defaults(handler=run)
@@ -67,6 +68,11 @@ def run(args) -> int:
     to_stdout = args.json_out == "-"
     chatter = sys.stderr if to_stdout else sys.stdout
     paper = load_paper_scores(args.paper_scores) if args.paper_scores else None
+    tracking_uri = None
+    if args.mlflow:  # resolved now, so an unset env:VAR fails before the long part
+        from lwec_tasks.tracking import resolve_tracking_uri
+
+        tracking_uri = resolve_tracking_uri(args.tracking_uri)
     pool = load_pool(args.pool, table=args.table, truth=args.truth)
 
     def progress(line: str) -> None:
@@ -97,10 +103,14 @@ def run(args) -> int:
             Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.json_out).write_text(text + "\n")
     if args.mlflow:
-        from lwec_tasks.tracking.reproduction import log_reproduction
+        from lwec_tasks.tracking import TrackingError, log_reproduction, mask_uri
 
-        run_id = log_reproduction(result, tracking_uri=args.tracking_uri, experiment=args.experiment)
-        print(f"MLflow run {run_id}", file=chatter)
+        try:
+            run_id = log_reproduction(result, tracking_uri=tracking_uri, experiment=args.experiment)
+        except TrackingError as error:
+            print(f"lwec reproduce: error: {error}", file=sys.stderr)
+            return 1
+        print(f"MLflow run {run_id} (experiment {args.experiment!r} at {mask_uri(tracking_uri)})", file=chatter)
     return 0
 
 

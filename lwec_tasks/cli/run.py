@@ -1,6 +1,7 @@
 """``lwec run``: the consensus flow on a database table, from the command line.
 
-Options mirror the parameters of :func:`flows.consensus.consensus_flow`.
+One option per parameter of :func:`flows.consensus.consensus_flow`, generated
+from :class:`~lwec_tasks.request.ConsensusRequest`.
 Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
 server started for this process.
 """
@@ -12,7 +13,7 @@ import os
 import sys
 import time
 
-from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
+from lwec_tasks.cli.request_options import add_request_options, request_parameters
 
 # A fresh temporary Prefect server may need more than the default 20 s to start.
 # Prefect reads its settings once, when it is first imported, so these must be
@@ -33,14 +34,6 @@ def apply_prefect_defaults() -> None:
         os.environ.setdefault(name, value)
 
 
-def _csv_list(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _optional_int(text: str) -> int | None:
-    return None if text.lower() in ("none", "random", "") else int(text)
-
-
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "run",
@@ -51,29 +44,7 @@ def register(subparsers) -> None:
                     "variable of this process only), so the password is not stored with the flow run's "
                     "parameters in Prefect.",
     )
-    parser.add_argument("--database-url", required=True,
-                        help="SQLAlchemy URL, e.g. sqlite:///features.db; 'env:VAR' reads it from $VAR")
-    parser.add_argument("--table", required=True, help="table (or view) with one row per object")
-    parser.add_argument("-k", "--n-clusters", type=int, required=True, help="number of consensus clusters")
-    parser.add_argument("--features", dest="feature_columns", type=_csv_list, default=None,
-                        help="comma-separated feature columns (default: all numeric except id/label)")
-    parser.add_argument("--id-column", default=None, help="id column (default: primary key, else 'id')")
-    parser.add_argument("--label-column", default=None, help="ground-truth column; enables NMI/ARI")
-    parser.add_argument("--method", choices=("lwea", "lwgp"), default="lwea")
-    parser.add_argument("-M", "--ensemble-size", type=int, default=10, help="base clusterings (default 10)")
-    parser.add_argument("--theta", type=float, default=0.4, help="ECI parameter θ > 0 (default 0.4)")
-    parser.add_argument("--seed", type=_optional_int, default=0, help="random seed, or 'none' (default 0)")
-    parser.add_argument("--experiment", default="lwec", help="MLflow experiment (default lwec)")
-    parser.add_argument("--output-table", default=None, help="labels table (default <table>_lwec_labels)")
-    parser.add_argument("--no-standardize", dest="standardize", action="store_false",
-                        help="use the features as they are (default: standardise each column)")
-    parser.add_argument("--drop-nonfinite", action="store_true",
-                        help="drop rows with missing/NaN/infinite features instead of failing")
-    parser.add_argument("--run-name", default=None, help="key of this run's rows in the labels table")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else sqlite:///./mlflow.db); "
-                             "'env:VAR' reads it from $VAR")
-    parser.add_argument("--chunk-size", type=int, default=DEFAULT_CHUNK_SIZE, help="rows per database read")
+    add_request_options(parser, required=("database_url", "table", "n_clusters"))
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print full tracebacks of failures (default: one line per error)")
     parser.set_defaults(handler=run_command)
@@ -81,14 +52,7 @@ def register(subparsers) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     apply_prefect_defaults()
-    parameters = {
-        name: getattr(args, name)
-        for name in (
-            "database_url", "table", "n_clusters", "feature_columns", "id_column", "label_column", "method",
-            "ensemble_size", "theta", "seed", "experiment", "output_table", "standardize", "drop_nonfinite",
-            "run_name", "tracking_uri", "chunk_size",
-        )
-    }
+    parameters = request_parameters(args)
     started = time.perf_counter()
     code, summary = run_flow_reporting(parameters, verbose=args.verbose)
     if summary is not None:
@@ -107,12 +71,12 @@ def run_flow_reporting(parameters: dict, verbose: bool = False) -> tuple[int, di
     """
     apply_prefect_defaults()  # before the imports below, which import Prefect
     from lwec_tasks.core.errors import LwecInputError
-    from lwec_tasks.io.connection import check_driver
+    from lwec_tasks.io.connection import check_driver, is_reference
     from lwec_tasks.request import ConsensusRequest
 
-    request_fields = {k: v for k, v in parameters.items() if k != "tracking_uri"}
-    ConsensusRequest(**request_fields)  # raises LwecInputError on bad parameters
-    check_driver(parameters["database_url"])
+    ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
+    if not is_reference(parameters["database_url"]) or parameters["database_url"].startswith("env:"):
+        check_driver(parameters["database_url"])
     from flows.consensus import consensus_flow
 
     if not verbose:
@@ -140,11 +104,12 @@ def _credentials_out_of_parameters(parameters: dict) -> dict:
     goes into an environment variable of this process, which the flow reads.
     """
     from lwec_tasks.io import url_has_credentials
+    from lwec_tasks.io.connection import is_reference
 
     parameters = dict(parameters)
     for name, variable in _SECRET_VARIABLES.items():
         value = parameters.get(name)
-        if value and not value.startswith("env:") and url_has_credentials(value):
+        if value and not is_reference(value) and url_has_credentials(value):
             os.environ[variable] = value
             parameters[name] = f"env:{variable}"
     return parameters

@@ -1,29 +1,25 @@
 """``lwec study``: the paper's θ sweep, ensemble-size sweep and significance tables.
 
-    lwec study theta POOL... --out DIR            # NMI/ARI vs θ (CSV, JSON, figure)
+    lwec study theta POOL... --out DIR            # NMI/ARI vs θ (CSV, JSON, NMI and ARI figures)
     lwec study size POOL... --out DIR             # NMI/ARI vs ensemble size M
     lwec study significance RESULT.json... --out DIR   # t-tests from `lwec reproduce` outputs
     lwec study compare RESULT.json... --paper-scores CSV   # markdown table: ours vs the paper
+
+The work is done by :mod:`lwec_tasks.experiments.studies`, which the
+``lwec-paper-studies`` flow calls too, so both write the same files.
 """
 
 from __future__ import annotations
 
-import json
-
-from pathlib import Path
-
+from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.experiments.pools import load_pool
 from lwec_tasks.experiments.paper_tables import load_paper_scores, markdown_comparison
 from lwec_tasks.experiments.studies import (
     PAPER_SIZES,
     PAPER_THETAS,
-    ensemble_size_sweep,
-    plot_sweep,
-    significance,
-    tally_markdown,
-    theta_sweep,
-    write_rows,
+    load_results,
+    run_sweep,
+    write_significance,
 )
 
 
@@ -56,7 +52,7 @@ def register(subparsers) -> None:
     size = studies.add_parser("size", help="scores against the ensemble size M (paper: 20 runs per M)")
     _protocol_arguments(size, "LWEA,LWGP,EAC")
     size.add_argument("--sizes", default=",".join(str(s) for s in PAPER_SIZES))
-    size.add_argument("--theta", type=float, default=0.4)
+    size.add_argument("--theta", type=float, default=DEFAULT_THETA)
     size.set_defaults(handler=run_size)
 
     sig = studies.add_parser("significance", help="t-tests (p < 0.05) of LWEA/LWGP against the other methods")
@@ -77,56 +73,33 @@ def _progress(line: str) -> None:
     print(line, flush=True)
 
 
+def _report(output) -> None:
+    print("wrote " + ", ".join(str(path) for path in output.files))
+
+
 def run_theta(args) -> int:
-    thetas = _numbers(args.thetas, float)
-    rows = []
-    for source in args.pools:
-        pool = load_pool(source)
-        rows += theta_sweep(pool, thetas, methods=args.methods, runs=args.runs,
-                            ensemble_size=args.ensemble_size, seed=args.seed, ks=args.ks, progress=_progress)
-    csv_path, _ = write_rows(rows, args.out, "theta_sweep")
-    figure = plot_sweep(rows, "theta", Path(args.out) / "nmi_vs_theta.png", log_x=True)
-    plot_sweep(rows, "theta", Path(args.out) / "ari_vs_theta.png", metric="ari", log_x=True)
-    print(f"wrote {csv_path} and {figure}")
+    output = run_sweep("theta", args.pools, _numbers(args.thetas, float), args.out, methods=args.methods,
+                       runs=args.runs, ensemble_size=args.ensemble_size, seed=args.seed, ks=args.ks,
+                       progress=_progress)
+    _report(output)
     return 0
 
 
 def run_size(args) -> int:
-    sizes = _numbers(args.sizes, int)
-    rows = []
-    for source in args.pools:
-        pool = load_pool(source)
-        rows += ensemble_size_sweep(pool, sizes, methods=args.methods, runs=args.runs, theta=args.theta,
-                                    seed=args.seed, ks=args.ks, progress=_progress)
-    csv_path, _ = write_rows(rows, args.out, "ensemble_size_sweep")
-    figure = plot_sweep(rows, "ensemble_size", Path(args.out) / "nmi_vs_ensemble_size.png")
-    plot_sweep(rows, "ensemble_size", Path(args.out) / "ari_vs_ensemble_size.png", metric="ari")
-    print(f"wrote {csv_path} and {figure}")
+    output = run_sweep("ensemble_size", args.pools, _numbers(args.sizes, int), args.out, methods=args.methods,
+                       runs=args.runs, theta=args.theta, seed=args.seed, ks=args.ks, progress=_progress)
+    _report(output)
     return 0
 
 
-def _load_results(paths) -> list[dict]:
-    results = []
-    for path in paths:
-        try:
-            results.append(json.loads(Path(path).read_text()))
-        except (OSError, json.JSONDecodeError) as error:
-            raise LwecInputError(f"cannot read reproduction result {path}: {error}") from error
-    return results
-
-
 def run_significance(args) -> int:
-    tests, tally = significance(_load_results(args.results), ours=args.ours.split(","), alpha=args.alpha)
-    write_rows(tests, args.out, "significance_tests")
-    write_rows(tally, args.out, "significance_tally")
-    text = "\n\n".join(tally_markdown(tally, metric) for metric in ("nmi", "ari"))
-    Path(args.out, "significance.md").write_text(text + "\n")
-    print(text)
+    output = write_significance(load_results(args.results), args.out, ours=args.ours.split(","), alpha=args.alpha)
+    print(output.markdown)
     return 0
 
 
 def run_compare(args) -> int:
-    results = _load_results(args.results)
+    results = load_results(args.results)
     merged: dict[str, dict] = {}
     for result in results:  # several files per dataset (methods run separately) → one entry
         entry = merged.setdefault(result["dataset"], {**result, "methods": {}})

@@ -47,13 +47,16 @@ def _lwca_distances(codes, weights, n_columns):
     return out
 
 
-def microcluster_distances(micro_codes: np.ndarray, eci: np.ndarray, n_columns: int) -> np.ndarray:
-    """Condensed 1 − LWCA distances between microclusters.
+def microcluster_distances(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int) -> np.ndarray:
+    """Condensed distances 1 − (Σ weight of the shared clusters) / M between microclusters.
+
+    With ECI as the weights this is 1 − LWCA (LWEA); with M·w_m for every
+    cluster of column m it is 1 − the w-weighted co-association (EAC, WEAC).
 
     Parameters
     ----------
     micro_codes : (Ñ, M) int array of global cluster ids per microcluster
-    eci : (n_c,) ECI per cluster
+    weights : (n_c,) weight per cluster
     n_columns : M
 
     Returns
@@ -66,7 +69,9 @@ def microcluster_distances(micro_codes: np.ndarray, eci: np.ndarray, n_columns: 
         f"exact LWEA on {n} microclusters (condensed distance matrix)",
         "use method 'lwgp', which scales linearly in N, or fewer/coarser base clusterings",
     )
-    return _lwca_distances(np.ascontiguousarray(micro_codes, dtype=np.int64), eci, n_columns)
+    return _lwca_distances(
+        np.ascontiguousarray(micro_codes, dtype=np.int64), np.asarray(weights, dtype=np.float64), n_columns
+    )
 
 
 @numba.njit(cache=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import pandas as pd
@@ -12,6 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.seeds import base_seed, derived_seed
+from lwec_tasks.core.validation import check_integer
 
 # Above this many objects, base clusterings use mini-batch k-means.
 MINIBATCH_THRESHOLD = 100_000
@@ -44,14 +44,12 @@ def _check_features(X) -> np.ndarray:
     return X
 
 
-def _check_int(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise LwecInputError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
+#: Number of base clusterings M when none is given (the paper's ensemble size).
+DEFAULT_ENSEMBLE_SIZE = 10
 
 
 def generate_base_clusterings(
-    X, n_clusterings: int = 10, k_min: int = 2, k_max: int | None = None, random_state=None
+    X, n_clusterings: int = DEFAULT_ENSEMBLE_SIZE, k_min: int = 2, k_max: int | None = None, random_state=None
 ) -> np.ndarray:
     """Build an ensemble of k-means base clusterings.
 
@@ -72,12 +70,12 @@ def generate_base_clusterings(
     """
     X = _check_features(X)
     n = X.shape[0]
-    n_clusterings = _check_int("n_clusterings", n_clusterings, 1)
-    k_min = _check_int("k_min", k_min, 2)
+    n_clusterings = check_integer("n_clusterings", n_clusterings, 1)
+    k_min = check_integer("k_min", k_min, 2)
     if k_max is None:
         k_max = max(math.isqrt(n), k_min)
     else:
-        k_max = _check_int("k_max", k_max, 2)
+        k_max = check_integer("k_max", k_max, 2)
     if k_min > k_max:
         raise LwecInputError(f"k_min ({k_min}) is larger than k_max ({k_max})")
     if k_max > n:

@@ -16,8 +16,6 @@ import numpy as np
 from lwec_tasks.core.average_linkage import _find
 
 
-
-
 @numba.njit(cache=True)
 def _micro_roots(linkage, n_leaves, n_merges):
     """Root leaf of every leaf after applying the first ``n_merges`` linkage rows."""

@@ -38,6 +38,11 @@ def eci_from_uncertainty(uncertainty: np.ndarray, theta: float, n_columns: int) 
     return np.exp(-uncertainty / (theta * n_columns))
 
 
+def ensemble_eci(ensemble: Ensemble, theta: float) -> np.ndarray:
+    """ECI per cluster of an encoded ensemble, shape (n_c,); ``theta`` already validated."""
+    return eci_from_uncertainty(ensemble_uncertainty(ensemble), theta, ensemble.n_columns)
+
+
 def cluster_uncertainty(labels) -> np.ndarray:
     """Uncertainty H^Π of every cluster in the ensemble (paper Def. 4), in bits.
 
@@ -69,5 +74,4 @@ def eci(labels, theta: float = DEFAULT_THETA) -> np.ndarray:
     :func:`cluster_uncertainty`.
     """
     theta = check_theta(theta)
-    ensemble = as_ensemble(labels)
-    return eci_from_uncertainty(ensemble_uncertainty(ensemble), theta, ensemble.n_columns)
+    return ensemble_eci(as_ensemble(labels), theta)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
+from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci, ensemble_uncertainty
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
-from lwec_tasks.core.lwca import ensemble_eci
 from lwec_tasks.core.lwea import lwea
 from lwec_tasks.core.lwgp import lwgp
 from lwec_tasks.core.validation import check_theta
-from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_uncertainty
 
 
 class _LocallyWeightedConsensus(ClusterMixin, BaseEstimator):

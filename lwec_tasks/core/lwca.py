@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from lwec_tasks.core.ensemble import Ensemble, as_ensemble
+from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
+from lwec_tasks.core.ensemble import as_ensemble
 from lwec_tasks.core.memory import ensure_fits
 from lwec_tasks.core.validation import check_theta
-from lwec_tasks.core.eci import DEFAULT_THETA, eci_from_uncertainty, ensemble_uncertainty
-
-
-def ensemble_eci(ensemble: Ensemble, theta: float) -> np.ndarray:
-    """ECI per cluster of an encoded ensemble, shape (n_c,)."""
-    return eci_from_uncertainty(ensemble_uncertainty(ensemble), theta, ensemble.n_columns)
 
 
 def lwca(labels, theta: float = DEFAULT_THETA) -> np.ndarray:

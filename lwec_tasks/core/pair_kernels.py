@@ -134,7 +134,7 @@ def _pair_split_entropies(codes_a, codes_b, sizes_a, sizes_b, out_a, out_b):
 
 
 def object_degrees(codes_t, offsets, weights):
-    """dx = B·1: (N,) sum over columns of the weight (ECI) of each object's cluster."""
+    """dx = B·1: (N,) sum over columns of the weight of each object's cluster (ECI for LWGP)."""
     n_columns, n = codes_t.shape
     out = np.empty(n)
     kernel = _degrees_parallel if _parallel_pays(n, n_columns) else _degrees_serial
@@ -164,60 +164,60 @@ def _degrees_serial(codes_t, offsets, weights, out):
         _degrees_chunk(codes_t, offsets, weights, out, chunk)
 
 
-def cluster_graph_dense(codes_t, offsets, weights, inv_dx):
-    """Wy = Bᵀ Dx⁻¹ B as a dense (n_c, n_c) array without forming B.
+def cluster_graph_dense(codes_t, offsets, factors, inv_dx):
+    """Wy = Bᵀ Dx⁻¹ B (or its normalised form) as a dense (n_c, n_c) array without forming B.
 
-    Wy[c, c'] = w_c · w_c' · Σ_{i ∈ c ∩ c'} 1/dx_i: block (a, b) comes from one
+    Entry (c, c') = f_c · f_c' · Σ_{i ∈ c ∩ c'} 1/dx_i: block (a, b) comes from one
     weighted count over the code pairs of columns a and b (diagonal blocks of a
-    column are diagonal, since its clusters are disjoint). ``weights`` are the
-    per-cluster factors w (ECI gives Wy; √(ECI/size) gives the normalised graph).
+    column are diagonal, since its clusters are disjoint). ``factors`` f are
+    per-cluster: the cluster weights w give Wy, √(w / size) the normalised graph.
     """
     n_columns, n = codes_t.shape
     out = np.zeros((offsets[n_columns], offsets[n_columns]))
     n_pairs = n_columns * (n_columns + 1) // 2
     kernel = _graph_parallel if _parallel_pays(n, n_pairs) else _graph_serial
-    kernel(codes_t, offsets, weights, inv_dx, out)
+    kernel(codes_t, offsets, factors, inv_dx, out)
     return out
 
 
 @numba.njit(cache=True)
-def _graph_pair(codes_t, offsets, weights, inv_dx, out, p):
+def _graph_pair(codes_t, offsets, factors, inv_dx, out, p):
     col_a, col_b = _pair_of(p, codes_t.shape[0])
     _fill_pair_block(
         codes_t[col_a], codes_t[col_b], offsets[col_a], offsets[col_b],
         offsets[col_a + 1] - offsets[col_a], offsets[col_b + 1] - offsets[col_b],
-        col_a == col_b, weights, inv_dx, out,
+        col_a == col_b, factors, inv_dx, out,
     )
 
 
 @numba.njit(parallel=True, cache=True)
-def _graph_parallel(codes_t, offsets, weights, inv_dx, out):
+def _graph_parallel(codes_t, offsets, factors, inv_dx, out):
     n_columns = codes_t.shape[0]
     for p in numba.prange(n_columns * (n_columns + 1) // 2):
-        _graph_pair(codes_t, offsets, weights, inv_dx, out, p)
+        _graph_pair(codes_t, offsets, factors, inv_dx, out, p)
 
 
 @numba.njit(cache=True)
-def _graph_serial(codes_t, offsets, weights, inv_dx, out):
+def _graph_serial(codes_t, offsets, factors, inv_dx, out):
     n_columns = codes_t.shape[0]
     for p in range(n_columns * (n_columns + 1) // 2):
-        _graph_pair(codes_t, offsets, weights, inv_dx, out, p)
+        _graph_pair(codes_t, offsets, factors, inv_dx, out, p)
 
 
 @numba.njit(cache=True)
-def _fill_pair_block(codes_a, codes_b, off_a, off_b, k_a, k_b, same, weights, inv_dx, out):
+def _fill_pair_block(codes_a, codes_b, off_a, off_b, k_a, k_b, same, factors, inv_dx, out):
     """Write block (a, b) of Wy and its mirror (b, a) into ``out``."""
     if same:
         diagonal = np.zeros(k_a)
         for i in range(codes_a.shape[0]):
             diagonal[codes_a[i]] += inv_dx[i]
         for r in range(k_a):
-            out[off_a + r, off_a + r] = weights[off_a + r] ** 2 * diagonal[r]
+            out[off_a + r, off_a + r] = factors[off_a + r] ** 2 * diagonal[r]
         return
     block = cluster_pair_block(codes_a, codes_b, k_a, k_b, inv_dx)
     for r in range(k_a):
         for c in range(k_b):
-            value = weights[off_a + r] * weights[off_b + c] * block[r, c]
+            value = factors[off_a + r] * factors[off_b + c] * block[r, c]
             out[off_a + r, off_b + c] = value
             out[off_b + c, off_a + r] = value
 

@@ -11,6 +11,15 @@ import numpy as np
 from lwec_tasks.core.errors import LwecInputError
 
 
+def check_integer(name: str, value, minimum: int) -> int:
+    """Return ``value`` as an int; it must be an integer (not a bool) and ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise LwecInputError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise LwecInputError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
 def check_theta(theta) -> float:
     """Return ``theta`` as a float; it must be finite and > 0 (paper Def. 5)."""
     if isinstance(theta, bool) or not isinstance(theta, numbers.Real):

@@ -82,7 +82,7 @@ def load_pool(
     text = str(source)
     if "://" in text:
         if not table:
-            raise LwecInputError(f"a database URL needs a table name (--table) to read a pool from")
+            raise LwecInputError("a database URL needs a table name (--table) to read a pool from")
         frame = _read_sql_table(text, table)
         members, gt = _split_frame(frame, truth, f"table {table!r}")
         return _make_pool(members, gt, name or table)

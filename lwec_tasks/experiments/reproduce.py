@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.ensemble import Ensemble
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.methods import Method, parse_methods, run_method
 from lwec_tasks.core.validation import check_theta
 from lwec_tasks.experiments.pools import Pool
-from lwec_tasks.core.eci import DEFAULT_THETA
+from lwec_tasks.methods import Method, parse_methods, run_method
 
 METRICS = ("nmi", "ari")
 CRITERIA = ("best_k", "true_k")

@@ -10,6 +10,12 @@
 
 Every study returns flat rows (lists of dicts) that go to CSV/JSON as they are;
 :func:`plot_sweep` draws the figures.
+
+The orchestration — run a sweep on each pool, write the rows and the NMI and
+ARI figures, write the significance tables — is here too
+(:func:`sweep_pool`, :func:`write_sweep`, :func:`run_sweep`,
+:func:`reproduce_to_file`, :func:`write_significance`), so the ``lwec study``
+commands and the ``lwec-paper-studies`` flow write the same files.
 """
 
 from __future__ import annotations
@@ -17,14 +23,16 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
+from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.experiments.pools import Pool
-from lwec_tasks.experiments.reproduce import CRITERIA, METRICS, DEFAULT_KS, reproduce
+from lwec_tasks.experiments.pools import Pool, load_pool
+from lwec_tasks.experiments.reproduce import CRITERIA, DEFAULT_KS, METRICS, reproduce
 
 #: θ values of the paper's parameter tables.
 PAPER_THETAS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0)
@@ -86,7 +94,7 @@ def ensemble_size_sweep(
     *,
     methods: str | Sequence[str] = ("LWEA", "LWGP", "EAC"),
     runs: int = 20,
-    theta: float = 0.4,
+    theta: float = DEFAULT_THETA,
     seed: int = 0,
     ks: Sequence[int] | str = DEFAULT_KS,
     progress: Callable[[str], None] | None = None,
@@ -202,7 +210,10 @@ def plot_sweep(
     rows: list[dict], x: str, path: str | Path, metric: str = "nmi", criterion: str = "best_k",
     log_x: bool = False,
 ) -> Path:
-    """One panel per dataset: mean ``metric`` (± std band) against ``x`` (``theta`` or ``ensemble_size``), a line per method."""
+    """One panel per dataset: mean ``metric`` (± std band) against ``x`` (``theta`` or ``ensemble_size``).
+
+    One line per method.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -252,3 +263,171 @@ def tally_markdown(tally: list[dict], metric: str) -> str:
     for method in ours:
         lines.append(f"| {method} | " + " | ".join(cell.get((method, b), "—") for b in baselines) + " |")
     return "\n".join(lines)
+
+
+# --- Orchestration shared by `lwec study` and the `lwec-paper-studies` flow -------------------------
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One of the paper's sweeps: the row key it varies, its file stem and figure axis."""
+
+    x: str
+    stem: str
+    label: str
+    log_x: bool
+
+
+#: The two sweeps by name (the row key each one varies).
+SWEEPS = {
+    "theta": Sweep("theta", "theta_sweep", "θ sweep", log_x=True),
+    "ensemble_size": Sweep("ensemble_size", "ensemble_size_sweep", "ensemble-size sweep", log_x=False),
+}
+#: Files of the significance study.
+SIGNIFICANCE_STEMS = ("significance_tests", "significance_tally")
+SIGNIFICANCE_MARKDOWN = "significance.md"
+
+
+@dataclass(frozen=True)
+class StudyOutput:
+    """What a study wrote.
+
+    Attributes
+    ----------
+    files : paths written, in order (CSV, JSON, then figures or markdown)
+    rows : number of rows (sweep rows, or tally rows for significance)
+    markdown : a short markdown report (a summary line; the tables for significance)
+    """
+
+    files: list[Path]
+    rows: int
+    markdown: str
+
+
+def _sweep(name: str) -> Sweep:
+    try:
+        return SWEEPS[name]
+    except KeyError:
+        raise LwecInputError(f"unknown sweep {name!r}; one of {', '.join(SWEEPS)}") from None
+
+
+def sweep_figure_paths(sweep: str, out_dir: str | Path) -> list[Path]:
+    """``<metric>_vs_<x>.png`` for every metric (NMI, ARI) of ``sweep``."""
+    return [Path(out_dir, f"{metric}_vs_{_sweep(sweep).x}.png") for metric in METRICS]
+
+
+def sweep_pool(
+    sweep: str,
+    source: str | Path,
+    values: Sequence[float],
+    *,
+    methods: str | Sequence[str],
+    runs: int = 20,
+    ensemble_size: int = 10,
+    theta: float = DEFAULT_THETA,
+    seed: int = 0,
+    ks: Sequence[int] | str = DEFAULT_KS,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict]:
+    """Load the pool at ``source`` and run ``sweep`` (``"theta"`` or ``"ensemble_size"``) over ``values``.
+
+    ``ensemble_size`` is M of the θ sweep and ``theta`` the θ of the
+    ensemble-size sweep; the other one is what varies.
+    """
+    kind = _sweep(sweep)
+    pool = load_pool(source)
+    if kind.x == "theta":
+        return theta_sweep(pool, values, methods=methods, runs=runs, ensemble_size=ensemble_size, seed=seed,
+                           ks=ks, progress=progress)
+    return ensemble_size_sweep(pool, values, methods=methods, runs=runs, theta=theta, seed=seed, ks=ks,
+                               progress=progress)
+
+
+def write_sweep(sweep: str, rows: list[dict], out_dir: str | Path) -> StudyOutput:
+    """Write ``<stem>.csv``, ``<stem>.json`` and the NMI and ARI figures of ``sweep`` in ``out_dir``."""
+    kind = _sweep(sweep)
+    files = list(write_rows(rows, out_dir, kind.stem))
+    for metric, path in zip(METRICS, sweep_figure_paths(sweep, out_dir)):
+        files.append(plot_sweep(rows, kind.x, path, metric=metric, log_x=kind.log_x))
+    names = ", ".join(path.name for path in files if path.suffix != ".json")
+    return StudyOutput(files, len(rows), f"{kind.label}: {len(rows)} rows → {names}")
+
+
+def run_sweep(
+    sweep: str,
+    sources: Sequence[str | Path],
+    values: Sequence[float],
+    out_dir: str | Path,
+    **protocol,
+) -> StudyOutput:
+    """:func:`sweep_pool` on every pool, then :func:`write_sweep` of all rows.
+
+    ``protocol`` holds :func:`sweep_pool`'s keyword arguments (methods, runs,
+    ensemble_size, theta, seed, ks, progress).
+    """
+    rows = []
+    for source in sources:
+        rows += sweep_pool(sweep, source, values, **protocol)
+    return write_sweep(sweep, rows, out_dir)
+
+
+def reproduce_to_file(
+    source: str | Path,
+    out_dir: str | Path,
+    *,
+    methods: str | Sequence[str],
+    runs: int = 20,
+    ensemble_size: int = 10,
+    theta: float = DEFAULT_THETA,
+    seed: int = 0,
+    ks: Sequence[int] | str = DEFAULT_KS,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Run the comparison protocol on the pool at ``source``; write and return ``<out>/reproduce_<name>.json``.
+
+    The file is what ``lwec reproduce --json`` writes, so it feeds
+    :func:`write_significance` like the command's output does.
+    """
+    pool = load_pool(source)
+    result = reproduce(pool, runs=runs, ensemble_size=ensemble_size, theta=theta, seed=seed, methods=methods,
+                       ks=ks, progress=progress)
+    path = Path(out_dir, f"reproduce_{pool.name}.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    return path
+
+
+def load_results(paths: Sequence[str | Path]) -> list[dict]:
+    """Reproduction summaries from JSON files written by ``lwec reproduce --json`` or :func:`reproduce_to_file`."""
+    results = []
+    for path in paths:
+        try:
+            results.append(json.loads(Path(path).read_text()))
+        except (OSError, json.JSONDecodeError) as error:
+            raise LwecInputError(f"cannot read reproduction result {path}: {error}") from error
+    return results
+
+
+def write_significance(
+    results: Sequence[dict | str | Path],
+    out_dir: str | Path,
+    *,
+    ours: Sequence[str] = ("LWEA", "LWGP"),
+    alpha: float = ALPHA,
+) -> StudyOutput:
+    """t-tests of ``ours`` against the other methods, written to ``out_dir``.
+
+    ``results`` are reproduction summaries or paths of their JSON files. Writes
+    ``significance_tests.{csv,json}``, ``significance_tally.{csv,json}`` and
+    ``significance.md`` (the paper's tables, NMI then ARI), which is also the
+    returned markdown.
+    """
+    loaded = [r if isinstance(r, dict) else load_results([r])[0] for r in results]
+    tests, tally = significance(loaded, ours=ours, alpha=alpha)
+    tests_stem, tally_stem = SIGNIFICANCE_STEMS
+    files = [*write_rows(tests, out_dir, tests_stem), *write_rows(tally, out_dir, tally_stem)]
+    text = "\n\n".join(tally_markdown(tally, metric) for metric in METRICS)
+    markdown_path = Path(out_dir, SIGNIFICANCE_MARKDOWN)
+    markdown_path.write_text(text + "\n")
+    files.append(markdown_path)
+    return StudyOutput(files, len(tally), text)

@@ -1,32 +1,30 @@
-"""Engines from database URLs, and URLs safe to print or log."""
+"""Engines from database URLs, and URLs safe to print or log.
+
+The masking functions (:func:`mask_url`, :func:`url_has_credentials`) live in
+:mod:`lwec_tasks.masking`, shared with the MLflow edge, and are re-exported here.
+"""
 
 from __future__ import annotations
 
 import os
-import re
+from collections.abc import Callable
 
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.masking import (  # noqa: F401 - re-exported for callers of this module
+    MASK,
+    SECRET_QUERY_KEYS,
+    mask_query_value,
+    mask_url,
+    url_has_credentials,
+)
 
 
 class DatabaseUnreachableError(ConnectionError):
     """The database could not be reached (worth retrying, unlike bad input)."""
 
-
-#: Query-string parameters whose values are credentials (compared case-insensitively).
-SECRET_QUERY_KEYS = frozenset({
-    "password", "pwd", "passwd", "pass", "sslpassword", "token", "access_token", "auth_token",
-    "secret", "client_secret", "api_key", "apikey", "sslkey_password",
-})
-#: Query-string parameters holding a whole driver connection string (``KEY=value;...``).
-_CONNECTION_STRING_KEYS = frozenset({"odbc_connect", "connection_string", "connect_string"})
-_CONNECTION_STRING_SECRET = re.compile(
-    r"(?i)(?<![A-Za-z_])(pwd|password|passwd|pass|token|access_token|accesstoken|secret)(\s*=\s*)"
-    r"(\{(?:[^}]|\}\})*\}|[^;]*)"
-)
-MASK = "***"
 
 #: pip package that provides each database driver module SQLAlchemy may import.
 DRIVER_PACKAGES = {
@@ -46,67 +44,37 @@ DRIVER_PACKAGES = {
 }
 
 
-def mask_query_value(key: str, value: str) -> str:
-    """``value`` of query parameter ``key``, with credentials replaced by ``***``."""
-    lowered = key.lower()
-    if lowered in SECRET_QUERY_KEYS:
-        return MASK
-    if lowered in _CONNECTION_STRING_KEYS:
-        return _CONNECTION_STRING_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", value)
-    return value
+#: Resolvers of database-URL references ``PREFIX:NAME`` by prefix; each maps NAME to a URL.
+URL_RESOLVERS: dict[str, Callable[[str], str]] = {}
 
 
-def mask_url(url: str | sa.URL) -> str:
-    """Return ``url`` with any password replaced by ``***``.
-
-    Passwords in the user-info part and credentials in the query string
-    (``password``, ``pwd``, ``sslpassword``, ``token``, ``PWD=`` inside
-    ``odbc_connect``, ...) are hidden. Strings that do not parse as a URL are
-    returned with everything before an ``@`` hidden and any query string
-    dropped, so a malformed URL cannot leak a password either.
-    """
-    try:
-        parsed = url if isinstance(url, sa.URL) else sa.make_url(url)
-    except ArgumentError:
-        text = url.split("?", 1)[0] + ("?***" if "?" in url else "")
-        return "***@" + text.rsplit("@", 1)[1] if "@" in text else text
-    query = {
-        key: tuple(mask_query_value(key, v) for v in value) if isinstance(value, tuple)
-        else mask_query_value(key, value)
-        for key, value in parsed.query.items()
-    }
-    rendered = parsed.set(query=query).render_as_string(hide_password=True)
-    return rendered.replace("%2A%2A%2A", MASK)
-
-
-def url_has_credentials(url: str | sa.URL) -> bool:
-    """Whether ``url`` carries a password (in its user-info part or its query string)."""
-    try:
-        parsed = url if isinstance(url, sa.URL) else sa.make_url(url)
-    except ArgumentError:
-        return "@" in url or "?" in url
-    if parsed.password is not None:
-        return True
-    for key, value in parsed.query.items():
-        for item in value if isinstance(value, tuple) else (value,):
-            if mask_query_value(key, item) != item:
-                return True
-    return False
+def register_url_resolver(prefix: str, resolver: Callable[[str], str]) -> None:
+    """Resolve ``database_url`` values of the form ``PREFIX:NAME`` with ``resolver(NAME)``."""
+    URL_RESOLVERS[prefix] = resolver
 
 
 def resolve_database_url(database_url: str) -> str:
-    """``database_url`` itself, or for ``env:VAR`` the value of environment variable VAR.
+    """``database_url`` itself, or the URL a reference names.
 
-    The ``env:`` form keeps credentials out of flow parameters (which the
-    Prefect UI shows).
+    ``env:VAR`` reads environment variable VAR; other prefixes (``block:NAME``,
+    ``secret:NAME``) go to the resolver registered for them. References keep
+    credentials out of flow parameters (which the Prefect UI shows).
     """
-    if not database_url.startswith("env:"):
-        return database_url
-    variable = database_url[len("env:"):]
-    value = os.environ.get(variable)
-    if not value:
-        raise LwecInputError(f"database_url={database_url!r}: environment variable {variable!r} is not set")
-    return value
+    prefix, _, name = database_url.partition(":")
+    if prefix == "env" and name:
+        value = os.environ.get(name)
+        if not value:
+            raise LwecInputError(f"database_url={database_url!r}: environment variable {name!r} is not set")
+        return value
+    if prefix in URL_RESOLVERS and name:
+        return URL_RESOLVERS[prefix](name)
+    return database_url
+
+
+def is_reference(database_url: str) -> bool:
+    """Whether ``database_url`` names where the URL is kept (``env:``, ``block:``, ``secret:``), not the URL."""
+    prefix, _, name = database_url.partition(":")
+    return bool(name) and (prefix == "env" or prefix in URL_RESOLVERS or prefix in ("block", "secret"))
 
 
 def open_engine(database_url: str, *, connect_timeout: int = 10) -> sa.Engine:

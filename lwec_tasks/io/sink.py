@@ -146,7 +146,7 @@ def write_labels(
         "seed": None if rows.seed is None else int(rows.seed),
         "source_table": rows.source_table,
         "flow_run_id": rows.flow_run_id,
-        "written_at": dt.datetime.now(dt.timezone.utc),
+        "written_at": dt.datetime.now(dt.UTC),
     }
     # Python scalars only: numpy integers would be stored as BLOBs by sqlite3.
     records = [

@@ -1,23 +1,24 @@
 """Prefect tasks of the consensus pipeline: thin wrappers over the library.
 
-load → generate base clusterings → ECI → consensus (LWEA | LWGP) → write labels → log to MLflow.
+load → generate base clusterings → ECI → consensus (LWEA | LWGP) → write labels → log to MLflow → summary.
+Importing this package registers the ``block:`` and ``secret:`` database URL references.
 """
 
+from lwec_tasks.tasks import credentials  # noqa: F401 - registers the Prefect block URL resolvers
 from lwec_tasks.tasks.cluster import ClusterReliability, cluster_reliability, consensus_labels, generate_ensemble
 from lwec_tasks.tasks.load import LoadedFeatures, load_features
-from lwec_tasks.request import METHODS, ConsensusRequest, Method
-from lwec_tasks.tasks.sink import log_to_mlflow, write_label_rows
+from lwec_tasks.tasks.sink import write_label_rows
+from lwec_tasks.tasks.summary import publish_summary
+from lwec_tasks.tasks.track import log_to_mlflow
 
 __all__ = [
-    "METHODS",
     "ClusterReliability",
-    "ConsensusRequest",
     "LoadedFeatures",
-    "Method",
     "cluster_reliability",
     "consensus_labels",
     "generate_ensemble",
     "load_features",
     "log_to_mlflow",
+    "publish_summary",
     "write_label_rows",
 ]

@@ -9,6 +9,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.tasks.timings import record_stage_time
 
 
 @dataclass(frozen=True)
@@ -20,10 +21,10 @@ class ClusterReliability:
 
 
 # Arrays are never hashed for cache keys (NO_CACHE): every run recomputes.
-@task(name="generate-base-clusterings", cache_policy=NO_CACHE)
+@task(name="generate-base-clusterings", cache_policy=NO_CACHE, on_completion=[record_stage_time])
 def generate_ensemble(X: np.ndarray, ensemble_size: int, seed: int | None) -> Ensemble:
     """M = ``ensemble_size`` k-means base clusterings of X (N, d), encoded once as an :class:`Ensemble`."""
-    from lwec_tasks import generate_base_clusterings
+    from lwec_tasks.core.base_clusterings import generate_base_clusterings
 
     labels = generate_base_clusterings(X, n_clusterings=ensemble_size, random_state=seed)
     ensemble = Ensemble(labels)
@@ -36,10 +37,10 @@ def generate_ensemble(X: np.ndarray, ensemble_size: int, seed: int | None) -> En
     return ensemble
 
 
-@task(name="ensemble-driven-cluster-index", cache_policy=NO_CACHE)
+@task(name="ensemble-driven-cluster-index", cache_policy=NO_CACHE, on_completion=[record_stage_time])
 def cluster_reliability(ensemble: Ensemble, theta: float) -> ClusterReliability:
     """Uncertainty and ECI of every base cluster (paper Defs. 3–5)."""
-    from lwec_tasks import cluster_uncertainty, eci
+    from lwec_tasks.core.eci import cluster_uncertainty, eci
 
     reliability = ClusterReliability(cluster_uncertainty(ensemble), eci(ensemble, theta))
     get_run_logger().info(
@@ -49,20 +50,16 @@ def cluster_reliability(ensemble: Ensemble, theta: float) -> ClusterReliability:
     return reliability
 
 
-@task(name="consensus", cache_policy=NO_CACHE)
+@task(name="consensus", cache_policy=NO_CACHE, on_completion=[record_stage_time])
 def consensus_labels(ensemble: Ensemble, method: str, n_clusters: int, theta: float, seed: int | None) -> np.ndarray:
-    """Consensus labels (N,) by LWEA (LWCA + average link) or LWGP (weighted bipartite graph + Tcut)."""
-    if method == "lwea":
-        from lwec_tasks import lwea
+    """Consensus labels (N,) by the registered pipeline ``method`` (LWEA or LWGP)."""
+    from lwec_tasks.methods import pipeline_method, run_method
 
-        labels = lwea(ensemble, n_clusters, theta=theta)
-    else:
-        from lwec_tasks import lwgp
-
-        labels = lwgp(ensemble, n_clusters, theta=theta, random_state=seed)
+    chosen = pipeline_method(method)
+    labels = run_method(chosen, ensemble, n_clusters, theta=theta, random_state=seed)
     sizes = np.bincount(np.asarray(labels, dtype=np.int64))
     get_run_logger().info(
         "%s found %d clusters (requested %d); sizes from %d to %d",
-        method.upper(), int((sizes > 0).sum()), n_clusters, int(sizes[sizes > 0].min()), int(sizes.max()),
+        chosen.name, int((sizes > 0).sum()), n_clusters, int(sizes[sizes > 0].min()), int(sizes.max()),
     )
     return labels

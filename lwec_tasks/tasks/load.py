@@ -9,10 +9,11 @@ import sqlalchemy as sa
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from lwec_tasks.io.features import PreparedFeatures, plan_columns, prepare_features
 from lwec_tasks.io import check_label_table, describe_source, id_key_type, mask_url, open_engine, read_rows
+from lwec_tasks.io.features import PreparedFeatures, plan_columns, prepare_features
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
+from lwec_tasks.tasks.timings import record_stage_time
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,6 @@ class LoadedFeatures:
     features: PreparedFeatures
     id_column: str | None
     id_type: sa.types.TypeEngine | None
-    seconds: float
 
 
 @task(
@@ -34,6 +34,7 @@ class LoadedFeatures:
     retry_delay_seconds=DB_RETRY_DELAYS,
     retry_condition_fn=retry_if_unreachable,
     cache_policy=NO_CACHE,
+    on_completion=[record_stage_time],
 )
 def load_features(request: ConsensusRequest) -> LoadedFeatures:
     """Reflect the source table, check every column and the output table, read and prepare the rows.
@@ -92,4 +93,4 @@ def load_features(request: ConsensusRequest) -> LoadedFeatures:
     # Settled here, before any computation: a column without a usable declared type
     # (SQLite `create table t (id, ...)`) gets one inferred from its values.
     id_type = id_key_type(features.ids, source.table.c[plan.id_column].type) if plan.id_column else None
-    return LoadedFeatures(features, plan.id_column, id_type, seconds)
+    return LoadedFeatures(features, plan.id_column, id_type)

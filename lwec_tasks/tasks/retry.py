@@ -1,20 +1,47 @@
-"""Retry policy for tasks that talk to a database: retry only when it did not answer."""
+"""Retry policies for tasks that talk to a database or an MLflow store: retry only when it did not answer."""
 
 from __future__ import annotations
 
+import re
+
 from lwec_tasks.io import DatabaseUnreachableError
 
-#: Attempts after the first, and the waits (seconds) before each.
+#: Attempts after the first for database tasks, and the waits (seconds) before each.
 DB_RETRIES = 2
 DB_RETRY_DELAYS = [2, 5]
+#: Attempts after the first for MLflow logging, and the waits before each.
+TRACKING_RETRIES = 2
+TRACKING_RETRY_DELAYS = [3, 10]
+
+#: What MLflow's REST and SQL clients say when the store does not answer (as opposed to refusing the run).
+_UNREACHABLE = re.compile(
+    r"Max retries exceeded|Connection refused|ConnectionError|ConnectTimeout|timed out|"
+    r"Name or service not known|Temporary failure in name resolution|could not connect|"
+    r"server closed the connection|database is locked",
+    re.IGNORECASE,
+)
+
+
+def _raised(state) -> BaseException | None:
+    try:
+        state.result()
+    except BaseException as error:  # noqa: BLE001 - the state's own exception, inspected below
+        return error
+    return None
 
 
 def retry_if_unreachable(task, task_run, state) -> bool:
-    """Prefect ``retry_condition_fn``: retry connection failures, never bad input."""
-    try:
-        state.result()
-    except DatabaseUnreachableError:
-        return True
-    except Exception:
-        return False
-    return False
+    """Prefect ``retry_condition_fn`` for database tasks: retry connection failures, never bad input."""
+    return isinstance(_raised(state), DatabaseUnreachableError)
+
+
+def retry_if_tracking_unreachable(task, task_run, state) -> bool:
+    """Prefect ``retry_condition_fn`` for the MLflow task: retry when the store did not answer.
+
+    A store that answers with an error (a bad experiment, a permission problem)
+    is not retried.
+    """
+    from lwec_tasks.tracking import TrackingError
+
+    error = _raised(state)
+    return isinstance(error, (TrackingError, ConnectionError)) and bool(_UNREACHABLE.search(str(error)))

@@ -1,18 +1,17 @@
-"""Tasks: write labels back to the database, log the run to MLflow."""
+"""Task: write the consensus labels back to the database."""
 
 from __future__ import annotations
 
-import sqlalchemy as sa
+import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 
 from lwec_tasks.io import LabelRows, mask_url, open_engine, write_labels
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.tasks.load import LoadedFeatures
 from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
-from lwec_tasks.tracking import RunRecord, log_run, mask_uri
-
-#: Attempts after the first for MLflow logging, and the wait before it.
-TRACKING_RETRIES = 1
-TRACKING_RETRY_DELAY = 3
+from lwec_tasks.tasks.timings import record_stage_time
 
 
 @task(
@@ -21,33 +20,22 @@ TRACKING_RETRY_DELAY = 3
     retry_delay_seconds=DB_RETRY_DELAYS,
     retry_condition_fn=retry_if_unreachable,
     cache_policy=NO_CACHE,
+    on_completion=[record_stage_time],
 )
-def write_label_rows(database_url: str, output_table: str, rows: LabelRows,
-                     id_type: sa.types.TypeEngine | None) -> int:
-    """Replace this run's rows of ``output_table`` in one transaction; returns rows written."""
-    engine = open_engine(database_url)
+def write_label_rows(request: ConsensusRequest, loaded: LoadedFeatures, labels: np.ndarray) -> int:
+    """Replace this run's rows (its run key) of the labels table in one transaction; returns rows written."""
+    rows = LabelRows(
+        run_key=request.run_key, ids=loaded.features.ids, labels=labels, k=request.n_clusters,
+        method=request.method, theta=request.theta, ensemble_size=request.ensemble_size, seed=request.seed,
+        source_table=request.table, flow_run_id=flow_run.id,
+    )
+    engine = open_engine(request.database_url)
     try:
-        written = write_labels(engine, output_table, rows, id_type=id_type)
+        written = write_labels(engine, request.resolved_output_table, rows, id_type=loaded.id_type)
     finally:
         engine.dispose()
     get_run_logger().info(
         "Wrote %d labels to table %r of %s (run key %r; earlier rows of this key replaced)",
-        written, output_table, mask_url(database_url), rows.run_key,
+        written, request.resolved_output_table, mask_url(request.database_url), rows.run_key,
     )
     return written
-
-
-@task(
-    name="log-to-mlflow",
-    retries=TRACKING_RETRIES,
-    retry_delay_seconds=TRACKING_RETRY_DELAY,
-    cache_policy=NO_CACHE,
-)
-def log_to_mlflow(record: RunRecord, tracking_uri: str, experiment: str, run_name: str | None) -> str:
-    """Log params, metrics, labels, ECI table and figures as one MLflow run; returns its run id."""
-    run_id = log_run(record, tracking_uri=tracking_uri, experiment=experiment, run_name=run_name)
-    get_run_logger().info(
-        "Logged MLflow run %s in experiment %r at %s (%d params, %d metrics, %d figures)",
-        run_id, experiment, mask_uri(tracking_uri), len(record.params), len(record.metrics), len(record.figures),
-    )
-    return run_id

@@ -1,12 +1,18 @@
-"""MLflow edge of the pipeline: where runs are logged and what a run record holds."""
+"""MLflow edge of the pipeline: where runs are logged and what a run record holds.
 
-from lwec_tasks.tracking.runs import (
-    RunRecord,
+- :mod:`~lwec_tasks.tracking.store` — tracking URI, default store, experiment and artifact location, run links
+- :mod:`~lwec_tasks.tracking.runs` — writing runs (:func:`log_run`, :func:`run_writer`)
+- :mod:`~lwec_tasks.tracking.figures` — the figures logged with a consensus run
+- :mod:`~lwec_tasks.tracking.reproduction` — logging a reproduction (parent run, nested run per method)
+"""
+
+from lwec_tasks.masking import url_has_credentials
+from lwec_tasks.tracking.figures import cluster_size_figure, eci_figure
+from lwec_tasks.tracking.reproduction import log_reproduction
+from lwec_tasks.tracking.runs import RunRecord, RunWriter, log_run, run_writer
+from lwec_tasks.tracking.store import (
     TrackingError,
-    cluster_size_figure,
     default_tracking_uri,
-    eci_figure,
-    log_run,
     mask_uri,
     resolve_tracking_uri,
     run_page_url,
@@ -14,12 +20,16 @@ from lwec_tasks.tracking.runs import (
 
 __all__ = [
     "RunRecord",
+    "RunWriter",
     "TrackingError",
     "cluster_size_figure",
     "default_tracking_uri",
     "eci_figure",
+    "log_reproduction",
     "log_run",
     "mask_uri",
     "resolve_tracking_uri",
     "run_page_url",
+    "run_writer",
+    "url_has_credentials",
 ]

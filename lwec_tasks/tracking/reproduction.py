@@ -1,17 +1,21 @@
 """Log a reproduction summary to MLflow: one parent run, one nested run per method.
 
-Uses :class:`mlflow.MlflowClient` with explicit run ids (no global active run),
-so it is safe to call from any thread.
+Written with the same helper, default store and artifact location as
+consensus runs (:mod:`lwec_tasks.tracking.runs`, :mod:`lwec_tasks.tracking.store`),
+by explicit run ids, so it is safe to call from any thread.
 """
 
 from __future__ import annotations
 
-import os
+from lwec_tasks.tracking.runs import run_writer
+from lwec_tasks.tracking.store import resolve_tracking_uri
 
-DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+#: Experiment reproductions go to unless told otherwise.
+DEFAULT_EXPERIMENT = "lwec-reproduce"
 
 
-def _metrics(summary: dict) -> dict[str, float]:
+def reproduction_metrics(summary: dict) -> dict[str, float]:
+    """Metrics of one method's summary: ``<nmi|ari>_<best_k|true_k>_<mean|std>`` and ``seconds_mean``."""
     out = {}
     for metric in ("nmi", "ari"):
         for criterion in ("best_k", "true_k"):
@@ -23,46 +27,43 @@ def _metrics(summary: dict) -> dict[str, float]:
     return out
 
 
-def log_reproduction(result: dict, tracking_uri: str | None = None, experiment: str = "lwec-reproduce") -> str:
-    """Log ``result`` (from :func:`lwec_tasks.experiments.reproduce.reproduce`); return the parent run id.
-
-    The tracking URI is ``tracking_uri``, else ``$MLFLOW_TRACKING_URI``, else
-    ``sqlite:///mlflow.db`` (set explicitly so a stray ``./mlruns`` is never used).
-    """
-    from mlflow import MlflowClient
-    from mlflow.entities import Metric, Param
-
-    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
-    client = MlflowClient(tracking_uri=uri)
-    found = client.get_experiment_by_name(experiment)
-    experiment_id = found.experiment_id if found else client.create_experiment(experiment)
-    shared = {
+def reproduction_params(result: dict) -> dict[str, object]:
+    """Params shared by the parent run and every method's run."""
+    ks = list(result["ks"])
+    contiguous = ks == list(range(min(ks), max(ks) + 1))
+    return {
         "dataset": result["dataset"],
         "runs": result["runs"],
         "ensemble_size": result["ensemble_size"],
         "theta": result["theta"],
         "seed": result["seed"],
-        "ks": f"{min(result['ks'])}..{max(result['ks'])}" if result["ks"] == list(
-            range(min(result["ks"]), max(result["ks"]) + 1)
-        ) else ",".join(map(str, result["ks"])),
+        "ks": f"{min(ks)}..{max(ks)}" if contiguous else ",".join(map(str, ks)),
     }
-    parent = client.create_run(experiment_id, run_name=f"reproduce {result['dataset']}")
-    parent_id = parent.info.run_id
-    params = [Param(k, str(v)) for k, v in shared.items()]
-    params.append(Param("methods", ",".join(result["methods"])))
-    client.log_batch(parent_id, params=params)
-    for name, summary in result["methods"].items():
-        child = client.create_run(
-            experiment_id, run_name=name, tags={"mlflow.parentRunId": parent_id, "method": name}
+
+
+def log_reproduction(result: dict, tracking_uri: str | None = None, experiment: str = DEFAULT_EXPERIMENT) -> str:
+    """Log ``result`` (from :func:`lwec_tasks.experiments.reproduce.reproduce`); return the parent run id.
+
+    The parent run holds the shared params, ``methods`` and the whole result as
+    ``reproduction.json``; each method gets a nested run (tag ``method``) with
+    its mean/std scores as metrics. The store is
+    :func:`~lwec_tasks.tracking.resolve_tracking_uri` of ``tracking_uri``
+    (``env:VAR`` accepted; default ``$MLFLOW_TRACKING_URI``, else
+    ``sqlite:///<cwd>/mlflow.db``). Raises :class:`~lwec_tasks.tracking.TrackingError`
+    when the store cannot be reached or a write fails.
+    """
+    uri = resolve_tracking_uri(tracking_uri)
+    shared = reproduction_params(result)
+    with run_writer(uri, experiment) as writer:
+        parent_id = writer.start_run(
+            f"reproduce {result['dataset']}", params={**shared, "methods": ",".join(result["methods"])}
         )
-        child_id = child.info.run_id
-        metrics = [Metric(k, v, 0, 0) for k, v in _metrics(summary).items()]
-        client.log_batch(
-            child_id,
-            metrics=metrics,
-            params=[Param(k, str(v)) for k, v in shared.items()] + [Param("method", name)],
-        )
-        client.set_terminated(child_id)
-    client.log_dict(parent_id, result, "reproduction.json")
-    client.set_terminated(parent_id)
+        for name, summary in result["methods"].items():
+            child_id = writer.start_run(
+                name, params={**shared, "method": name}, metrics=reproduction_metrics(summary),
+                tags={"method": name}, parent_run_id=parent_id,
+            )
+            writer.finish(child_id)
+        writer.log_dict(parent_id, result, "reproduction.json")
+        writer.finish(parent_id)
     return parent_id

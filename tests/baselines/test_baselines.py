@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.spatial.distance import squareform
+from scipy.cluster.hierarchy import fcluster
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
+from benchmarks import references as reference
 from lwec_tasks import Ensemble, LwecInputError, lwgp
 from lwec_tasks.baselines import cspa, eac, hbgf, kcc, mcla, ncai, sec, weac
 from lwec_tasks.baselines.coassociation import coassociation_dendrogram
@@ -87,16 +87,6 @@ def test_eac_hand_example():
     np.testing.assert_array_equal(eac(labels, 4), [0, 0, 1, 2, 3, 3])
 
 
-def dense_weighted_average_link(labels, weights):
-    """Reference: scipy average linkage on the dense N × N weighted co-association."""
-    n = labels.shape[0]
-    similarity = np.zeros((n, n))
-    for m in range(labels.shape[1]):
-        similarity += weights[m] * (labels[:, m][:, None] == labels[:, m][None, :])
-    distance = squareform(1.0 - similarity, checks=False)
-    return linkage(np.clip(distance, 0, None), "average")
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_coassociation_dendrogram_matches_dense_average_linkage(seed):
     rng = np.random.default_rng(seed)
@@ -104,7 +94,7 @@ def test_coassociation_dendrogram_matches_dense_average_linkage(seed):
     # Generic weights make ties between merge heights (almost surely) absent,
     # so the dendrogram is unique and both implementations must agree exactly.
     weights = rng.dirichlet(np.ones(labels.shape[1]))
-    tree = dense_weighted_average_link(labels, weights)
+    tree = reference.similarity_linkage(reference.coassociation(labels, weights))
     heights = tree[:, 2]
     n = len(labels)
     # Identical objects still tie (distance 0, and equal distances to others);

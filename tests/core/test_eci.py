@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-import reference
+from benchmarks import references as reference
 from lwec_tasks import Ensemble, LwecInputError, cluster_uncertainty, eci
 
 
@@ -100,7 +100,7 @@ def test_eci_matches_literal_definition(labels, theta):
 def test_eci_in_unit_interval_and_one_exactly_for_unsplit_clusters(labels, theta):
     values = eci(labels, theta)
     assert np.all(values > 0) and np.all(values <= 1)
-    for (column, members), value in zip(reference.clusters_in_order(labels), values):
+    for (_, members), value in zip(reference.clusters_in_order(labels), values):
         unsplit = all(len(set(labels[members, m].tolist())) == 1 for m in range(labels.shape[1]))
         assert (value == 1.0) == unsplit
 

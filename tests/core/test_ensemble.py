@@ -102,7 +102,10 @@ def test_bad_input_is_rejected_with_a_clear_message(labels, message):
 
 
 @pytest.mark.parametrize("function", [lwea, lwgp])
-@pytest.mark.parametrize("k, message", [(1, ">= 2"), (0, ">= 2"), (2.5, "int or a sequence of ints"), ([3, 2.5], "must contain integers"), ([], "empty")])
+@pytest.mark.parametrize(
+    "k, message",
+    [(1, ">= 2"), (0, ">= 2"), (2.5, "int or a sequence of ints"), ([3, 2.5], "must contain integers"), ([], "empty")],
+)
 def test_bad_n_clusters(function, k, message):
     with pytest.raises(LwecInputError, match=message):
         function(LABELS, k)

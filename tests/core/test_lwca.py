@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-import reference
+from benchmarks import references as reference
 from lwec_tasks import LwecMemoryError, lwca
 
 label_matrices = st.integers(2, 25).flatmap(

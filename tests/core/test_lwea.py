@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
-from scipy.cluster.hierarchy import cut_tree, linkage
+from scipy.cluster.hierarchy import cut_tree, fcluster, is_valid_linkage
 from scipy.spatial.distance import squareform
 
-import reference
+from benchmarks import references as reference
 from helpers.pools import draw_ensemble, load_pool
-from lwec_tasks import LWEA, Ensemble, LwecMemoryError, ari, eci, lwea
+from lwec_tasks import LWEA, Ensemble, LwecMemoryError, ari, eci, lwea, lwea_linkage
 from lwec_tasks.core.average_linkage import weighted_average_linkage
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 
@@ -54,12 +54,7 @@ def weighted_points(draw):
 @given(weighted_points())
 def test_weighted_linkage_and_cuts_equal_average_linkage_on_expanded_objects(points):
     condensed, sizes, intra = points
-    group_of = np.repeat(np.arange(len(sizes)), sizes)
-    expanded = squareform(condensed)[np.ix_(group_of, group_of)]
-    same = group_of[:, None] == group_of[None, :]
-    expanded[same] = intra[group_of][np.nonzero(same)[0]]
-    np.fill_diagonal(expanded, 0.0)
-    dense_tree = linkage(squareform(expanded, checks=False), method="average")
+    dense_tree, group_of = reference.expanded_average_linkage(condensed, sizes, intra)
     tree = weighted_average_linkage(condensed.copy(), sizes)
     dendrogram = MicroclusterDendrogram(tree, intra, group_of, sizes)
     assert np.sort(np.concatenate([tree[:, 2], np.repeat(intra, sizes - 1)])) == pytest.approx(
@@ -93,6 +88,66 @@ def test_pool_cuts_equal_the_dense_reference(pool, draw):
     members, _ = load_pool(pool)
     labels = draw_ensemble(members, 10, seed=0, run=draw)
     _assert_same_partitions(lwea(labels, KS), reference.dense_lwea(labels, KS, 0.4))
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    return ari(a, b) == 1.0
+
+
+def _ensemble_with_repeated_rows(seed: int) -> np.ndarray:
+    """40 distinct random label rows, each repeated 1–6 times, in shuffled order."""
+    rng = np.random.default_rng(seed)
+    rows = np.unique(rng.integers(0, 4, size=(60, 5)), axis=0)[:40]
+    repeated = np.repeat(rows, rng.integers(1, 7, size=len(rows)), axis=0)
+    return repeated[rng.permutation(len(repeated))]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lwea_linkage_is_a_scipy_linkage_whose_cuts_are_the_lwea_cuts(seed):
+    labels = _ensemble_with_repeated_rows(seed)
+    ensemble = Ensemble(labels)
+    n_micro = ensemble.n_microclusters
+    microcluster_of, tree = lwea_linkage(labels, theta=0.4)
+    assert tree.shape == (n_micro - 1, 4) and tree.dtype == np.float64
+    assert is_valid_linkage(tree, throw=True)
+    assert np.all(np.diff(tree[:, 2]) >= 0)
+    assert tree[-1, 3] == n_micro
+    assert np.array_equal(microcluster_of, ensemble.microcluster_of)
+
+    ks = list(range(2, n_micro + 1))
+    cuts = lwea(labels, ks, theta=0.4)
+    heights = tree[:, 2]
+    compared = fcluster_compared = 0
+    for j, k in enumerate(ks):
+        whole = len(np.unique(np.column_stack([microcluster_of, cuts[:, j]]), axis=0)) == n_micro
+        if not whole:  # lwea split a microcluster: Z, whose leaves are microclusters, cannot
+            continue
+        compared += 1
+        assert _same_partition(cut_tree(tree, n_clusters=k).ravel()[microcluster_of], cuts[:, j]), k
+        if heights[n_micro - k] - heights[n_micro - k - 1] > 1e-12:  # no tie at the cut
+            fcluster_compared += 1
+            by_fcluster = fcluster(tree, k, criterion="maxclust")
+            assert _same_partition(by_fcluster[microcluster_of], cuts[:, j]), k
+    assert compared >= 10 and fcluster_compared >= 10
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_lwea_linkage_distances_are_size_weighted_average_linkage_of_the_microclusters(seed):
+    """scipy's average linkage on the microclusters expanded into their objects at distance 0."""
+    labels = _ensemble_with_repeated_rows(seed)
+    microcluster_of, tree = lwea_linkage(labels, theta=0.4)
+    representatives = np.unique(microcluster_of, return_index=True)[1]
+    distance = 1.0 - reference.lwca(labels, 0.4)[np.ix_(representatives, representatives)]
+    sizes = np.bincount(microcluster_of)
+    expanded_tree, _ = reference.expanded_average_linkage(squareform(distance, checks=False), sizes)
+    # Objects of one microcluster merge first, at 0; then the microclusters.
+    n_intra = int(np.sum(sizes - 1))
+    assert np.all(expanded_tree[:n_intra, 2] == 0) and np.all(expanded_tree[n_intra:, 2] > 0)
+    np.testing.assert_allclose(tree[:, 2], expanded_tree[n_intra:, 2], rtol=0, atol=1e-12)
+    for k in range(2, len(sizes) + 1):
+        expected = cut_tree(expanded_tree, n_clusters=k).ravel()
+        ours = cut_tree(tree, n_clusters=k).ravel()[np.repeat(np.arange(len(sizes)), sizes)]
+        assert _same_partition(ours, expected), k
 
 
 def test_scalar_and_sequence_forms_agree_and_labels_are_compact():

@@ -10,20 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.cluster.hierarchy import cut_tree, linkage
-from scipy.spatial.distance import squareform
 
+from benchmarks import references as reference
 from helpers.pools import draw_ensemble, load_pool
-from lwec_tasks import Ensemble, LwecMemoryError, lwca, lwea
+from lwec_tasks import Ensemble, LwecMemoryError, lwea
 from lwec_tasks.core.synthetic import synthetic_ensemble
 
 KS = list(range(2, 31))
-
-
-def _dense_cuts(labels: np.ndarray, ks) -> np.ndarray:
-    distance = 1.0 - lwca(labels)
-    np.fill_diagonal(distance, 0.0)
-    return cut_tree(linkage(squareform(distance, checks=False), method="average"), n_clusters=ks)
 
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
@@ -33,7 +26,7 @@ def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
 
 def _assert_every_cut_equal(labels: np.ndarray) -> None:
     ours = lwea(labels, KS)
-    dense = _dense_cuts(labels, KS)
+    dense = reference.dense_lwea(labels, KS)
     different = [k for j, k in enumerate(KS) if not _same_partition(ours[:, j], dense[:, j])]
     assert not different, f"cuts differ for k in {different}"
 

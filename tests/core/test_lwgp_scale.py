@@ -10,11 +10,10 @@ import importlib
 
 import numpy as np
 import pytest
-import scipy.linalg
 import scipy.sparse as sp
 
+from benchmarks import references as reference
 from lwec_tasks import Ensemble, eci, lwgp, nmi
-from lwec_tasks.core import kmeans as kmeans_module
 from lwec_tasks.core import pair_kernels, spectral
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.synthetic import synthetic_ensemble
@@ -34,45 +33,6 @@ def ensemble_and_truth():
 @pytest.fixture(scope="module")
 def encoded(ensemble_and_truth):
     return Ensemble(ensemble_and_truth[0])
-
-
-def _reference_eci(labels: np.ndarray, theta: float) -> np.ndarray:
-    """ECI from np.unique codes and np.bincount contingency tables."""
-    codes = [np.unique(labels[:, m], return_inverse=True)[1] for m in range(labels.shape[1])]
-    h = []
-    for a, code_a in enumerate(codes):
-        k_a = code_a.max() + 1
-        h_a = np.zeros(k_a)
-        sizes = np.bincount(code_a)
-        for b, code_b in enumerate(codes):
-            if a == b:
-                continue
-            k_b = code_b.max() + 1
-            table = np.bincount(code_a * k_b + code_b, minlength=k_a * k_b).reshape(k_a, k_b)
-            p = table / sizes[:, None]
-            h_a -= np.sum(np.where(p > 0, p * np.log2(np.where(p > 0, p, 1)), 0), axis=1)
-        h.append(h_a)
-    return np.exp(-np.concatenate(h) / (theta * labels.shape[1]))
-
-
-def _reference_b(ensemble: Ensemble, weights: np.ndarray) -> sp.csr_matrix:
-    n, m = ensemble.shape
-    codes = ensemble.global_codes
-    return sp.csr_matrix(
-        (weights[codes.ravel()], codes.ravel(), np.arange(0, n * m + 1, m)),
-        shape=(n, ensemble.n_clusters_total),
-    )
-
-
-def _reference_embedding(ensemble: Ensemble, weights: np.ndarray, n_vectors: int) -> np.ndarray:
-    b = _reference_b(ensemble, weights)
-    dx = np.asarray(b.sum(axis=1)).ravel()
-    wy = (b.T @ sp.diags(1 / dx) @ b).toarray()
-    d = wy.sum(axis=1)
-    normalised = wy / np.sqrt(np.outer(d, d))
-    values, vectors = scipy.linalg.eigh(normalised)
-    vectors = vectors[:, np.argsort(values)[::-1][:n_vectors]]
-    return (b @ (vectors / np.sqrt(d)[:, None])) / dx[:, None]
 
 
 def _same_up_to_sign(a: np.ndarray, b: np.ndarray, atol: float) -> None:
@@ -96,14 +56,19 @@ def test_int32_input_is_encoded_without_copy_like_the_general_path(ensemble_and_
 
 
 def test_eci_equals_the_bincount_reference(ensemble_and_truth, encoded):
-    np.testing.assert_allclose(eci(encoded, THETA), _reference_eci(ensemble_and_truth[0], THETA), rtol=1e-12)
+    np.testing.assert_allclose(eci(encoded, THETA), reference.eci(ensemble_and_truth[0], THETA), rtol=1e-12)
 
 
-def test_cluster_graph_equals_the_sparse_product(encoded):
+def _reference_graph(labels: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Wy = Bᵀ Dx⁻¹ B dense, dx) with the reference's sparse B."""
+    b = reference.incidence(labels, weights)
+    dx = np.asarray(b.sum(axis=1)).ravel()
+    return (b.T @ sp.diags(1 / dx) @ b).toarray(), dx
+
+
+def test_cluster_graph_equals_the_sparse_product(ensemble_and_truth, encoded):
     weights = eci(encoded, THETA)
-    b = _reference_b(encoded, weights)
-    dx_ref = np.asarray(b.sum(axis=1)).ravel()
-    expected = (b.T @ sp.diags(1 / dx_ref) @ b).toarray()
+    expected, dx_ref = _reference_graph(ensemble_and_truth[0], weights)
     wy, dx = lwgp_module.cluster_graph(encoded, weights)
     np.testing.assert_allclose(dx, dx_ref, rtol=1e-13)
     np.testing.assert_allclose(wy, expected, rtol=1e-10, atol=1e-12)
@@ -111,11 +76,21 @@ def test_cluster_graph_equals_the_sparse_product(encoded):
     np.testing.assert_allclose(wy.sum(axis=1), weights * encoded.cluster_sizes, rtol=1e-10)
 
 
-def test_sparse_cluster_graph_equals_the_dense_one(encoded, monkeypatch):
+def test_normalised_cluster_graph_equals_the_normalised_sparse_product(ensemble_and_truth, encoded):
     weights = eci(encoded, THETA)
-    dense, _ = lwgp_module.cluster_graph(encoded, weights)
+    wy, dx_ref = _reference_graph(ensemble_and_truth[0], weights)
+    d = wy.sum(axis=1)
+    normalised, dx = lwgp_module.normalised_cluster_graph(encoded, weights)
+    np.testing.assert_allclose(dx, dx_ref, rtol=1e-13)
+    np.testing.assert_allclose(normalised, wy / np.sqrt(np.outer(d, d)), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("build", ["cluster_graph", "normalised_cluster_graph"])
+def test_sparse_cluster_graph_equals_the_dense_one(encoded, monkeypatch, build):
+    weights = eci(encoded, THETA)
+    dense, _ = getattr(lwgp_module, build)(encoded, weights)
     monkeypatch.setattr(lwgp_module, "DENSE_GRAPH_LIMIT", 10)
-    sparse, _ = lwgp_module.cluster_graph(encoded, weights)
+    sparse, _ = getattr(lwgp_module, build)(encoded, weights)
     assert sp.issparse(sparse)
     np.testing.assert_allclose(sparse.toarray(), dense, rtol=1e-12, atol=1e-15)
 
@@ -137,11 +112,11 @@ def test_serial_and_parallel_kernels_agree(encoded, monkeypatch):
 
 
 @pytest.mark.parametrize("eigen_limit", [10_000, 10], ids=["dense-eigh", "arpack"])
-def test_embedding_equals_the_reference_up_to_sign(encoded, monkeypatch, eigen_limit):
+def test_embedding_equals_the_reference_up_to_sign(ensemble_and_truth, encoded, monkeypatch, eigen_limit):
     monkeypatch.setattr(spectral, "DENSE_EIGEN_LIMIT", eigen_limit)
     weights = eci(encoded, THETA)
     ours = lwgp_module.tcut_embedding(encoded, weights, 8)
-    expected = _reference_embedding(encoded, weights, 8)
+    expected = reference.tcut_embedding(ensemble_and_truth[0], weights, 8)
     # the leading vector is the trivial one (constant after the transfer)
     np.testing.assert_allclose(ours[:, 0] / ours[0, 0], 1.0, rtol=1e-8)
     _same_up_to_sign(ours, expected, atol=1e-8 * np.abs(expected).max())
@@ -158,10 +133,10 @@ def test_embedding_of_selected_rows_is_the_same_rows(encoded):
     )
 
 
-def test_labels_equal_kmeans_on_the_reference_embedding(encoded):
+def test_labels_equal_kmeans_on_the_reference_embedding(ensemble_and_truth, encoded):
     k, seed = 6, 11
     weights = eci(encoded, THETA)
-    embedding = spectral._canonical_signs(_reference_embedding(encoded, weights, k))
+    embedding = spectral._canonical_signs(reference.tcut_embedding(ensemble_and_truth[0], weights, k))
     rows = encoded.microcluster_representative
     expected = lwgp_module.partition_embedding(
         embedding[rows], k, derived_seed(base_seed(seed), k), encoded.microcluster_sizes.astype(float)
@@ -175,8 +150,8 @@ def test_row_path_without_microclusters_is_seeded_and_accurate(
 ):
     """Above MICROCLUSTER_LIMIT objects k-means runs on rows, seeded on a sample."""
     monkeypatch.setattr(lwgp_module, "MICROCLUSTER_LIMIT", 1000)
-    monkeypatch.setattr(kmeans_module, "SAMPLE_THRESHOLD", 20_000)
-    monkeypatch.setattr(kmeans_module, "SAMPLE_SIZE", 10_000)
+    monkeypatch.setattr(lwgp_module, "SAMPLE_THRESHOLD", 20_000)
+    monkeypatch.setattr(lwgp_module, "SAMPLE_SIZE", 10_000)
     truth = ensemble_and_truth[1]
     fresh = Ensemble(ensemble_and_truth[0])
     first = lwgp(fresh, [4, 6], random_state=5)

@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
+from helpers.pools import save_npz, synthetic_pool
 from lwec_tasks import LwecInputError
 from lwec_tasks.baselines import eac
 from lwec_tasks.cli import main
-from helpers.pools import save_npz, synthetic_pool
-from lwec_tasks.experiments.pools import Pool
 from lwec_tasks.experiments.reproduce import draw_columns, method_seed, parse_ks, reproduce
 
 

@@ -1,5 +1,6 @@
 """LWEA, LWGP and EAC on the authors' pools are within 0.03 of the paper's Tables.
 
+The project's one comparison with the paper's Tables (../shared/data/paper_scores.csv).
 20 runs per pool (the paper: 100), M = 10, θ = 0.4, ks = 2..30, seed 0 — the
 same settings as the table in REPRODUCTION.md. The ten pools run once, in two
 worker processes with one thread each, and every (pool, method, metric,

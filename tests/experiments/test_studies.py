@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from helpers.pools import save_npz, synthetic_pool
 from lwec_tasks import LwecInputError
 from lwec_tasks.cli import main
 from lwec_tasks.experiments.reproduce import reproduce
@@ -15,12 +16,11 @@ from lwec_tasks.experiments.studies import (
     ensemble_size_sweep,
     plot_sweep,
     significance,
-    tally_markdown,
     t_test,
+    tally_markdown,
     theta_sweep,
     write_rows,
 )
-from helpers.pools import save_npz, synthetic_pool
 
 
 def test_t_test_verdicts():
@@ -111,18 +111,161 @@ def test_cli_studies(tmp_path, capsys):
     assert "/ 0.000**" in line  # far from the made-up published value → flagged in bold
 
 
+#: Every file a full run of the studies writes (CLI: theta + size + significance; flow: one run).
+STUDY_FILES = {
+    "theta_sweep.csv", "theta_sweep.json", "nmi_vs_theta.png", "ari_vs_theta.png",
+    "ensemble_size_sweep.csv", "ensemble_size_sweep.json", "nmi_vs_ensemble_size.png", "ari_vs_ensemble_size.png",
+    "significance_tests.csv", "significance_tests.json", "significance_tally.csv", "significance_tally.json",
+    "significance.md",
+}
+#: Small flow parameters shared by the flow tests (and mirrored by the CLI commands below).
+FLOW_PARAMETERS = dict(methods=["LWEA", "EAC"], runs=2, ensemble_size=4, ks="2..6", thetas=[0.4, 2.0],
+                       sizes=[3, 5], sweep_methods=["LWEA"])
+
+
+def save_pool(directory, name: str, seed: int = 0):
+    """A synthetic pool saved as ``<directory>/<name>.npz`` (its report name is ``name``)."""
+    pool = synthetic_pool(seed=seed)
+    path = directory / f"{name}.npz"
+    np.savez(path, members=pool.members, gt=pool.truth)
+    return path
+
+
+def without_seconds(rows: list[dict]) -> list[dict]:
+    return [{key: value for key, value in row.items() if key != "seconds"} for row in rows]
+
+
+def test_sweep_writes_rows_and_both_figures(tmp_path):
+    from lwec_tasks.experiments.studies import run_sweep
+
+    path = save_pool(tmp_path, "toy")
+    output = run_sweep("ensemble_size", [str(path)], [3, 6], tmp_path / "out", methods="LWEA", runs=2, ks="2..6")
+    assert [p.name for p in output.files] == ["ensemble_size_sweep.csv", "ensemble_size_sweep.json",
+                                              "nmi_vs_ensemble_size.png", "ari_vs_ensemble_size.png"]
+    assert output.rows == 2 * 1 * 2 * 2 and "ari_vs_ensemble_size.png" in output.markdown
+    with pytest.raises(LwecInputError, match="unknown sweep"):
+        run_sweep("k", [str(path)], [2], tmp_path / "out", methods="LWEA")
+
+
 @pytest.mark.slow
-def test_studies_flow(tmp_path, prefect_server):
+def test_studies_flow_and_cli_write_the_same_files(tmp_path, prefect_server):
+    from flows.studies import RESULTS_DIR, paper_studies
+
+    path = save_pool(tmp_path, "toy")
+    flow_out, cli_out = tmp_path / "flow", tmp_path / "cli"
+    summary = paper_studies(pools=[str(path)], out_dir=str(flow_out), **FLOW_PARAMETERS)
+    assert "Significance" in summary and "(" in summary
+    assert "nmi_vs_theta.png, ari_vs_theta.png" in summary
+
+    common = ["--runs", "2", "--ks", "2..6", "--methods", "LWEA", "--out", str(cli_out)]
+    assert main(["study", "theta", str(path), "--thetas", "0.4,2", "--ensemble-size", "4", *common]) == 0
+    assert main(["study", "size", str(path), "--sizes", "3,5", "--theta", "0.4", *common]) == 0
+    result = tmp_path / "reproduce_toy.json"
+    assert main(["reproduce", str(path), "--runs", "2", "--ensemble-size", "4", "--ks", "2..6",
+                 "--methods", "LWEA,EAC", "--json", str(result)]) == 0
+    assert main(["study", "significance", str(result), "--out", str(cli_out)]) == 0
+
+    cli_files = {p.name for p in cli_out.iterdir()}
+    flow_files = {p.name for p in flow_out.iterdir()} - {"reproduce_toy.json", RESULTS_DIR}
+    assert cli_files == flow_files == STUDY_FILES
+    # Same functions, same seeds: the same rows (timings aside) and the same tests.
+    for stem in ("theta_sweep", "ensemble_size_sweep"):
+        assert without_seconds(json.loads((cli_out / f"{stem}.json").read_text())) == \
+            without_seconds(json.loads((flow_out / f"{stem}.json").read_text()))
+    assert (cli_out / "significance_tests.json").read_text() == (flow_out / "significance_tests.json").read_text()
+    assert json.loads((flow_out / "reproduce_toy.json").read_text())["methods"]["EAC"]["per_run"]["nmi"] == \
+        json.loads(result.read_text())["methods"]["EAC"]["per_run"]["nmi"]
+
+
+def task_run_states(flow_state) -> dict[str, list[str]]:
+    """State names of the flow run's task runs, by task name (waits for the API to have them all)."""
+    import time
+
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    flow_run_id = flow_state.state_details.flow_run_id
+    deadline = time.monotonic() + 30
+    with get_client(sync_client=True) as client:
+        while True:
+            runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+            settled = runs and all(run.state is not None and run.state.is_final() for run in runs)
+            if settled or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    states: dict[str, list[str]] = {}
+    for run in runs:
+        states.setdefault(run.name.rsplit("-", 1)[0], []).append(run.state.name)
+    return states
+
+
+@pytest.fixture
+def counted_pool_loads(monkeypatch):
+    """Pool paths loaded by the studies (in call order); set ``fail_on`` to make one pool's load fail."""
+    from lwec_tasks.experiments import studies
+
+    real = studies.load_pool
+    calls: list[str] = []
+    failing: set[str] = set()
+
+    def load_pool(source, *args, **kwargs):
+        calls.append(str(source))
+        if str(source) in failing:
+            raise RuntimeError(f"simulated crash while loading {source}")
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(studies, "load_pool", load_pool)
+    return calls, failing
+
+
+@pytest.mark.slow
+def test_studies_flow_serves_finished_pools_from_its_cache(tmp_path, prefect_server, counted_pool_loads):
+    from flows.studies import RESULTS_DIR, paper_studies
+
+    calls, _ = counted_pool_loads
+    pools = [str(save_pool(tmp_path, "first", seed=1)), str(save_pool(tmp_path, "second", seed=2))]
+    out = tmp_path / "out"
+    first = paper_studies(pools=pools, out_dir=str(out), **FLOW_PARAMETERS, return_state=True)
+    assert first.is_completed()
+    assert sorted(calls) == sorted(pools * 3)  # reproduce, θ sweep, size sweep per pool
+    assert (out / RESULTS_DIR).is_dir()
+
+    calls.clear()
+    (out / "theta_sweep.csv").unlink()
+    second = paper_studies(pools=pools, out_dir=str(out), **FLOW_PARAMETERS, return_state=True)
+    assert second.is_completed() and second.result() == first.result()
+    assert calls == []  # no pool was loaded again: every per-pool task came from the cache
+    states = task_run_states(second)
+    for name in ("reproduce_pool", "sweep_theta", "sweep_ensemble_size"):
+        assert states[name] == ["Cached", "Cached"], (name, states)
+    assert states["write_outputs"] == ["Completed"]
+    assert (out / "theta_sweep.csv").exists()  # outputs are rewritten from the cached rows
+
+    calls.clear()
+    changed = paper_studies(pools=pools, out_dir=str(out), **{**FLOW_PARAMETERS, "thetas": [0.4]})
+    assert "θ sweep" in changed
+    assert calls == pools  # only the θ sweep, whose inputs changed, ran again
+
+
+@pytest.mark.slow
+def test_a_failed_studies_flow_resumes_after_the_last_finished_pool(tmp_path, prefect_server, counted_pool_loads):
     from flows.studies import paper_studies
 
-    path = save_npz(tmp_path, synthetic_pool())
-    out = tmp_path / "flow"
-    summary = paper_studies(pools=[str(path)], out_dir=str(out), methods=["LWEA", "EAC"], runs=2,
-                            ensemble_size=4, ks="2..6", thetas=[0.4, 2.0], sizes=[3, 5],
-                            sweep_methods=["LWEA"])
-    assert "Significance" in summary and "(" in summary
-    for name in ("reproduce_toy.json", "theta_sweep.csv", "ensemble_size_sweep.csv",
-                 "nmi_vs_theta.png", "nmi_vs_ensemble_size.png", "significance_tally.csv"):
-        assert (out / name).exists(), name
+    calls, failing = counted_pool_loads
+    done, crashed = str(save_pool(tmp_path, "done", seed=1)), str(save_pool(tmp_path, "crashed", seed=2))
+    out = tmp_path / "out"
+    failing.add(crashed)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        paper_studies(pools=[done, crashed], out_dir=str(out), **FLOW_PARAMETERS)
+    assert calls == [done, done, done, crashed]
+    assert not (out / "theta_sweep.csv").exists()
+
+    calls.clear()
+    failing.clear()
+    summary = paper_studies(pools=[done, crashed], out_dir=str(out), **FLOW_PARAMETERS)
+    assert calls == [crashed, crashed, crashed]  # the finished pool was not recomputed
+    assert "Significance" in summary
+    rows = json.loads((out / "theta_sweep.json").read_text())
+    assert {row["dataset"] for row in rows} == {"done", "crashed"}
 
 

@@ -10,8 +10,8 @@ from mlflow import MlflowClient
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
-from lwec_tasks.cli import main as lwec_main
 from helpers.pipeline import expected_labels, read_labels
+from lwec_tasks.cli import main as lwec_main
 
 
 def test_demo_builds_digits_runs_the_flow_and_says_where_results_went(prefect_server, tmp_path, monkeypatch):

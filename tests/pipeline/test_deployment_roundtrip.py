@@ -16,8 +16,17 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from helpers.pipeline import (PROJECT_ROOT, blobs_frame, client_for, expected_labels, read_labels, start, stop,
-                              wait_for, write_frame)
+from helpers.pipeline import (
+    PROJECT_ROOT,
+    blobs_frame,
+    client_for,
+    expected_labels,
+    read_labels,
+    start,
+    stop,
+    wait_for,
+    write_frame,
+)
 
 pytestmark = pytest.mark.slow
 

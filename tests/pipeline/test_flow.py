@@ -2,9 +2,9 @@
 
 import io
 import os
-from pathlib import Path
 import sys
 from contextlib import redirect_stdout
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,10 +14,6 @@ from mlflow import MlflowClient
 from prefect.exceptions import ParameterTypeError
 
 from flows.consensus import consensus_flow
-from lwec_tasks.cli import main as lwec_main
-from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io import DatabaseUnreachableError
-from lwec_tasks.tracking import TrackingError
 from helpers.pipeline import (
     blobs_frame,
     expected_labels,
@@ -28,6 +24,10 @@ from helpers.pipeline import (
     unique,
     write_frame,
 )
+from lwec_tasks.cli import main as lwec_main
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io import DatabaseUnreachableError
+from lwec_tasks.tracking import TrackingError
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 
@@ -259,7 +259,8 @@ def test_unreachable_database_is_retried_then_fails_clearly(prefect_server, mlfl
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     with get_client(sync_client=True) as client:
-        task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+        this_run = FlowRunFilter(id=FlowRunFilterId(any_=[state.state_details.flow_run_id]))
+        task_runs = client.read_task_runs(flow_run_filter=this_run)
     load = [t for t in task_runs if t.name.startswith("load-features")]
     assert len(load) == 1 and load[0].run_count == 3  # first attempt + 2 retries
 
@@ -351,7 +352,7 @@ def test_lwec_run_help_mentions_how_passwords_are_kept_out_of_prefect(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["-k", "1"], "n_clusters must be >= 2, got 1"),
-    (["-k", "3", "--theta", "0"], "theta must be a finite number > 0, got 0.0"),
+    (["-k", "3", "--theta", "0"], "theta must be finite and > 0, got 0.0"),
     (["-k", "3", "--output-table", "x;y"], "output_table='x;y' is not allowed"),
 ])
 def test_lwec_run_rejects_bad_parameters_before_running(sqlite_url, capsys, argv, message):

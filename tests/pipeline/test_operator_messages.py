@@ -10,14 +10,14 @@ import pytest
 from mlflow import MlflowClient
 
 from flows.consensus import consensus_flow
+from helpers.pipeline import PROJECT_ROOT, blobs_frame, unique, write_frame
 from lwec_tasks.cli import main as lwec_main
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.features import looks_like_label, plan_columns
 from lwec_tasks.io.connection import check_driver
-from lwec_tasks.tasks.summary import summary_markdown
+from lwec_tasks.io.features import looks_like_label, plan_columns
 from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.tasks.summary import summary_markdown
 from lwec_tasks.tracking import run_page_url
-from helpers.pipeline import PROJECT_ROOT, blobs_frame, unique, write_frame
 
 
 def test_every_flow_parameter_has_a_description_in_the_prefect_form():
@@ -33,7 +33,8 @@ def test_every_flow_parameter_has_a_description_in_the_prefect_form():
     assert properties["n_clusters"]["minimum"] == 2  # constraints survive next to descriptions
 
 
-@pytest.mark.parametrize("name", ["label", "Target", "class", "y", "ground_truth", "class_label", "GT", "species_class"])
+@pytest.mark.parametrize("name", [
+    "label", "Target", "class", "y", "ground_truth", "class_label", "GT", "species_class"])
 def test_label_like_names_are_recognised(name):
     assert looks_like_label(name)
 

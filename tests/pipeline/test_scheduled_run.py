@@ -8,6 +8,7 @@ it writes is checked against the library's labels.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +16,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.pipeline import (
+    PROJECT_ROOT,
+    blobs_frame,
+    client_for,
+    expected_labels,
+    read_labels,
+    start,
+    stop,
+    wait_for,
+    write_frame,
+)
 from lwec_tasks.io.identifiers import default_output_table
-from helpers.pipeline import (PROJECT_ROOT, blobs_frame, client_for, expected_labels, read_labels, start, stop,
-                              wait_for, write_frame)
 
 pytestmark = pytest.mark.slow
 
@@ -68,10 +78,8 @@ def delete_deployments(api_url: str, names) -> None:
 
     with client_for(api_url) as client:
         for name in names:
-            try:
+            with contextlib.suppress(ObjectNotFound):
                 client.delete_deployment(client.read_deployment_by_name(name).id)
-            except ObjectNotFound:
-                pass
 
 
 def test_nightly_schedule_fires_and_writes_labels(prefect_api, tmp_path):

@@ -1,10 +1,13 @@
 """Reading feature tables and writing label tables, on SQLite and (when available) PostgreSQL."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 import sqlalchemy as sa
 
+from helpers.pipeline import blobs_frame, free_port, postgres_url_or_skip, read_labels, unique, write_frame
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import (
     DatabaseUnreachableError,
@@ -18,7 +21,6 @@ from lwec_tasks.io import (
     read_rows,
     write_labels,
 )
-from helpers.pipeline import blobs_frame, free_port, postgres_url_or_skip, read_labels, unique, write_frame
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -158,6 +160,42 @@ def test_passwords_in_the_query_string_are_masked_too(url):
     assert url_has_credentials(url)
     assert not url_has_credentials("postgresql+psycopg://lwec@db/x?sslmode=require")
     assert mask_url("postgresql+psycopg://lwec@db/x?sslmode=require") == "postgresql+psycopg://lwec@db/x?sslmode=require"
+
+
+@pytest.mark.parametrize("url, masked", [
+    # SQLAlchemy accepts an unencoded "@" or "/" in the password; none of it may show.
+    ("postgresql://lwec:p@ss/w@db:5432/x", "postgresql://lwec:***@db:5432/x"),
+    ("postgresql://lwec:p%40ss@db/x?sslmode=require&password=s3cret",
+     "postgresql://lwec:***@db/x?sslmode=require&password=***"),
+    ("sqlite:////data/a@b.db", "sqlite:////data/a@b.db"),  # an "@" in a path is not a password
+    ("https://u:p@mlflow:5000/?token=s3cret&x=1", "https://u:***@mlflow:5000/?token=***&x=1"),
+    ("mlruns", "mlruns"),
+    ("user:s3cret@host", "***@host"),  # no scheme: everything before "@" is hidden
+])
+def test_one_masker_for_database_urls_and_tracking_uris(url, masked):
+    from lwec_tasks.io import url_has_credentials
+
+    assert mask_url(url) == masked
+    assert url_has_credentials(url) == (masked != url)
+
+
+def test_sqlalchemy_url_objects_are_masked_like_strings():
+    url = sa.make_url("postgresql+psycopg://lwec:s3cret@db/x?password=s3cret&sslmode=require")
+    assert mask_url(url) == "postgresql+psycopg://lwec:***@db/x?password=***&sslmode=require"
+
+
+def test_the_masker_needs_only_the_standard_library():
+    import ast
+    import sys
+
+    import lwec_tasks.masking
+
+    tree = ast.parse(Path(lwec_tasks.masking.__file__).read_text())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}
 
 
 def test_errors_mask_a_password_in_the_query_string():

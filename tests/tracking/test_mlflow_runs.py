@@ -1,10 +1,13 @@
 """MLflow logging, read back through MlflowClient."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
+from helpers.pipeline import free_port, unique
 from lwec_tasks.tracking import (
     RunRecord,
     TrackingError,
@@ -15,7 +18,6 @@ from lwec_tasks.tracking import (
     mask_uri,
     resolve_tracking_uri,
 )
-from helpers.pipeline import free_port, unique
 
 
 def record():
@@ -47,8 +49,9 @@ def test_a_logged_run_reads_back_complete(mlflow_store, tmp_path):
                      "figures/eci_distribution.png", "figures/cluster_sizes.png"}
     labels = pd.read_csv(client.download_artifacts(run_id, "labels.csv", str(tmp_path)))
     assert labels.to_dict("list") == {"id": [10, 11, 12, 13, 14], "label": [0, 0, 1, 1, 1]}
-    png = (tmp_path / "figures").mkdir() or client.download_artifacts(run_id, "figures/eci_distribution.png", str(tmp_path))
-    assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    (tmp_path / "figures").mkdir()
+    png = client.download_artifacts(run_id, "figures/eci_distribution.png", str(tmp_path))
+    assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_an_unreachable_store_raises_with_the_password_masked(monkeypatch):
@@ -57,7 +60,7 @@ def test_an_unreachable_store_raises_with_the_password_masked(monkeypatch):
     uri = f"http://ops:s3cret@127.0.0.1:{free_port()}"
     with pytest.raises(TrackingError) as error:
         log_run(record(), tracking_uri=uri, experiment="x")
-    assert f"http://ops:***@127.0.0.1" in str(error.value)
+    assert "http://ops:***@127.0.0.1" in str(error.value)
     assert "s3cret" not in str(error.value)
 
 
@@ -75,6 +78,16 @@ def test_mask_uri_hides_only_the_password():
     assert mask_uri("sqlite:///tmp/mlflow.db") == "sqlite:///tmp/mlflow.db"
     assert mask_uri("https://mlflow:5000/?token=s3cret&x=1") == "https://mlflow:5000/?token=***&x=1"
     assert "s3cret" not in mask_uri("databricks://profile?access_token=s3cret")
+
+
+def test_one_masker_serves_tracking_uris_and_database_urls():
+    import lwec_tasks.io as io
+    import lwec_tasks.masking as masking
+    import lwec_tasks.tracking as tracking
+
+    assert mask_uri is io.mask_url is masking.mask_url
+    assert tracking.url_has_credentials is io.url_has_credentials is masking.url_has_credentials
+    assert mask_uri("postgresql+psycopg://lwec@db/x?password=s3cret") == "postgresql+psycopg://lwec@db/x?password=***"
 
 
 def test_tracking_uri_can_come_from_a_named_environment_variable(monkeypatch):

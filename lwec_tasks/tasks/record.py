@@ -1,0 +1,101 @@
+"""What a run records in MLflow: params, metrics, tags, tables and figures; agreement with ground truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.io import mask_url
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.tasks.cluster import ClusterReliability
+from lwec_tasks.tasks.load import LoadedFeatures
+from lwec_tasks.tracking import RunRecord, cluster_size_figure, eci_figure
+
+
+def agreement_with_truth(truth: np.ndarray | None, labels: np.ndarray) -> dict[str, float]:
+    """NMI (max normalisation, as in the paper) and ARI against ground truth, on rows where it is known."""
+    if truth is None:
+        return {}
+    from lwec_tasks.core.metrics import ari, nmi
+
+    known = pd.notna(truth)
+    if known.sum() < 2:
+        return {}
+    codes, _ = pd.factorize(pd.Series(truth[known]))
+    predicted = np.asarray(labels)[known]
+    return {"nmi": float(nmi(codes, predicted, normalization="max")), "ari": float(ari(codes, predicted))}
+
+
+def run_record(
+    request: ConsensusRequest,
+    loaded: LoadedFeatures,
+    ensemble: Ensemble,
+    reliability: ClusterReliability,
+    labels: np.ndarray,
+    timings: dict[str, float],
+    flow_run: dict[str, str | None],
+) -> RunRecord:
+    """Collect the params, metrics, tags, tables and figures of one run for MLflow.
+
+    ``labels`` is (N,); ``timings`` maps stage → seconds; ``flow_run`` holds the
+    Prefect ids and links tagged on the run.
+    """
+    features, id_column = loaded.features, loaded.id_column
+    quality = agreement_with_truth(features.truth, labels)
+    sizes = np.bincount(np.asarray(labels, dtype=np.int64))
+    params = {
+        "method": request.method,
+        "theta": request.theta,
+        "ensemble_size": request.ensemble_size,
+        "n_clusters": request.n_clusters,
+        "seed": request.seed,
+        "table": request.table,
+        "database": mask_url(request.database_url),
+        "output_table": request.resolved_output_table,
+        "run_key": request.run_key,
+        "id_column": id_column,
+        "label_column": request.label_column,
+        "feature_count": len(features.feature_columns),
+        "feature_columns": ",".join(features.feature_columns),
+        "n_objects": len(features.ids),
+        "standardize": request.standardize,
+        "drop_nonfinite": request.drop_nonfinite,
+    }
+    eci = reliability.eci
+    metrics = {
+        **quality,
+        **{f"time_{stage}_s": seconds for stage, seconds in timings.items()},
+        "eci_mean": float(eci.mean()),
+        "eci_median": float(np.median(eci)),
+        "eci_min": float(eci.min()),
+        "eci_max": float(eci.max()),
+        "uncertainty_mean_bits": float(reliability.uncertainty.mean()),
+        "n_base_clusters": ensemble.n_clusters_total,
+        "n_microclusters": ensemble.n_microclusters,
+        "n_clusters_found": int((sizes > 0).sum()),
+        "largest_cluster_fraction": float(sizes.max() / sizes.sum()),
+        "n_rows_read": features.n_rows_read,
+        "n_rows_dropped": features.n_rows_dropped,
+    }
+    tags = {
+        "lwec.run_key": request.run_key,
+        "lwec.method": request.method,
+        **{f"prefect.{key}": value for key, value in flow_run.items() if value},
+    }
+    label_table = pd.DataFrame({"id": features.ids, "label": np.asarray(labels, dtype=np.int64)})
+    if features.truth is not None:
+        label_table["truth"] = features.truth
+    clusters = pd.DataFrame({
+        "cluster": np.arange(ensemble.n_clusters_total),
+        "base_clustering": ensemble.cluster_column,
+        "base_label": ensemble.cluster_label,
+        "size": ensemble.cluster_sizes,
+        "uncertainty_bits": reliability.uncertainty,
+        "eci": eci,
+    })
+    figures = {
+        "eci_distribution.png": eci_figure(eci, request.theta),
+        "cluster_sizes.png": cluster_size_figure(labels, request.method),
+    }
+    return RunRecord(params, metrics, tags, label_table, clusters, figures)

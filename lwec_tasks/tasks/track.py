@@ -1,0 +1,47 @@
+"""Task: log the run to MLflow (params, metrics, tables, figures, tags)."""
+
+from __future__ import annotations
+
+import numpy as np
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
+
+from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.tasks.cluster import ClusterReliability
+from lwec_tasks.tasks.load import LoadedFeatures
+from lwec_tasks.tasks.record import run_record
+from lwec_tasks.tasks.retry import TRACKING_RETRIES, TRACKING_RETRY_DELAYS, retry_if_tracking_unreachable
+from lwec_tasks.tasks.timings import stage_timings
+from lwec_tasks.tracking import log_run, mask_uri, resolve_tracking_uri, run_page_url
+
+
+@task(
+    name="log-to-mlflow",
+    retries=TRACKING_RETRIES,
+    retry_delay_seconds=TRACKING_RETRY_DELAYS,
+    retry_condition_fn=retry_if_tracking_unreachable,
+    cache_policy=NO_CACHE,
+)
+def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, ensemble: Ensemble,
+                  reliability: ClusterReliability, labels: np.ndarray) -> dict[str, str]:
+    """Log the run as one MLflow run; returns ``{"run_id": …, "url": …}`` (its page in the MLflow UI)."""
+    tracking_uri = resolve_tracking_uri(request.tracking_uri)
+    record = run_record(request, loaded, ensemble, reliability, labels, stage_timings(flow_run.id), {
+        "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run.ui_url,
+        "deployment_id": _deployment_id(),
+    })
+    run_id = log_run(record, tracking_uri=tracking_uri, experiment=request.experiment, run_name=flow_run.name)
+    get_run_logger().info(
+        "Logged MLflow run %s in experiment %r at %s (%d params, %d metrics, %d figures)",
+        run_id, request.experiment, mask_uri(tracking_uri), len(record.params), len(record.metrics),
+        len(record.figures),
+    )
+    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id)}
+
+
+def _deployment_id() -> str | None:
+    from prefect.runtime import deployment
+
+    return deployment.id

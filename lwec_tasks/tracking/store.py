@@ -1,0 +1,95 @@
+"""Where MLflow runs go: the tracking URI, the experiment and its artifact location, links to runs.
+
+Every run the package logs (consensus runs, reproductions) goes through these
+functions, so they share one default store and one artifact layout.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.masking import mask_url
+
+#: Environment variable MLflow itself reads for the tracking URI.
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+#: Base address of the MLflow UI for run links when the tracking URI is not itself an http(s) server.
+MLFLOW_UI_URL_ENV = "LWEC_MLFLOW_UI_URL"
+#: Where ``mlflow ui`` serves by default.
+DEFAULT_MLFLOW_UI_URL = "http://127.0.0.1:5000"
+#: Folder, beside a SQLite store's database file, that holds its runs' artifacts.
+LOCAL_ARTIFACTS_DIR = "mlartifacts"
+
+#: The tracking URI with its password (user-info or query string) masked; the package's one URL masker.
+mask_uri = mask_url
+
+
+class TrackingError(RuntimeError):
+    """Logging to MLflow failed (the rest of the run's output may still exist)."""
+
+
+def default_tracking_uri(directory: str | os.PathLike | None = None) -> str:
+    """``sqlite:///<directory>/mlflow.db``, directory defaulting to the working directory."""
+    path = Path(directory or os.getcwd()).resolve() / "mlflow.db"
+    return f"sqlite:///{path}"
+
+
+def resolve_tracking_uri(explicit: str | None = None) -> str:
+    """The tracking URI to use: ``explicit``, else ``$MLFLOW_TRACKING_URI``, else a local SQLite store.
+
+    ``explicit`` may be ``env:VAR`` to read the URI from environment variable VAR
+    (keeping a password out of flow parameters). The local store is
+    :func:`default_tracking_uri` (an absolute path, so a stray ``./mlruns``
+    folder never switches MLflow to its file store).
+    """
+    if explicit and explicit.startswith("env:"):
+        variable = explicit[len("env:"):]
+        value = os.environ.get(variable)
+        if not value:
+            raise LwecInputError(f"tracking_uri={explicit!r}: environment variable {variable!r} is not set")
+        return value
+    return explicit or os.environ.get(TRACKING_URI_ENV) or default_tracking_uri()
+
+
+def local_artifact_location(tracking_uri: str) -> str | None:
+    """For a SQLite store, ``file://`` URI of ``mlartifacts/`` beside the database file.
+
+    Other stores choose their own location (None).
+    """
+    if not tracking_uri.startswith("sqlite:///"):
+        return None
+    database = Path(tracking_uri[len("sqlite:///"):])
+    return (database.resolve().parent / LOCAL_ARTIFACTS_DIR).as_uri()
+
+
+def experiment_id(client, name: str, tracking_uri: str) -> str:
+    """Id of experiment ``name`` in the store ``client`` talks to, creating it when missing.
+
+    A new experiment keeps its artifacts at :func:`local_artifact_location`.
+    """
+    existing = client.get_experiment_by_name(name)
+    if existing is not None:
+        return existing.experiment_id
+    return client.create_experiment(name, artifact_location=local_artifact_location(tracking_uri))
+
+
+def run_page_url(tracking_uri: str, run_id: str, experiment_id: str | None = None) -> str:
+    """Address of the run's page in the MLflow UI.
+
+    An http(s) tracking URI is the UI itself; for any other store (a SQLite file,
+    a database) the UI is the one at ``$LWEC_MLFLOW_UI_URL``, default
+    ``http://127.0.0.1:5000`` (``mlflow ui --backend-store-uri <store>``).
+    ``experiment_id`` is looked up when not given. Credentials are never included.
+    """
+    if tracking_uri.startswith(("http://", "https://")):
+        parts = urlsplit(tracking_uri)
+        base = urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path, "", "")).rstrip("/")
+    else:
+        base = os.environ.get(MLFLOW_UI_URL_ENV, DEFAULT_MLFLOW_UI_URL).rstrip("/")
+    if experiment_id is None:
+        from mlflow import MlflowClient
+
+        experiment_id = MlflowClient(tracking_uri).get_run(run_id).info.experiment_id
+    return f"{base}/#/experiments/{experiment_id}/runs/{run_id}"
