@@ -1,5 +1,8 @@
-"""``lwec bench``: the benchmark suite in the project's ``benchmarks/`` folder (same options).
+"""``lwec bench``: the benchmark suite in the project's ``benchmarks/`` folder.
 
+``lwec bench [options]`` times the consensus steps against references (same
+options as ``python -m benchmarks``); ``lwec bench pipeline ...`` times the
+whole flow against a naive pandas pipeline (:mod:`benchmarks.pipeline`).
 The suite is not installed with the package; it is found in the checkout the
 package was installed from (``pip install -e .``).
 """
@@ -19,6 +22,7 @@ def _import_benchmarks():
     if str(PROJECT_ROOT) not in sys.path:
         sys.path.insert(0, str(PROJECT_ROOT))
     import benchmarks.options
+    import benchmarks.pipeline
     import benchmarks.runner
 
     return benchmarks
@@ -27,12 +31,18 @@ def _import_benchmarks():
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "bench",
-        help="time LWEA/LWGP/ECI against dense and sparse references (wall time, peak memory)",
-        description="Time lwec against straightforward references; each case in its own process.",
+        help="time LWEA/LWGP/ECI against references, or the whole pipeline against a naive one",
+        description="Time lwec against straightforward references; each case in its own process. "
+                    "`lwec bench pipeline --database-url URL` times the whole flow instead.",
     )
     suite = _import_benchmarks()
     if suite is not None:
         suite.options.add_arguments(parser)
+        kinds = parser.add_subparsers(dest="bench_kind", metavar="pipeline")
+        pipeline = kinds.add_parser(
+            "pipeline", help="the whole flow against pandas.read_sql + MiniBatchKMeans + COPY",
+            description=suite.pipeline.__doc__.split("\n\n")[0])
+        suite.pipeline.add_arguments(pipeline)
     parser.set_defaults(handler=_run)
 
 
@@ -45,4 +55,6 @@ def _run(args) -> int:
             f"the benchmark suite is not here ({PROJECT_ROOT / 'benchmarks'} is missing): it ships with the "
             "source checkout; install lwec from a checkout with `pip install -e .` to run `lwec bench`"
         )
+    if getattr(args, "bench_kind", None) == "pipeline":
+        return suite.pipeline.main(args)
     return suite.runner.main(args)

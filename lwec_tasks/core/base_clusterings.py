@@ -1,20 +1,42 @@
-"""Base clusterings by k-means with a random number of clusters (paper §V-A)."""
+"""Base clusterings by k-means with a random number of clusters (paper §V-A).
+
+Up to :data:`LARGE_N` objects this is the paper's protocol: each of the M
+clusterings is k-means (one initialisation) on all rows with k drawn uniformly
+from [2, ⌊√N⌋]. Above it, the cost is kept linear in N: k is drawn from
+[2, min(⌊√N⌋, :data:`LARGE_N_K_MAX`)] (or ``k_max``), each k-means is fitted on
+its own seeded uniform sample of :data:`SAMPLE_SIZE` rows, and every row is then
+assigned to its nearest centre in chunks of :data:`ASSIGN_CHUNK` rows.
+
+The M fits are independent and run concurrently on ``n_jobs`` threads (one
+BLAS/OpenMP thread each; scikit-learn releases the GIL in its k-means loops).
+Each fit's seed is derived from ``random_state`` and its index alone, so the
+labels do not depend on the number of workers.
+"""
 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
-from sklearn.cluster import KMeans, MiniBatchKMeans
+from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.validation import check_integer
 
-# Above this many objects, base clusterings use mini-batch k-means.
-MINIBATCH_THRESHOLD = 100_000
+#: Above this many objects the fits are sampled and k is capped (see the module docstring).
+LARGE_N = 100_000
+#: Rows each large-N k-means is fitted on (a fresh seeded uniform sample per clustering).
+SAMPLE_SIZE = 50_000
+#: Largest k drawn above :data:`LARGE_N` unless ``k_max`` is given.
+LARGE_N_K_MAX = 50
+#: Rows assigned to their nearest centre per step above :data:`LARGE_N`.
+ASSIGN_CHUNK = 500_000
 
 
 def _check_features(X) -> np.ndarray:
@@ -49,7 +71,13 @@ DEFAULT_ENSEMBLE_SIZE = 10
 
 
 def generate_base_clusterings(
-    X, n_clusterings: int = DEFAULT_ENSEMBLE_SIZE, k_min: int = 2, k_max: int | None = None, random_state=None
+    X,
+    n_clusterings: int = DEFAULT_ENSEMBLE_SIZE,
+    k_min: int = 2,
+    k_max: int | None = None,
+    random_state=None,
+    n_jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> np.ndarray:
     """Build an ensemble of k-means base clusterings.
 
@@ -60,9 +88,14 @@ def generate_base_clusterings(
         M, the number of base clusterings.
     k_min, k_max : int
         Each clustering's k is drawn uniformly from [k_min, k_max]; ``k_max``
-        defaults to ⌊√N⌋ (paper §V-A) and is capped at N.
+        defaults to ⌊√N⌋ (paper §V-A), capped at :data:`LARGE_N_K_MAX` when
+        N > :data:`LARGE_N`.
     random_state : None, int or RandomState
-        The same seed gives the same labels.
+        The same seed gives the same labels, whatever ``n_jobs``.
+    n_jobs : int, optional
+        Fits run at once; default: every core this process may use.
+    progress : callable(m, k), optional
+        Called as each clustering m (0-based) with k clusters finishes (from a worker thread).
 
     Returns
     -------
@@ -72,29 +105,35 @@ def generate_base_clusterings(
     n = X.shape[0]
     n_clusterings = check_integer("n_clusterings", n_clusterings, 1)
     k_min = check_integer("k_min", k_min, 2)
+    large = n > LARGE_N
     if k_max is None:
-        k_max = max(math.isqrt(n), k_min)
+        k_max = max(min(math.isqrt(n), LARGE_N_K_MAX) if large else math.isqrt(n), k_min)
     else:
         k_max = check_integer("k_max", k_max, 2)
     if k_min > k_max:
         raise LwecInputError(f"k_min ({k_min}) is larger than k_max ({k_max})")
     if k_max > n:
         raise LwecInputError(f"k_max ({k_max}) is larger than the number of objects ({n})")
+    n_jobs = len(os.sched_getaffinity(0)) if n_jobs is None else check_integer("n_jobs", n_jobs, 1)
     base = base_seed(random_state)
-    rng = np.random.default_rng(base)
-    ks = rng.integers(k_min, k_max + 1, size=n_clusterings)
+    ks = np.random.default_rng(base).integers(k_min, k_max + 1, size=n_clusterings)
     labels = np.empty((n, n_clusterings), dtype=np.int64)
-    # One thread per k-means: the fits are short, and scikit-learn's OpenMP/BLAS
-    # threads spin-wait badly when the other core is busy (3–10× slower then).
-    # The labels do not depend on the thread count.
-    with threadpool_limits(1):
-        for m, k in enumerate(ks):
-            seed = derived_seed(base, m)
-            if n > MINIBATCH_THRESHOLD:
-                model = MiniBatchKMeans(
-                    n_clusters=int(k), n_init=1, random_state=seed, batch_size=4096
-                )
-            else:
-                model = KMeans(n_clusters=int(k), n_init=1, random_state=seed)
+
+    def fit(m: int) -> None:
+        seed, k = derived_seed(base, m), int(ks[m])
+        model = KMeans(n_clusters=k, n_init=1, random_state=seed)
+        if not large:
             labels[:, m] = model.fit_predict(X)
+        else:
+            sample = np.sort(np.random.default_rng(seed).choice(n, size=min(SAMPLE_SIZE, n), replace=False))
+            model.fit(X[sample])
+            for start in range(0, n, ASSIGN_CHUNK):
+                labels[start:start + ASSIGN_CHUNK, m] = model.predict(X[start:start + ASSIGN_CHUNK])
+        if progress is not None:
+            progress(m, k)
+
+    # One BLAS/OpenMP thread per fit: the parallelism is across fits, and
+    # scikit-learn's threads spin-wait badly when the other cores are busy.
+    with threadpool_limits(1), ThreadPoolExecutor(max_workers=min(n_jobs, n_clusterings)) as pool:
+        list(pool.map(fit, range(n_clusterings)))  # list() re-raises the first failed fit
     return labels

@@ -190,7 +190,7 @@ def prepare_features(
             f"2·k = {2 * n_clusters} rows"
         )
     if standardize:
-        X = StandardScaler().fit_transform(X)
+        X = StandardScaler(copy=False).fit_transform(X)  # in place: X is ours, and may be large
     return PreparedFeatures(
         X=np.ascontiguousarray(X, dtype=np.float64),
         ids=ids,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,11 +27,22 @@ def generate_ensemble(X: np.ndarray, ensemble_size: int, seed: int | None) -> En
     """M = ``ensemble_size`` k-means base clusterings of X (N, d), encoded once as an :class:`Ensemble`."""
     from lwec_tasks.core.base_clusterings import generate_base_clusterings
 
-    labels = generate_base_clusterings(X, n_clusterings=ensemble_size, random_state=seed)
+    logger = get_run_logger()
+    started = time.perf_counter()
+    finished = []
+
+    def report(m: int, k: int) -> None:
+        finished.append(m)
+        seconds = time.perf_counter() - started
+        logger.info("Base clustering %d/%d done (k=%d): %.0f rows/s", len(finished), ensemble_size, k,
+                    len(X) * len(finished) / max(seconds, 1e-9))
+
+    labels = generate_base_clusterings(X, n_clusterings=ensemble_size, random_state=seed, progress=report)
     ensemble = Ensemble(labels)
-    get_run_logger().info(
-        "Generated %d base clusterings of %d objects: %d clusters in total (k per clustering %d–%d), %d microclusters",
-        ensemble.n_columns, ensemble.n_objects, ensemble.n_clusters_total,
+    logger.info(
+        "Generated %d base clusterings of %d objects in %.1f s: %d clusters in total (k per clustering %d–%d), "
+        "%d microclusters",
+        ensemble.n_columns, ensemble.n_objects, time.perf_counter() - started, ensemble.n_clusters_total,
         int(ensemble.n_clusters_per_column.min()), int(ensemble.n_clusters_per_column.max()),
         ensemble.n_microclusters,
     )

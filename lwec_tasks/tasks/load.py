@@ -85,8 +85,10 @@ def load_features(request: ConsensusRequest) -> LoadedFeatures:
             request.table, ", ".join(plan.columns_to_read),
         )
     logger.info(
-        "Loaded %d rows × %d features from table %r of %s in %.2f s (id column: %s, ground truth: %s%s)",
+        "Loaded %d rows × %d features from table %r of %s in %.2f s (%.0f rows/s; id column: %s, "
+        "ground truth: %s%s)",
         features.n_rows_read, len(plan.feature_columns), request.table, mask_url(request.database_url), seconds,
+        features.n_rows_read / max(seconds, 1e-9),
         plan.id_column or "row position", plan.label_column or "none",
         f"; dropped {features.n_rows_dropped} rows with non-finite features" if features.n_rows_dropped else "",
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -29,13 +31,16 @@ def write_label_rows(request: ConsensusRequest, loaded: LoadedFeatures, labels: 
         method=request.method, theta=request.theta, ensemble_size=request.ensemble_size, seed=request.seed,
         source_table=request.table, flow_run_id=flow_run.id,
     )
+    started = time.perf_counter()
     engine = open_engine(request.database_url)
     try:
         written = write_labels(engine, request.resolved_output_table, rows, id_type=loaded.id_type)
     finally:
         engine.dispose()
+    seconds = time.perf_counter() - started
     get_run_logger().info(
-        "Wrote %d labels to table %r of %s (run key %r; earlier rows of this key replaced)",
-        written, request.resolved_output_table, mask_url(request.database_url), rows.run_key,
+        "Wrote %d labels to table %r of %s in %.2f s (%.0f rows/s; run key %r, earlier rows of this key replaced)",
+        written, request.resolved_output_table, mask_url(request.database_url), seconds,
+        written / max(seconds, 1e-9), rows.run_key,
     )
     return written

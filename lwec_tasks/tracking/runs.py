@@ -11,10 +11,12 @@ one nested run per method.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -98,8 +100,15 @@ class RunWriter:
         return run_id
 
     def log_table(self, run_id: str, frame: pd.DataFrame, artifact_file: str) -> None:
-        """``frame`` as a CSV artifact (no index column)."""
-        self.client.log_text(run_id, frame.to_csv(index=False), artifact_file)
+        """``frame`` as a CSV artifact (no index column), written by Arrow's multi-threaded CSV writer."""
+        import pyarrow as pa
+        import pyarrow.csv
+
+        with tempfile.TemporaryDirectory(prefix="lwec-artifact-") as scratch:
+            path = Path(scratch, Path(artifact_file).name)
+            pyarrow.csv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path)
+            directory = str(Path(artifact_file).parent)
+            self.client.log_artifact(run_id, str(path), None if directory == "." else directory)
 
     def log_figure(self, run_id: str, figure: Figure, artifact_file: str) -> None:
         self.client.log_figure(run_id, figure, artifact_file)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from benchmarks.options import resolve_scale_n
@@ -57,3 +58,42 @@ def test_benchmark_runs_every_kind_of_case_in_subprocesses(tmp_path):
     assert "| blobs N=20,000 d=16 | base clusterings M=10 |" in report
     if "| VS |" in report:  # pools present
         assert "cuts identical 29/29" in report
+
+
+@pytest.mark.slow
+def test_bench_pipeline_times_the_flow_and_the_naive_pipeline_on_the_same_table(tmp_path):
+    import sqlalchemy as sa
+
+    database = f"sqlite:///{tmp_path / 'bench.db'}"
+    output = tmp_path / "pipeline.md"
+    completed = subprocess.run(
+        [sys.executable, "-m", "lwec_tasks", "bench", "pipeline", "--database-url", database, "--rows", "3000",
+         "-k", "5", "--output", str(output)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    report = output.read_text()
+    assert "| lwec flow |" in report and "| naive pandas + MiniBatchKMeans |" in report
+    assert "lwec / naive: time" in report
+    engine = sa.create_engine(database)
+    with engine.connect() as connection:
+        counts = {name: connection.execute(sa.text(f'SELECT COUNT(*) FROM "{name}"')).scalar_one()
+                  for name in ("bench_blobs_3000", "bench_blobs_3000_lwec", "bench_blobs_3000_naive")}
+    assert counts == {"bench_blobs_3000": 3000, "bench_blobs_3000_lwec": 3000, "bench_blobs_3000_naive": 3000}
+    reported = {line.split("|")[1].strip(): float(line.rsplit("|", 2)[-2]) for line in report.splitlines()
+                if line.startswith(("| lwec flow", "| naive"))}
+    # The NMIs printed are those of the labels each pipeline wrote, against the table's ground truth.
+    from lwec_tasks import nmi
+
+    truth = pd.read_sql('SELECT id, target FROM "bench_blobs_3000"', engine).set_index("id")["target"]
+    for name, table in (("lwec flow", "bench_blobs_3000_lwec"), ("naive pandas + MiniBatchKMeans",
+                                                                  "bench_blobs_3000_naive")):
+        written = pd.read_sql(f'SELECT id, label FROM "{table}"', engine).set_index("id")["label"]
+        expected = nmi(truth.loc[written.index].to_numpy(), written.to_numpy(), normalization="max")
+        assert reported[name] == pytest.approx(expected, abs=5e-5), name
+
+
+def test_bench_pipeline_refuses_a_tiny_table_before_running(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "pipeline", "--database-url", "sqlite:///x.db", "--rows", "-5"])
+    assert "expected at least 1,000, got -5" in capsys.readouterr().err

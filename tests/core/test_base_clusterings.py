@@ -55,3 +55,39 @@ def test_dataframe_input():
 def test_bad_input(X, kwargs, message):
     with pytest.raises(LwecInputError, match=message):
         generate_base_clusterings(X, **kwargs)
+
+
+def test_labels_do_not_depend_on_the_number_of_workers():
+    X, _ = make_blobs(n_samples=600, n_features=3, centers=4, random_state=0)
+    one = generate_base_clusterings(X, n_clusterings=6, random_state=11, n_jobs=1)
+    assert np.array_equal(one, generate_base_clusterings(X, n_clusterings=6, random_state=11, n_jobs=2))
+    assert np.array_equal(one, generate_base_clusterings(X, n_clusterings=6, random_state=11, n_jobs=6))
+
+
+def test_progress_reports_every_clustering_once_with_its_k():
+    X, _ = make_blobs(n_samples=300, n_features=2, centers=3, random_state=1)
+    seen = []
+    labels = generate_base_clusterings(X, n_clusterings=5, random_state=2, n_jobs=2,
+                                       progress=lambda m, k: seen.append((m, k)))
+    assert sorted(m for m, _ in seen) == list(range(5))
+    assert all(labels[:, m].max() + 1 <= k for m, k in seen)
+
+
+def test_large_n_fits_a_sample_caps_k_and_assigns_every_row_to_its_nearest_centre(monkeypatch):
+    from lwec_tasks.core import base_clusterings as module
+
+    monkeypatch.setattr(module, "LARGE_N", 2_000)
+    monkeypatch.setattr(module, "SAMPLE_SIZE", 500)
+    monkeypatch.setattr(module, "LARGE_N_K_MAX", 7)
+    monkeypatch.setattr(module, "ASSIGN_CHUNK", 333)
+    X, _ = make_blobs(n_samples=5_000, n_features=4, centers=6, random_state=3)
+    labels = module.generate_base_clusterings(X, n_clusterings=4, random_state=5, n_jobs=2)
+    assert labels.shape == (5_000, 4)
+    for m in range(4):
+        k = labels[:, m].max() + 1
+        assert 2 <= k <= 7
+        # Every row sits with the nearest centroid of its own cluster's rows: a nearest-centre assignment.
+        centres = np.stack([X[labels[:, m] == c].mean(axis=0) for c in range(k)])
+        nearest = np.argmin(((X[:, None, :] - centres[None]) ** 2).sum(axis=2), axis=1)
+        assert (nearest == labels[:, m]).mean() > 0.97
+    assert np.array_equal(labels, module.generate_base_clusterings(X, n_clusterings=4, random_state=5, n_jobs=1))
