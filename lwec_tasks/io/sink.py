@@ -3,7 +3,8 @@
 The labels table is keyed by ``(run_key, id)``. Writing a run deletes the
 rows of its run key and inserts the new ones inside one transaction, so a
 rerun replaces its rows (never duplicates them) and a failed write leaves
-the previous rows untouched.
+the previous rows untouched. PostgreSQL and SQLite get the rows in bulk
+(binary ``COPY``, ADBC); see :mod:`lwec_tasks.io.bulk_write`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.bulk_read import fast_path_enabled
+from lwec_tasks.io.bulk_write import copy_labels, write_sqlite
 from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
 from lwec_tasks.io.identifiers import check_new_table_name
 
@@ -130,7 +133,27 @@ def write_labels(
     """Replace the rows of ``rows.run_key`` in ``table_name`` in one transaction.
 
     Creates the table when missing. Returns the number of rows written.
+
+    PostgreSQL (psycopg) receives the rows as one binary ``COPY`` and SQLite
+    files through ADBC with Arrow-bound parameters, built from the id and label
+    vectors without a Python object per row (:mod:`lwec_tasks.io.bulk_write`);
+    other databases, and the cases those paths decline, get the rows through
+    ``executemany`` (:func:`write_labels_portable`). The stored rows are the same.
     """
+    return _write_labels(engine, table_name, rows, id_type, fast=fast_path_enabled())
+
+
+def write_labels_portable(
+    engine: sa.Engine,
+    table_name: str,
+    rows: LabelRows,
+    id_type: sa.types.TypeEngine | None = None,
+) -> int:
+    """:func:`write_labels` through SQLAlchemy ``executemany`` inserts (any database)."""
+    return _write_labels(engine, table_name, rows, id_type, fast=False)
+
+
+def _write_labels(engine, table_name, rows, id_type, *, fast: bool) -> int:
     ids = np.asarray(rows.ids)
     labels = np.asarray(rows.labels)
     if ids.shape != labels.shape or ids.ndim != 1:
@@ -148,11 +171,17 @@ def write_labels(
         "flow_run_id": rows.flow_run_id,
         "written_at": dt.datetime.now(dt.UTC),
     }
-    # Python scalars only: numpy integers would be stored as BLOBs by sqlite3.
-    records = [
-        {**common, "id": object_id, "label": label}
-        for object_id, label in zip(ids.tolist(), labels.astype(np.int64).tolist())
-    ]
+    labels = labels.astype(np.int64)
+    unreachable = (sa.exc.OperationalError, sa.exc.InterfaceError)
+    if fast:
+        try:
+            written = write_sqlite(engine, table, common, ids, labels)
+        except unreachable as error:
+            raise DatabaseUnreachableError(
+                f"cannot write to database {mask_url(engine.url)}: {error.orig}"
+            ) from None
+        if written is not None:
+            return written
     created = False
     try:
         try:
@@ -161,19 +190,32 @@ def write_labels(
                 if created:
                     table.create(connection)
                 connection.execute(sa.delete(table).where(table.c.run_key == rows.run_key))
-                for start in range(0, len(records), _INSERT_BATCH):
-                    connection.execute(sa.insert(table), records[start:start + _INSERT_BATCH])
+                if not (fast and copy_labels(connection, table, common, ids, labels)):
+                    _insert_rows(connection, table, common, ids, labels)
         except BaseException:
             # Some databases (SQLite, MySQL) commit DDL at once, so a failed first
             # write would leave an empty table behind: remove the table made here.
             if created:
                 _drop_quietly(engine, table)
             raise
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+    except unreachable as error:
         raise DatabaseUnreachableError(
             f"cannot write to database {mask_url(engine.url)}: {error.orig}"
         ) from None
-    return len(records)
+    return len(ids)
+
+
+def _insert_rows(connection: sa.Connection, table: sa.Table, common: dict, ids: np.ndarray,
+                 labels: np.ndarray) -> None:
+    """``executemany`` inserts, ``_INSERT_BATCH`` rows at a time."""
+    for start in range(0, len(ids), _INSERT_BATCH):
+        stop = start + _INSERT_BATCH
+        # Python scalars only: numpy integers would be stored as BLOBs by sqlite3.
+        records = [
+            {**common, "id": object_id, "label": label}
+            for object_id, label in zip(ids[start:stop].tolist(), labels[start:stop].tolist())
+        ]
+        connection.execute(sa.insert(table), records)
 
 
 def _drop_quietly(engine: sa.Engine, table: sa.Table) -> None:

@@ -9,10 +9,11 @@ import pandas as pd
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.bulk_read import read_fast
 from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
 from lwec_tasks.io.identifiers import name_list
 
-#: Rows fetched per round trip when reading a table.
+#: Rows per chunk of the portable read (``pandas.read_sql``); the fast paths stream in blocks of their own.
 DEFAULT_CHUNK_SIZE = 50_000
 
 _UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
@@ -91,17 +92,41 @@ def read_rows(
     order_by: str | Sequence[str] | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> pd.DataFrame:
-    """Read ``columns`` of every row, streaming ``chunk_size`` rows at a time.
+    """Read ``columns`` of every row, in that column order.
 
     Rows come back sorted by ``order_by`` (a column, or columns in order of
     precedence) when given, so the same table always yields the same row order
     (and hence the same clustering for a fixed seed).
+
+    PostgreSQL (psycopg) tables are read with a binary ``COPY`` and SQLite
+    files through ADBC as Arrow columns, without a Python object per row
+    (:mod:`lwec_tasks.io.bulk_read`); other databases, and the cases those
+    paths decline, are read by :func:`read_rows_portable`. Both give the same
+    frame: values, dtypes and row order.
     """
     source.check_columns(columns, "columns")
+    names = _order_by_names(source, order_by)
+    try:
+        frame = read_fast(engine, source.table, list(columns), names, chunk_size)
+    except _UNREACHABLE as error:
+        raise DatabaseUnreachableError(_unreachable_message(engine, error)) from None
+    if frame is not None:
+        return frame
+    return read_rows_portable(engine, source, columns, order_by=order_by, chunk_size=chunk_size)
+
+
+def read_rows_portable(
+    engine: sa.Engine,
+    source: SourceTable,
+    columns: Sequence[str],
+    order_by: str | Sequence[str] | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> pd.DataFrame:
+    """:func:`read_rows` through ``pandas.read_sql``, streaming ``chunk_size`` rows at a time (any database)."""
+    source.check_columns(columns, "columns")
+    names = _order_by_names(source, order_by)
     statement = sa.select(*(source.table.c[name] for name in columns))
-    if order_by is not None:
-        names = [order_by] if isinstance(order_by, str) else list(order_by)
-        source.check_columns(names, "order_by")
+    if names:
         statement = statement.order_by(*(source.table.c[name] for name in names))
     try:
         with engine.connect() as connection:
@@ -112,6 +137,14 @@ def read_rows(
     if not chunks:
         return pd.DataFrame({name: pd.Series(dtype=float) for name in columns})
     return pd.concat(chunks, ignore_index=True)
+
+
+def _order_by_names(source: SourceTable, order_by: str | Sequence[str] | None) -> list[str]:
+    if order_by is None:
+        return []
+    names = [order_by] if isinstance(order_by, str) else list(order_by)
+    source.check_columns(names, "order_by")
+    return names
 
 
 def _unreachable_message(engine: sa.Engine, error: sa.exc.DBAPIError) -> str:
