@@ -62,7 +62,7 @@ def consensus_flow(
     get_run_logger().info("%s consensus of table %r (%s) into %d clusters; labels → %r", request.method.upper(),
                           table, mask_url(database_url), n_clusters, request.resolved_output_table)
     loaded = load_features(request)
-    ensemble = generate_ensemble(loaded.features.X, ensemble_size, seed)
+    ensemble = generate_ensemble(loaded.matrix, ensemble_size, seed)
     reliability = cluster_reliability(ensemble, theta)
     labels = consensus_labels(ensemble, method, n_clusters, theta, seed)
     written = write_label_rows(request, loaded, labels)

@@ -62,7 +62,8 @@ class PreparedFeatures:
     Attributes
     ----------
     X : ndarray (N, d), float64; standardised (mean 0, unit variance per column,
-        constant columns left at 0) unless standardisation was turned off
+        constant columns left at 0) unless standardisation was turned off; None
+        once the pipeline holds the matrix elsewhere (see ``tasks.load.FeatureMatrix``)
     ids : ndarray (N,), the id of each row (row positions when there is no id column)
     truth : ndarray (N,) of ground-truth labels, or None
     feature_columns : the d column names, in the order of X's columns

@@ -10,6 +10,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.tasks.load import FeatureMatrix
 from lwec_tasks.tasks.timings import record_stage_time
 
 
@@ -23,10 +24,14 @@ class ClusterReliability:
 
 # Arrays are never hashed for cache keys (NO_CACHE): every run recomputes.
 @task(name="generate-base-clusterings", cache_policy=NO_CACHE, on_completion=[record_stage_time])
-def generate_ensemble(X: np.ndarray, ensemble_size: int, seed: int | None) -> Ensemble:
-    """M = ``ensemble_size`` k-means base clusterings of X (N, d), encoded once as an :class:`Ensemble`."""
+def generate_ensemble(matrix: FeatureMatrix, ensemble_size: int, seed: int | None) -> Ensemble:
+    """M = ``ensemble_size`` k-means base clusterings of the (N, d) features, encoded once as an :class:`Ensemble`.
+
+    Takes the matrix out of ``matrix``, so its memory is freed when this task ends.
+    """
     from lwec_tasks.core.base_clusterings import generate_base_clusterings
 
+    X = matrix.take()
     logger = get_run_logger()
     started = time.perf_counter()
     finished = []

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import sqlalchemy as sa
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -16,16 +18,37 @@ from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreach
 from lwec_tasks.tasks.timings import record_stage_time
 
 
+class FeatureMatrix:
+    """Holds the (N, d) feature matrix until the base clusterings take it.
+
+    Prefect keeps every task's result alive until the flow run ends; handing the
+    matrix over through :meth:`take` lets its memory go once it is used.
+    """
+
+    def __init__(self, X: np.ndarray):
+        self._X: np.ndarray | None = X
+        self.shape = X.shape
+
+    def take(self) -> np.ndarray:
+        """The matrix; this holder no longer refers to it afterwards."""
+        if self._X is None:
+            raise RuntimeError("the feature matrix was already handed to the base clusterings")
+        X, self._X = self._X, None
+        return X
+
+
 @dataclass(frozen=True)
 class LoadedFeatures:
     """The prepared features plus what the write-back needs about the source.
 
+    ``features.X`` is None: the (N, d) matrix is in ``matrix`` until taken.
     ``id_type`` is the SQL type of the source's id column (None: row positions).
     """
 
     features: PreparedFeatures
     id_column: str | None
     id_type: sa.types.TypeEngine | None
+    matrix: FeatureMatrix
 
 
 @task(
@@ -95,4 +118,5 @@ def load_features(request: ConsensusRequest) -> LoadedFeatures:
     # Settled here, before any computation: a column without a usable declared type
     # (SQLite `create table t (id, ...)`) gets one inferred from its values.
     id_type = id_key_type(features.ids, source.table.c[plan.id_column].type) if plan.id_column else None
-    return LoadedFeatures(features, plan.id_column, id_type)
+    matrix = FeatureMatrix(features.X)
+    return LoadedFeatures(dataclasses.replace(features, X=None), plan.id_column, id_type, matrix)
