@@ -29,6 +29,7 @@ from lwec_tasks.tasks import (
     publish_summary,
     write_label_rows,
 )
+from lwec_tasks.tasks.distributed import consensus_on_dask
 
 FLOW_NAME = "lwec-consensus"
 
@@ -53,6 +54,7 @@ def consensus_flow(
     run_name: str | None = None,
     tracking_uri: str | None = None,
     chunk_size: Annotated[int, Field(ge=1)] = DEFAULT_CHUNK_SIZE,
+    dask_address: str | None = None,
 ) -> dict:
     """Cluster the rows of ``table`` by locally weighted ensemble clustering.
 
@@ -61,6 +63,8 @@ def consensus_flow(
     request = ConsensusRequest(**locals())  # exactly the parameters above, checked once
     get_run_logger().info("%s consensus of table %r (%s) into %d clusters; labels → %r", request.method.upper(),
                           table, mask_url(database_url), n_clusters, request.resolved_output_table)
+    if request.dask_address:
+        return consensus_on_dask(request)  # the same stages, the heavy ones on the Dask cluster's workers
     loaded = load_features(request)
     ensemble = generate_ensemble(loaded.matrix, ensemble_size, seed)
     reliability = cluster_reliability(ensemble, theta)

@@ -27,7 +27,8 @@ from lwec_tasks.methods import PIPELINE_METHODS, describe_pipeline_methods, pipe
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 #: Fields that do not change the labels, so they are left out of the derived run key.
-_NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri"})
+_NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri",
+                             "dask_address"})
 
 
 def _named(check):
@@ -87,6 +88,12 @@ def _run_name(name: str, value):
     return value
 
 
+def _optional_address(name: str, value):
+    if value is not None and (not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value)):
+        raise LwecInputError(f"{name} must be a scheduler address such as tcp://10.0.0.5:8786, or None; got {value!r}")
+    return value
+
+
 def _flag(name: str, value):
     if not isinstance(value, bool):
         raise LwecInputError(f"{name} must be true or false, got {value!r}")
@@ -140,6 +147,9 @@ class ConsensusRequest(BaseModel):
                     "'env:VAR' reads it from environment variable VAR")] = None
     chunk_size: Annotated[int, _checked(_integer(1)), Field(
         description="Rows read per database round trip")] = DEFAULT_CHUNK_SIZE
+    dask_address: Annotated[str | None, _checked(_optional_address), Field(
+        description="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786; the heavy stages then run "
+                    "on its workers")] = None
 
     def __init__(self, **parameters: Any):
         try:

@@ -1,0 +1,71 @@
+"""The local base-clustering rule (:func:`lwec_tasks.core.base_clusterings.generate_base_clusterings`) on
+partitioned rows.
+
+Which rows each k-means model is fitted on depends only on N and the run's seed: all rows up to
+``LARGE_N``, else a seeded sample of ``SAMPLE_SIZE`` row positions per clustering (with k capped at
+``LARGE_N_K_MAX``). Positions are in the table's id order, so they do not depend on the partitioning:
+the flow gathers those rows from the partitions, the workers fit the same models the local path fits,
+and every partition assigns its rows to the nearest centre — the local labels. The constants are read
+from the core module at call time, so both paths always follow one rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.cluster import KMeans
+from threadpoolctl import threadpool_limits
+
+from lwec_tasks.core import base_clusterings as local_rule
+from lwec_tasks.core.seeds import base_seed, derived_seed
+
+
+@dataclass(frozen=True)
+class BasePlan:
+    """What decides the M base clusterings of N rows.
+
+    ks : (M,) number of clusters of each base clustering
+    seeds : (M,) k-means seed of each
+    samples : M sorted arrays of the row positions (in id order) each model is fitted on
+    """
+
+    ks: np.ndarray
+    seeds: np.ndarray
+    samples: list[np.ndarray]
+
+    @property
+    def positions(self) -> np.ndarray:
+        """Every position some model is fitted on, sorted (the rows the flow gathers, once)."""
+        return np.unique(np.concatenate(self.samples))
+
+
+def base_plan(n_rows: int, n_clusterings: int, random_state=None) -> BasePlan:
+    """The ks, seeds and fitting rows of the base clusterings of ``n_rows`` rows: the local path's draws."""
+    base = base_seed(random_state)
+    large = n_rows > local_rule.LARGE_N
+    k_max = max(min(math.isqrt(n_rows), local_rule.LARGE_N_K_MAX) if large else math.isqrt(n_rows), 2)
+    ks = np.random.default_rng(base).integers(2, k_max + 1, size=n_clusterings).astype(np.int64)
+    seeds = np.array([derived_seed(base, m) for m in range(n_clusterings)], dtype=np.int64)
+    if large:
+        size = min(local_rule.SAMPLE_SIZE, n_rows)
+        samples = [np.sort(np.random.default_rng(int(seed)).choice(n_rows, size=size, replace=False)) for seed in seeds]
+    else:
+        samples = [np.arange(n_rows)] * n_clusterings
+    return BasePlan(ks, seeds, samples)
+
+
+def fit_base_model(rows: np.ndarray, positions: np.ndarray, sample: np.ndarray, k: int, seed: int) -> KMeans:
+    """k-means (one initialisation) on the ``sample`` positions, taken from ``rows`` gathered at ``positions``."""
+    with threadpool_limits(1):
+        return KMeans(n_clusters=int(k), n_init=1, random_state=int(seed)).fit(rows[np.searchsorted(positions, sample)])
+
+
+def assign_base_labels(X: np.ndarray, models: list[KMeans]) -> np.ndarray:
+    """(M, n) int32: each row's nearest centre in every model; X is (n, d) standardised."""
+    codes = np.empty((len(models), len(X)), dtype=np.int32)
+    with threadpool_limits(1):
+        for m, model in enumerate(models):
+            codes[m] = model.predict(X)
+    return codes

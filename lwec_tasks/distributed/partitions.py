@@ -1,0 +1,426 @@
+"""What the Dask workers run: one partition of the table at a time.
+
+A partition is the rows whose id lies in a half-open range. A worker reads it itself (its own engine,
+statements compiled by SQLAlchemy) and keeps it in memory while the flow asks for small summaries of it:
+column moments, a sample, contingency tables, graph blocks, k-means partial sums. Labels are written to a
+staging table by the workers too; nothing per-row ever passes through the flow process.
+
+Every function is a plain function of numpy arrays and small values, imported by reference on the
+workers, so workers need the ``lwec`` package (and the database driver), not the flow's code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+import sqlalchemy as sa
+from threadpoolctl import threadpool_limits
+
+from lwec_tasks.core.lwgp import _ROW_NORM_EPS
+from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
+from lwec_tasks.distributed.base_clusterings import assign_base_labels
+from lwec_tasks.distributed.reductions import Microclusters, Moments, microcluster_index, pair_table, pair_tables
+from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url, open_engine
+from lwec_tasks.io.features import _id_values, _numeric_column
+
+#: Rows per INSERT batch when a worker writes its labels.
+WRITE_BATCH = 20_000
+#: Seconds a SQLite writer waits for the file lock held by another worker (SQLite has one writer at a time).
+SQLITE_LOCK_WAIT_SECONDS = 600
+_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """Where a worker finds its rows: the ids in [low, high) of ``table`` (an open end is None).
+
+    ``database_url`` is resolved (no ``env:``/``block:`` reference) and never shown in a repr, since it may
+    hold a password.
+    """
+
+    index: int
+    database_url: str = field(repr=False)
+    table: str
+    id_column: str
+    label_column: str | None
+    feature_columns: tuple[str, ...]
+    low: Any
+    high: Any
+    chunk_size: int
+    drop_nonfinite: bool
+
+    def __str__(self) -> str:
+        return f"partition {self.index} of {self.table!r} in {mask_url(self.database_url)}"
+
+
+@dataclass
+class PartitionRows:
+    """A partition as read: ids (n,), ground truth (n,) or None, raw features X (n, d) float64.
+
+    Rows are in id order. With ``drop_nonfinite`` the rows with a missing/NaN/inf feature are gone and
+    counted in ``n_dropped``; without it they stay, and the flow refuses the table from the summary.
+    """
+
+    ids: np.ndarray
+    truth: np.ndarray | None
+    X: np.ndarray
+    n_read: int
+    n_dropped: int
+    n_nonfinite: int
+    nan_counts: np.ndarray
+    inf_counts: np.ndarray
+
+
+@dataclass(frozen=True)
+class PartitionKeys:
+    """What the write-back and the scores need of a partition: ids (n,) and ground truth (n,) or None."""
+
+    ids: np.ndarray
+    truth: np.ndarray | None
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """Small facts about a read partition, gathered by the flow."""
+
+    n_rows: int
+    n_read: int
+    n_dropped: int
+    n_nonfinite: int
+    nan_counts: np.ndarray
+    inf_counts: np.ndarray
+    moments: Moments
+    id_example: np.ndarray
+
+
+def worker_engine(database_url: str) -> sa.Engine:
+    """An engine for a worker. SQLite files get a long lock wait: workers write to one file in turn."""
+    url = sa.make_url(database_url)
+    if url.get_backend_name() == "sqlite" and "timeout" not in url.query:
+        database_url = url.update_query_dict({"timeout": str(SQLITE_LOCK_WAIT_SECONDS)}).render_as_string(
+            hide_password=False)
+    return open_engine(database_url)
+
+
+def id_range(table: sa.TableClause, id_column: str, low, high) -> list:
+    """WHERE clauses selecting ids in [low, high); None leaves that end open."""
+    clauses = []
+    if low is not None:
+        clauses.append(table.c[id_column] >= low)
+    if high is not None:
+        clauses.append(table.c[id_column] < high)
+    return clauses
+
+
+def read_partition(spec: PartitionSpec) -> PartitionRows:
+    """Read the partition's rows (in id order, ``chunk_size`` rows per round trip) and check them."""
+    columns = [spec.id_column, *([spec.label_column] if spec.label_column else []), *spec.feature_columns]
+    table = sa.table(spec.table, *(sa.column(name) for name in columns))
+    id_column = table.c[spec.id_column]
+    statement = (sa.select(*(table.c[name] for name in columns))
+                 .where(*id_range(table, spec.id_column, spec.low, spec.high)).order_by(id_column))
+    engine = worker_engine(spec.database_url)
+    try:
+        frame = _read_arrow_sqlite(engine, statement)
+        if frame is None:
+            with engine.connect() as connection:
+                streaming = connection.execution_options(stream_results=True)
+                chunks = list(pd.read_sql(statement, streaming, chunksize=spec.chunk_size))
+            frame = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame({name: [] for name in columns})
+    except _UNREACHABLE as error:
+        raise DatabaseUnreachableError(f"{spec}: cannot read: {str(error.orig or error).splitlines()[0]}") from None
+    finally:
+        engine.dispose()
+    X = np.empty((len(frame), len(spec.feature_columns)))
+    for j, name in enumerate(spec.feature_columns):
+        X[:, j] = _numeric_column(frame[name], name)
+    ids = _id_values(frame[spec.id_column], spec.id_column) if len(frame) else np.empty(0, dtype=np.int64)
+    truth = frame[spec.label_column].to_numpy() if spec.label_column else None
+    nan_counts, inf_counts = np.isnan(X).sum(axis=0), np.isinf(X).sum(axis=0)
+    n_read = len(X)
+    finite = np.isfinite(X).all(axis=1)
+    if spec.drop_nonfinite and not finite.all():
+        X, ids = X[finite], ids[finite]
+        truth = truth[finite] if truth is not None else None
+    return PartitionRows(ids, truth, np.ascontiguousarray(X), n_read, n_read - len(X), int(n_read - finite.sum()),
+                         nan_counts, inf_counts)
+
+
+def _read_arrow_sqlite(engine: sa.Engine, statement: sa.Select) -> pd.DataFrame | None:
+    """The rows of ``statement`` from a SQLite file as Arrow columns (no Python object per value), or None
+    to read them through pandas: no ADBC driver, not a file, or values the driver cannot type by column.
+
+    The SQL is compiled by SQLAlchemy, the id bounds rendered as literals by the SQLite dialect.
+    """
+    from lwec_tasks.io import adbc_sqlite
+
+    uri = adbc_sqlite.sqlite_uri(engine, read_only=True) if adbc_sqlite.available() else None
+    if uri is None:
+        return None
+    import adbc_driver_manager
+
+    sql = str(statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+    try:
+        with adbc_sqlite.connect(uri, adbc_sqlite.busy_timeout_ms(engine)) as connection, \
+                connection.cursor() as cursor:
+            adbc_sqlite.set_batch_rows(cursor)
+            cursor.execute(sql)
+            table = cursor.fetch_arrow_table()
+    except adbc_driver_manager.Error:
+        return None  # e.g. a column holding integers in one batch and text in the next
+    return table.to_pandas() if table.num_rows else None
+
+
+def summarise(rows: PartitionRows) -> PartitionSummary:
+    """Counts, non-finite values per column, column moments (finite rows) and an id example for the key type."""
+    finite = rows.X[np.isfinite(rows.X).all(axis=1)]
+    ids = rows.ids
+    if ids.dtype == object and len(ids):
+        example = ids[[int(np.argmax([len(v) if isinstance(v, (str, bytes)) else 0 for v in ids]))]]
+    else:
+        example = ids[:1]
+    return PartitionSummary(len(rows.ids), rows.n_read, rows.n_dropped, rows.n_nonfinite, rows.nan_counts,
+                            rows.inf_counts, Moments.of(finite), example)
+
+
+def keys_of(rows: PartitionRows) -> PartitionKeys:
+    return PartitionKeys(rows.ids, rows.truth)
+
+
+def standardised_rows(rows: PartitionRows, positions: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Rows at local ``positions``, standardised: (X − mean) / scale (the local scaler's arithmetic)."""
+    X = rows.X[positions] - mean
+    X /= scale
+    return X
+
+
+def assign_partition(rows: PartitionRows, mean: np.ndarray, scale: np.ndarray, models: list) -> np.ndarray:
+    """(M, n) int32 raw labels: each standardised row's nearest centre in every base model."""
+    X = rows.X - mean
+    X /= scale
+    return assign_base_labels(X, models)
+
+
+def column_sizes(codes_t: np.ndarray, ks: np.ndarray) -> list[np.ndarray]:
+    """Rows per label in each column, (k_m,) each."""
+    return [np.bincount(codes_t[m], minlength=int(k)) for m, k in enumerate(ks)]
+
+
+def compact_codes(codes_t: np.ndarray, lookups: list[np.ndarray]) -> np.ndarray:
+    """Renumber each column's labels to 0..n_m − 1 (drops labels no row has) with per-column lookups."""
+    return np.stack([lookup[codes_t[m]] for m, lookup in enumerate(lookups)]).astype(np.int32)
+
+
+def count_tables(codes_t: np.ndarray, ks: np.ndarray) -> list:
+    """The pairwise contingency tables of the partition's base clusterings (ECI)."""
+    return pair_tables(codes_t, ks)
+
+
+def inverse_degrees(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray) -> np.ndarray:
+    """1 / dx, dx = Σ_m ECI of each row's cluster in column m."""
+    return 1.0 / object_degrees(codes_t, offsets, eci)
+
+
+def graph_blocks(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray) -> list:
+    """The partition's share of the cluster graph: per column its diagonal Σ_{i∈c} 1/dx_i, then per pair
+    (a < b) the block Σ_{i∈c∩c'} 1/dx_i. The list sums element-wise over partitions."""
+    inv_dx = inverse_degrees(codes_t, offsets, eci)
+    ks = np.diff(offsets)
+    diagonals = [np.bincount(codes_t[m], weights=inv_dx, minlength=int(k)) for m, k in enumerate(ks)]
+    blocks = [pair_table(codes_t[a], codes_t[b], int(ks[a]), int(ks[b]), inv_dx)
+              for a in range(len(ks)) for b in range(a + 1, len(ks))]
+    return diagonals + blocks
+
+
+def embed(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray, cluster_vectors: np.ndarray) -> np.ndarray:
+    """Rows of Dx⁻¹ B U (the Tcut embedding), row-normalised as LWGP's k-means sees them; (n, r)."""
+    inv_dx = inverse_degrees(codes_t, offsets, eci)
+    rows = transfer_rows(np.ascontiguousarray(codes_t), offsets.astype(np.int64), np.ascontiguousarray(cluster_vectors),
+                         inv_dx, np.arange(codes_t.shape[1], dtype=np.int64))
+    rows /= np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + _ROW_NORM_EPS
+    return rows
+
+
+def take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    return array[positions]
+
+
+def concatenate(*parts: np.ndarray) -> np.ndarray:
+    return np.concatenate(parts)
+
+
+def row_moments(rows: np.ndarray) -> Moments:
+    return Moments.of(rows)
+
+
+@dataclass(frozen=True)
+class LloydPartial:
+    """One partition's share of a Lloyd iteration.
+
+    sums (k, r) and counts (k,) of the rows (centred) assigned to each centre, how many labels changed,
+    and the ``far`` rows farthest from their centre (distances, centred rows, labels), for clusters that
+    end up empty.
+    """
+
+    sums: np.ndarray
+    counts: np.ndarray
+    changed: int
+    far_distances: np.ndarray
+    far_rows: np.ndarray
+    far_labels: np.ndarray
+
+
+def nearest_centres(X: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(labels int32, squared distance to that centre) of each row of X; ties go to the lower centre."""
+    partial = X @ (-2.0 * centres.T)
+    partial += np.einsum("ij,ij->i", centres, centres)[None, :]
+    labels = np.argmin(partial, axis=1)
+    distances = np.take_along_axis(partial, labels[:, None], axis=1)[:, 0] + np.einsum("ij,ij->i", X, X)
+    return labels.astype(np.int32), np.maximum(distances, 0.0)
+
+
+def lloyd_step(embedding: np.ndarray, previous: np.ndarray | None, centres: np.ndarray, shift: np.ndarray,
+               n_far: int) -> tuple[np.ndarray, LloydPartial]:
+    """Assign rows (centred by ``shift``) to the nearest of ``centres`` and sum them per centre."""
+    with threadpool_limits(1):
+        X = embedding - shift
+        labels, distances = nearest_centres(X, centres)
+    k = len(centres)
+    membership = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))), shape=(k, len(labels)))
+    sums = np.asarray(membership @ X)
+    counts = np.bincount(labels, minlength=k).astype(np.float64)
+    changed = len(labels) if previous is None else int(np.count_nonzero(labels != previous))
+    far = np.argpartition(-distances, n_far)[:n_far] if len(distances) > n_far else np.arange(len(distances))
+    far = far[np.argsort(-distances[far], kind="stable")]
+    return labels, LloydPartial(sums, counts, changed, distances[far], X[far], labels[far])
+
+
+def lloyd_labels(embedding: np.ndarray, centres: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """Final assignment of the rows (centred by ``shift``) to the nearest centre."""
+    with threadpool_limits(1):
+        return nearest_centres(embedding - shift, centres)[0].astype(np.int64)
+
+
+def microclusters(codes_t: np.ndarray) -> Microclusters:
+    from lwec_tasks.distributed.reductions import microclusters_of
+
+    return microclusters_of(codes_t)
+
+
+def micro_index(codes_t: np.ndarray, table: Microclusters) -> np.ndarray:
+    return microcluster_index(codes_t, table)
+
+
+def lookup(index: np.ndarray, values: np.ndarray) -> np.ndarray:
+    return values[index]
+
+
+def split_counts(index: np.ndarray, split: np.ndarray) -> np.ndarray:
+    """How many of the partition's rows fall in each of the ``split`` microclusters."""
+    return np.array([np.count_nonzero(index == j) for j in split], dtype=np.int64)
+
+
+def lwea_raw_ids(index: np.ndarray, leaf_cluster: np.ndarray, split: np.ndarray, kept: np.ndarray,
+                 before: np.ndarray, offset: int, singleton_base: int) -> np.ndarray:
+    """Cluster id of each row after the cut, before renumbering.
+
+    A row gets its microcluster's cluster; in a microcluster the cut splits (``split``, with ``kept`` of
+    its objects staying together and ``before`` of its rows in earlier partitions), rows past the first
+    ``kept`` in table order are singletons, with id ``singleton_base`` + their position.
+    """
+    raw = leaf_cluster[index].astype(np.int64)
+    positions = offset + np.arange(len(index), dtype=np.int64)
+    for j, keep, earlier in zip(split, kept, before):
+        members = np.flatnonzero(index == j)
+        rank = earlier + np.arange(len(members))
+        alone = members[rank >= keep]
+        raw[alone] = singleton_base + positions[alone]
+    return raw
+
+
+def first_positions(raw: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct ids, table position of each one's first row) of the partition."""
+    ids, first_row = np.unique(raw, return_index=True)
+    return ids, offset + first_row.astype(np.int64)
+
+
+def renumber(raw: np.ndarray, ids: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Map raw ids (all in the sorted ``ids``) to ``labels``."""
+    return labels[np.searchsorted(ids, raw)]
+
+
+def label_sizes(labels: np.ndarray, k: int) -> np.ndarray:
+    return np.bincount(labels, minlength=k)
+
+
+def truth_counts(keys: PartitionKeys, labels: np.ndarray) -> pd.Series:
+    """Rows per (ground truth, label) pair, rows without ground truth left out."""
+    if keys.truth is None:
+        return pd.Series(dtype=np.int64)
+    frame = pd.DataFrame({"truth": keys.truth, "label": labels})
+    return frame[frame["truth"].notna()].groupby(["truth", "label"]).size()
+
+
+def add_counts(*parts: pd.Series) -> pd.Series:
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.Series(dtype=np.int64)
+    return pd.concat(parts).groupby(level=[0, 1]).sum()
+
+
+def write_partition(database_url: str, staging: str, keys: PartitionKeys, labels: np.ndarray) -> int:
+    """Insert the partition's (id, label) rows into the staging table in one transaction; returns rows written."""
+    labels = labels.astype(np.int64)
+    engine = worker_engine(database_url)
+    try:
+        written = _write_arrow_sqlite(engine, staging, keys.ids, labels)
+        if written is None:
+            table = sa.table(staging, sa.column("id"), sa.column("label"))
+            # Python scalars: sqlite3 would store numpy integers as BLOBs.
+            records = [{"id": i, "label": label} for i, label in zip(keys.ids.tolist(), labels.tolist())]
+            with engine.begin() as connection:
+                for start in range(0, len(records), WRITE_BATCH):
+                    connection.execute(sa.insert(table), records[start:start + WRITE_BATCH])
+            written = len(records)
+    except _UNREACHABLE as error:
+        raise DatabaseUnreachableError(
+            f"cannot write labels to {mask_url(engine.url)}: {str(error.orig or error).splitlines()[0]}") from None
+    finally:
+        engine.dispose()
+    return written
+
+
+def _write_arrow_sqlite(engine: sa.Engine, staging: str, ids: np.ndarray, labels: np.ndarray) -> int | None:
+    """Append (id, label) rows to the staging table of a SQLite file by ADBC bulk ingestion (typed Arrow
+    columns: integers stay integers), in one transaction; None to write them through SQLAlchemy instead."""
+    from lwec_tasks.io import adbc_sqlite
+
+    uri = adbc_sqlite.sqlite_uri(engine, read_only=False) if adbc_sqlite.available() else None
+    if uri is None or len(ids) == 0:
+        return None
+    if ids.dtype.kind in "iu":
+        id_values = ids.astype(np.int64)
+    elif ids.dtype == object and all(isinstance(value, str) for value in ids):
+        id_values = ids
+    else:
+        return None
+    import pyarrow as pa
+
+    rows = pa.table({"id": pa.array(id_values), "label": pa.array(labels, type=pa.int64())})
+    with adbc_sqlite.connect(uri, adbc_sqlite.busy_timeout_ms(engine)) as connection, \
+            connection.cursor() as cursor:
+        cursor.adbc_ingest(staging, rows, mode="append")
+        connection.commit()
+    return len(ids)
+
+
+def worker_facts() -> dict:
+    """What the flow checks about a worker: its lwec version and process id."""
+    import lwec_tasks
+
+    return {"lwec": lwec_tasks.__version__, "pid": os.getpid()}

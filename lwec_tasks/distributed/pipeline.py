@@ -1,0 +1,489 @@
+"""The consensus pipeline on a Dask cluster, stage by stage, as the flow process drives it.
+
+The flow process plans partitions, sends each worker a :class:`~lwec_tasks.distributed.partitions.
+PartitionSpec`, and from then on only handles small things: column moments, the sample positions, the
+k-means models, the cluster sizes, the (M, n_c) entropy terms, the sparse n_c × n_c cluster graph and its
+eigenvectors, k-means partial sums, microcluster cuts, label counts. The N × d features, the N × M base
+labels, the N × k embedding and the N labels stay on the workers until the workers write the labels.
+
+Stages (each one Prefect task in :mod:`lwec_tasks.tasks.distributed`): :func:`load_table`,
+:func:`base_clusterings`, :func:`reliability`, :func:`lwgp_labels` | :func:`lwea_labels`,
+:func:`write_labels`. ``log`` is any logger (the Prefect run logger in the flow).
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+
+import numpy as np
+
+from lwec_tasks.core import lwgp as lwgp_core
+from lwec_tasks.core.eci import eci_from_uncertainty
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.seeds import base_seed, derived_seed
+from lwec_tasks.core.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
+from lwec_tasks.core.validation import check_n_clusters
+from lwec_tasks.distributed import partitions as part
+from lwec_tasks.distributed.base_clusterings import base_plan, fit_base_model
+from lwec_tasks.distributed.cluster import DaskSession, Progress, tree_reduce
+from lwec_tasks.distributed.consensus import (
+    assemble_graph,
+    check_lwea_fits,
+    fit_embedding_kmeans,
+    lwea_on_microclusters,
+    lwgp_on_microclusters,
+)
+from lwec_tasks.distributed.planning import (
+    RunMetadata,
+    absolute_sqlite_url,
+    create_staging_table,
+    drop_table_quietly,
+    id_bounds,
+    id_statistics,
+    partition_count,
+    publish_labels,
+    staging_table_name,
+)
+from lwec_tasks.distributed.reductions import (
+    Moments,
+    add_tables,
+    agreement_from_contingency,
+    merge_microclusters,
+    split_entropy_terms,
+    standard_scale,
+)
+from lwec_tasks.io import check_label_table, describe_source, id_key_type, mask_url, open_engine
+from lwec_tasks.io.connection import resolve_database_url
+from lwec_tasks.io.features import plan_columns
+
+#: scikit-learn's default relative tolerance of k-means, which LWGP's refinement on all rows uses.
+KMEANS_TOL = 1e-4
+
+
+class DaskTable:
+    """The source table as partitions in the workers' memory.
+
+    Attributes: ``session``; ``plan`` (ColumnPlan); ``id_type`` (SQL type of the labels' id column);
+    ``database_url`` (resolved); ``specs``; ``rows`` (futures of PartitionRows, released once the base
+    clusterings are assigned); ``keys`` (futures of PartitionKeys); ``counts`` (rows per partition);
+    ``offsets`` (position of each partition's first row); ``n_rows``, ``n_read``, ``n_dropped``;
+    ``mean``, ``scale`` (standardisation); ``seconds``.
+    """
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+    @property
+    def n_partitions(self) -> int:
+        return len(self.specs)
+
+
+class DaskEnsemble:
+    """The base clusterings: ``codes`` (futures of (M, n_p) int32 per-column codes) and what the local
+    Ensemble knows about its clusters (``ks``, ``offsets``, ``cluster_sizes``, ``cluster_label``,
+    ``cluster_column``); ``n_microclusters`` once they are counted."""
+
+    def __init__(self, **values):
+        self.n_microclusters = None
+        self.__dict__.update(values)
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.ks)
+
+    @property
+    def n_clusters_total(self) -> int:
+        return int(self.offsets[-1])
+
+
+class DaskLabels:
+    """Consensus labels: ``labels`` (futures of (n_p,) labels), ``sizes`` (rows per cluster), ``quality``
+    (NMI/ARI against ground truth, or empty)."""
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+def load_table(session: DaskSession, request, log) -> DaskTable:
+    """Reflect and check the table, partition it by id, have the workers read the partitions.
+
+    Nothing is written. Raises :class:`LwecInputError` as the local load does (missing columns, text in
+    a feature column, non-finite values, duplicate or missing ids, too few rows), and when the table has
+    no id column (partitions are id ranges).
+    """
+    started = time.perf_counter()
+    engine = open_engine(request.database_url)
+    try:
+        source = describe_source(engine, request.table)
+        plan = plan_columns(source.columns, source.numeric_columns, source.primary_key,
+                            feature_columns=request.feature_columns, id_column=request.id_column,
+                            label_column=request.label_column, table=request.table)
+        if plan.id_column is None:
+            raise LwecInputError(
+                f"table {request.table!r} has no id column (no single-column primary key, no column named 'id'); "
+                "on Dask the rows are partitioned by id ranges: pass id_column")
+        check_label_table(engine, request.resolved_output_table, request.table)
+        stats = id_statistics(engine, source, plan.id_column)
+        bounds = id_bounds(engine, source, plan.id_column, stats, partition_count(stats.n_rows, session.n_threads))
+    finally:
+        engine.dispose()
+    url = absolute_sqlite_url(resolve_database_url(request.database_url))
+    specs = [part.PartitionSpec(p, url, request.table, plan.id_column, plan.label_column, plan.feature_columns,
+                                low, high, request.chunk_size, request.drop_nonfinite)
+             for p, (low, high) in enumerate(bounds)]
+    log.info("Reading table %r of %s in %d id-range partitions on %d Dask workers (%d threads) at %s",
+             request.table, mask_url(url), len(specs), session.n_workers, session.n_threads, session.address)
+    rows = session.map(part.read_partition, specs, name="read")
+    summaries = Progress(log, "read").wait_results(session.map(part.summarise, rows, name="summarise"),
+                                                   rows_of=lambda summary: summary.n_read)
+    _refuse_nonfinite(summaries, plan.feature_columns, request.drop_nonfinite)
+    kept = [p for p, s in enumerate(summaries) if s.n_rows > 0]
+    counts = np.array([summaries[p].n_rows for p in kept], dtype=np.int64)
+    n_rows, n_read = int(counts.sum()), sum(s.n_read for s in summaries)
+    n_dropped = sum(s.n_dropped for s in summaries)
+    if n_rows < 2 * request.n_clusters:
+        dropped = f" after dropping {n_dropped} rows with non-finite features" if n_dropped else ""
+        raise LwecInputError(f"{n_rows} usable rows{dropped}, but n_clusters={request.n_clusters} needs at least "
+                             f"2·k = {2 * request.n_clusters} rows")
+    moments = Moments(0, np.zeros(len(plan.feature_columns)), np.zeros(len(plan.feature_columns)))
+    for p in kept:
+        moments = moments + summaries[p].moments
+    if request.standardize:
+        mean, scale = moments.mean, standard_scale(moments)
+    else:
+        mean, scale = np.zeros(len(plan.feature_columns)), np.ones(len(plan.feature_columns))
+    examples = np.concatenate([summaries[p].id_example for p in kept])
+    id_type = id_key_type(examples, source.table.c[plan.id_column].type)
+    rows = [rows[p] for p in kept]
+    if plan.label_like_features:
+        log.warning("Feature column(s) %s of table %r are named like a ground truth or target; if they hold labels, "
+                    "pass label_column=%r (CLI: --label-column) so they are used for NMI/ARI, not clustered on",
+                    plan.label_like_features, request.table, plan.label_like_features[0])
+    seconds = time.perf_counter() - started
+    log.info("Loaded %d rows × %d features from table %r of %s in %.2f s into %d partitions (id column: %s, "
+             "ground truth: %s%s)", n_rows, len(plan.feature_columns), request.table, mask_url(url), seconds,
+             len(kept), plan.id_column, plan.label_column or "none",
+             f"; dropped {n_dropped} rows with non-finite features" if n_dropped else "")
+    return DaskTable(
+        session=session, plan=plan, id_type=id_type, database_url=url, specs=[specs[p] for p in kept], rows=rows,
+        keys=session.map(part.keys_of, rows, name="keys"), counts=counts,
+        offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), n_rows=n_rows, n_read=n_read,
+        n_dropped=n_dropped, mean=mean, scale=scale, seconds=seconds)
+
+
+def _refuse_nonfinite(summaries, names, drop_nonfinite: bool) -> None:
+    """The local load's error for non-finite features, from the partitions' counts."""
+    nan = np.sum([s.nan_counts for s in summaries], axis=0)
+    inf = np.sum([s.inf_counts for s in summaries], axis=0)
+    n_bad_rows = sum(s.n_nonfinite for s in summaries)
+    if drop_nonfinite or n_bad_rows == 0:
+        return
+    parts = []
+    for name, n_nan, n_inf in zip(names, nan, inf):
+        if n_nan or n_inf:
+            counts = [f"{n_nan} missing/NaN" if n_nan else "", f"{n_inf} infinite" if n_inf else ""]
+            parts.append(f"column {name!r}: " + ", ".join(c for c in counts if c))
+    raise LwecInputError(
+        f"features contain non-finite values in {n_bad_rows} row(s) ({'; '.join(parts)}); "
+        "clean the table or pass drop_nonfinite=True (CLI: --drop-nonfinite) to drop those rows")
+
+
+def _local_positions(positions: np.ndarray, offsets: np.ndarray, p: int) -> np.ndarray:
+    """The entries of sorted table ``positions`` that fall in partition p, as row indices within it."""
+    start, stop = np.searchsorted(positions, [offsets[p], offsets[p + 1]])
+    return positions[start:stop] - offsets[p]
+
+
+def _gather_rows(session: DaskSession, parts: list, positions: np.ndarray, offsets: np.ndarray, take, name: str,
+                 **kwargs):
+    """A future of the rows at sorted table ``positions``, in that order, taken from the partitions."""
+    pieces = []
+    for p, data in enumerate(parts):
+        local = _local_positions(positions, offsets, p)
+        if len(local):
+            pieces.append(session.submit(take, data, local, name=name, **kwargs))
+    return session.submit(part.concatenate, *pieces, name=f"{name}-concat")
+
+
+def base_clusterings(table: DaskTable, ensemble_size: int, seed: int | None, log) -> DaskEnsemble:
+    """M k-means base clusterings by the local rule: each model fitted on the rows the local path fits it on
+    (all rows, or above ``LARGE_N`` a seeded sample per clustering), every partition assigned to the models.
+
+    The features are released from the workers' memory afterwards.
+    """
+    session = table.session
+    plan = base_plan(table.n_rows, ensemble_size, seed)
+    positions = plan.positions
+    rows = _gather_rows(session, table.rows, positions, table.offsets, part.standardised_rows, "base-sample",
+                        mean=table.mean, scale=table.scale)
+    shared_positions = session.share(positions)
+    models = [session.submit(fit_base_model, rows, shared_positions, session.share(sample), int(k), int(s),
+                             name="fit-base") for k, s, sample in zip(plan.ks, plan.seeds, plan.samples)]
+    Progress(log, f"fit {len(models)} k-means models on {len(plan.samples[0])} rows each").wait(
+        models, rows=[len(sample) for sample in plan.samples])
+    raw = session.map(part.assign_partition, table.rows, name="assign", mean=table.mean, scale=table.scale,
+                      models=models)
+    Progress(log, "assign rows to base clusters").wait(raw, rows=table.counts)
+    sizes = tree_reduce(session, session.map(part.column_sizes, raw, name="sizes", ks=plan.ks), add_tables,
+                        "sizes-sum").result()
+    present = [np.flatnonzero(s) for s in sizes]
+    if any(len(labels) < len(s) for labels, s in zip(present, sizes)):
+        lookups = []
+        for labels, s in zip(present, sizes):
+            lookup = np.full(len(s), -1, dtype=np.int32)
+            lookup[labels] = np.arange(len(labels), dtype=np.int32)
+            lookups.append(session.share(lookup))
+        raw = session.map(part.compact_codes, raw, name="compact", lookups=lookups)
+    table.rows = None  # the features are no longer needed: free the workers' memory
+    ks = np.array([len(labels) for labels in present], dtype=np.int64)
+    ensemble = DaskEnsemble(
+        codes=raw, ks=ks, offsets=np.concatenate([[0], np.cumsum(ks)]).astype(np.int64),
+        cluster_sizes=np.concatenate([s[labels] for labels, s in zip(present, sizes)]).astype(np.int64),
+        cluster_label=np.concatenate(present).astype(np.int64),
+        cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows)
+    log.info("Generated %d base clusterings of %d objects: %d clusters in total (k per clustering %d–%d)",
+             len(ks), table.n_rows, ensemble.n_clusters_total, int(ks.min()), int(ks.max()))
+    return ensemble
+
+
+def reliability(table: DaskTable, ensemble: DaskEnsemble, theta: float, log) -> tuple[np.ndarray, np.ndarray]:
+    """(uncertainty H^Π, ECI) of every base cluster, from the summed pairwise contingency tables."""
+    session = table.session
+    tables = session.map(part.count_tables, ensemble.codes, name="contingency", ks=ensemble.ks)
+    total = tree_reduce(session, tables, add_tables, "contingency-sum")
+    terms = session.submit(split_entropy_terms, total, ensemble.offsets, ensemble.cluster_sizes, name="entropies")
+    Progress(log, "contingency tables").wait(tables, rows=table.counts)
+    uncertainty = terms.result().sum(axis=0)
+    eci = eci_from_uncertainty(uncertainty, theta, ensemble.n_columns)
+    log.info("ECI (θ=%g) over %d clusters: min %.3f, median %.3f, max %.3f", theta, len(eci), eci.min(),
+             np.median(eci), eci.max())
+    return uncertainty, eci
+
+
+class _Microclusters:
+    """The microcluster table (a future), its size and each partition's row → microcluster index (futures)."""
+
+    def __init__(self, table, size: int, index: list):
+        self.table, self.size, self.index = table, size, index
+
+
+def _microclusters(table: DaskTable, ensemble: DaskEnsemble, log, for_lwea: bool) -> _Microclusters:
+    """The distinct label rows with their counts (a distributed group-by) and each row's microcluster."""
+    session = table.session
+    parts = session.map(part.microclusters, ensemble.codes, name="microclusters")
+    progress = Progress(log, "microclusters")
+    progress.wait(parts, rows=table.counts)
+    if for_lwea:
+        largest = max(session.gather(session.map(len, parts, name="count")))
+        session.submit(check_lwea_fits, largest, name="memory-check").result()
+    merged = tree_reduce(session, parts, merge_microclusters, "microclusters-merge")
+    size = int(session.submit(len, merged, name="count").result())
+    index = session.map(part.micro_index, ensemble.codes, name="micro-index", table=merged)
+    ensemble.n_microclusters = size
+    log.info("Found %d microclusters (distinct label rows) among %d rows", size, table.n_rows)
+    return _Microclusters(merged, size, index)
+
+
+def lwgp_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: int, seed: int | None,
+                log) -> DaskLabels:
+    """LWGP: the Tcut eigenproblem on the reduced cluster graph, the embedding and k-means per partition.
+
+    Follows the local :func:`lwec_tasks.core.lwgp.lwgp` regime by regime: up to ``MICROCLUSTER_LIMIT``
+    rows, k-means runs on the weighted microclusters; above it, on a seeded sample of embedded rows
+    (the same positions as locally), refined by Lloyd iterations over all partitions.
+    """
+    session = table.session
+    check_n_clusters(k, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble")
+    micro = None
+    if table.n_rows <= lwgp_core.MICROCLUSTER_LIMIT:
+        micro = _microclusters(table, ensemble, log, for_lwea=False)
+        check_n_clusters(k, upper=micro.size, upper_name="the number of distinct label rows (microclusters)")
+    if not np.all(eci > 0):
+        raise LwecInputError(
+            f"theta is too small: the ECI of {int(np.sum(eci == 0))} of {len(eci)} clusters underflows to 0, "
+            "leaving objects without links in the bipartite graph; use a larger theta")
+    seed_k = derived_seed(base_seed(seed), int(k))
+    factors = np.sqrt(eci / ensemble.cluster_sizes)
+    shared_eci = session.share(eci)
+    blocks = session.map(part.graph_blocks, ensemble.codes, name="graph", offsets=ensemble.offsets, eci=shared_eci)
+    graph = session.submit(assemble_graph, tree_reduce(session, blocks, add_tables, "graph-sum"), ensemble.offsets,
+                           factors, name="graph-assemble")
+    Progress(log, "cluster graph").wait(blocks, rows=table.counts)
+    graph = graph.result()
+    started = time.perf_counter()
+    n_components, component = graph_components(graph)
+    unit_basis = unit_eigenvectors(eci * ensemble.cluster_sizes, component, n_components)
+    cluster_vectors = leading_eigenvectors(graph, int(k), unit_basis) * factors[:, None]
+    log.info("Solved the %d × %d cluster graph's eigenproblem (%d non-zeros, %d components) in %.2f s",
+             graph.shape[0], graph.shape[1], graph.nnz, n_components, time.perf_counter() - started)
+    del graph
+    if micro is not None:
+        micro_labels = session.submit(lwgp_on_microclusters, micro.table, ensemble.offsets, eci, cluster_vectors,
+                                      int(k), seed_k, name="lwgp-microclusters")
+        labels = session.map(part.lookup, micro.index, name="labels", values=micro_labels)
+    else:
+        labels = _kmeans_on_embedding(table, ensemble, shared_eci, session.share(cluster_vectors), int(k), seed_k,
+                                      log)
+    return _finish(table, labels, int(k), log)
+
+
+def _kmeans_on_embedding(table: DaskTable, ensemble: DaskEnsemble, eci, cluster_vectors, k: int, seed: int,
+                         log) -> list:
+    """k-means of the row-normalised embedding as the local LWGP does it on rows: the replicates on a seeded
+    sample (all rows up to ``SAMPLE_THRESHOLD``), then — for a sample — Lloyd iterations on every row.
+
+    ``eci`` and ``cluster_vectors`` are futures of the (n_c,) ECI and the (n_c, k) transfer matrix."""
+    session = table.session
+    embeddings = session.map(part.embed, ensemble.codes, name="embed", offsets=ensemble.offsets, eci=eci,
+                             cluster_vectors=cluster_vectors)
+    Progress(log, "embedding").wait(embeddings, rows=table.counts)
+    sampled = table.n_rows > lwgp_core.SAMPLE_THRESHOLD
+    if sampled:  # the positions the local k-means samples (lwec_tasks.core.lwgp.kmeans_labels)
+        positions = np.sort(np.random.default_rng(seed).choice(table.n_rows, lwgp_core.SAMPLE_SIZE, replace=False))
+    else:
+        positions = np.arange(table.n_rows)
+    sample = _gather_rows(session, embeddings, positions, table.offsets, part.take, "embedding-sample")
+    started = time.perf_counter()
+    centres = session.submit(fit_embedding_kmeans, sample, k, seed, name="fit-kmeans").result()
+    log.info("Fitted k-means (k=%d) on %d embedded rows in %.2f s", k, len(positions), time.perf_counter() - started)
+    if not sampled:
+        return session.map(part.lloyd_labels, embeddings, name="labels", centres=centres, shift=np.zeros(k))
+    return _refine(table, embeddings, centres, log)
+
+
+def _refine(table: DaskTable, embeddings: list, centres: np.ndarray, log) -> list:
+    """scikit-learn's Lloyd iterations (``KMeans(init=centres, n_init=1)``) over all partitions.
+
+    Rows are centred by the global mean as scikit-learn centres them; iterations stop when no label
+    changes or the centres move less than the tolerance (relative to the mean column variance), at most
+    the core's ``KMEANS_MAX_ITER``. A cluster left empty takes the row farthest from its centre.
+    """
+    session = table.session
+    moments = Moments(0, np.zeros(centres.shape[1]), np.zeros(centres.shape[1]))
+    for m in session.gather(session.map(part.row_moments, embeddings, name="moments")):
+        moments = moments + m
+    shift = moments.mean
+    tol = float(np.mean(moments.variance)) * KMEANS_TOL
+    centres = centres - shift
+    k = len(centres)
+    labels: list = [None] * len(embeddings)
+    strict, iterations = False, 0
+    started = time.perf_counter()
+    while iterations < lwgp_core.KMEANS_MAX_ITER:
+        iterations += 1
+        steps = [session.submit(part.lloyd_step, e, previous, centres, shift, k, name="lloyd")
+                 for e, previous in zip(embeddings, labels)]
+        labels = [session.submit(operator.getitem, s, 0, name="lloyd-labels") for s in steps]
+        partials = session.gather([session.submit(operator.getitem, s, 1, name="lloyd-sums") for s in steps])
+        sums = np.sum([p.sums for p in partials], axis=0)
+        weights = np.sum([p.counts for p in partials], axis=0)
+        empty = np.flatnonzero(weights == 0)
+        if len(empty):
+            _relocate(empty, partials, sums, weights)
+        updated = np.divide(sums, weights[:, None], out=centres.copy(), where=weights[:, None] > 0)
+        shift_total = float(((updated - centres) ** 2).sum())
+        changed = sum(p.changed for p in partials)
+        centres = updated
+        if changed == 0:
+            strict = True
+            break
+        if shift_total <= tol:
+            break
+    seconds = time.perf_counter() - started
+    log.info("k-means refinement on all rows: %d Lloyd iterations in %.2f s (%.0f rows/s per iteration), %s",
+             iterations, seconds, iterations * table.n_rows / max(seconds, 1e-9),
+             "labels stable" if strict else "centre shift within tolerance or iteration limit")
+    if strict:
+        return labels
+    return session.map(part.lloyd_labels, embeddings, name="labels", centres=centres, shift=shift)
+
+
+def _relocate(empty: np.ndarray, partials: list, sums: np.ndarray, weights: np.ndarray) -> None:
+    """scikit-learn's rule for empty clusters: each takes one of the rows farthest from their centre."""
+    distances = np.concatenate([p.far_distances for p in partials])
+    rows = np.concatenate([p.far_rows for p in partials])
+    owners = np.concatenate([p.far_labels for p in partials])
+    for cluster, j in zip(empty, np.argsort(-distances, kind="stable")[:len(empty)]):
+        sums[owners[j]] -= rows[j]
+        weights[owners[j]] -= 1
+        sums[cluster] = rows[j]
+        weights[cluster] = 1
+
+
+def lwea_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: int, log) -> DaskLabels:
+    """Exact LWEA: average linkage on the microclusters (counts as weights) on one worker, cut mapped back
+    to the rows per partition; labels numbered by each cluster's first row, as locally.
+
+    Raises :class:`~lwec_tasks.core.errors.LwecMemoryError` when the microclusters' distance matrix does
+    not fit in a worker's memory.
+    """
+    session = table.session
+    micro = _microclusters(table, ensemble, log, for_lwea=True)
+    check_n_clusters(k, upper=micro.size, upper_name="the number of microclusters")
+    started = time.perf_counter()
+    cut = session.submit(lwea_on_microclusters, micro.table, ensemble.offsets, eci, int(k), table.n_rows,
+                         name="lwea")
+    leaf_cluster = session.submit(operator.getitem, cut, 0, name="lwea-leaves")
+    split, kept = session.gather([session.submit(operator.getitem, cut, j, name="lwea-splits") for j in (1, 2)])
+    log.info("Average linkage on %d microclusters in %.2f s", micro.size, time.perf_counter() - started)
+    if len(split):
+        counts = np.array(session.gather(session.map(part.split_counts, micro.index, name="split-counts",
+                                                     split=split)), dtype=np.int64).reshape(-1, len(split))
+        before = np.vstack([np.zeros((1, len(split)), np.int64), np.cumsum(counts, axis=0)[:-1]])
+    else:
+        before = np.zeros((table.n_partitions, 0), dtype=np.int64)
+    raw = [session.submit(part.lwea_raw_ids, index, leaf_cluster, split, kept, before[p], int(table.offsets[p]),
+                          micro.size, name="lwea-raw") for p, index in enumerate(micro.index)]
+    firsts = session.gather([session.submit(part.first_positions, r, int(table.offsets[p]), name="first-rows")
+                             for p, r in enumerate(raw)])
+    ids = np.concatenate([f[0] for f in firsts])
+    positions = np.concatenate([f[1] for f in firsts])
+    order = np.lexsort((positions, ids))
+    ids, positions = ids[order], positions[order]
+    first_of = np.concatenate([[True], ids[1:] != ids[:-1]])
+    ids, positions = ids[first_of], positions[first_of]
+    numbering = np.empty(len(ids), dtype=np.int64)
+    numbering[np.argsort(positions, kind="stable")] = np.arange(len(ids))
+    labels = session.map(part.renumber, raw, name="labels", ids=ids, labels=numbering)
+    return _finish(table, labels, int(k), log)
+
+
+def _finish(table: DaskTable, labels: list, k: int, log) -> DaskLabels:
+    """Cluster sizes and agreement with the ground truth, from per-partition counts."""
+    session = table.session
+    progress = Progress(log, "consensus labels")
+    sizes_f = session.map(part.label_sizes, labels, name="label-sizes", k=k)
+    progress.wait(sizes_f, rows=table.counts)
+    sizes = np.sum(session.gather(sizes_f), axis=0)
+    quality = {}
+    if table.plan.label_column:
+        counts = session.map(part.truth_counts, table.keys, labels, name="truth-counts")
+        contingency = tree_reduce(session, counts, part.add_counts, "truth-sum").result()
+        if len(contingency):
+            quality = agreement_from_contingency(contingency.unstack(fill_value=0).to_numpy())
+    log.info("Consensus: %d clusters (requested %d); sizes from %d to %d", int((sizes > 0).sum()), k,
+             int(sizes[sizes > 0].min()), int(sizes.max()))
+    return DaskLabels(labels=labels, sizes=sizes, quality=quality)
+
+
+def write_labels(table: DaskTable, labels: DaskLabels, output_table: str, run: RunMetadata, log) -> int:
+    """Workers insert their labels into a fresh staging table; one transaction then replaces the run key's
+    rows of the labels table with them. The staging table is dropped in every case; when any worker fails,
+    the labels table is left as it was."""
+    session = table.session
+    engine = open_engine(table.database_url)
+    staging = staging_table_name(output_table)
+    try:
+        create_staging_table(engine, staging, table.id_type)
+        writes = [session.submit(part.write_partition, table.database_url, staging, keys, values, name="write")
+                  for keys, values in zip(table.keys, labels.labels)]
+        Progress(log, "write labels to the staging table").wait(writes, rows=table.counts, settle=True)
+        started = time.perf_counter()
+        written = publish_labels(engine, output_table, staging, table.id_type, run, table.n_rows)
+        log.info("Published %d labels from the staging table into %r in one transaction (%.2f s)", written,
+                 output_table, time.perf_counter() - started)
+        return written
+    finally:
+        drop_table_quietly(engine, staging)
+        engine.dispose()

@@ -1,0 +1,189 @@
+"""The flow's side of the database: partition bounds, the staging table, the one publishing transaction.
+
+Statements are built with SQLAlchemy Core from reflected or validated names; nothing is pasted into SQL.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import os
+import uuid
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io import SourceTable
+from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
+from lwec_tasks.io.sink import label_table_schema
+
+#: Target rows per partition (a partition is read, held and processed by one worker task at a time);
+#: the environment variable ``LWEC_DASK_PARTITION_ROWS`` of the flow process overrides it.
+PARTITION_ROWS = 500_000
+PARTITION_ROWS_ENV = "LWEC_DASK_PARTITION_ROWS"
+#: No partition is made smaller than this to keep every worker thread busy.
+MIN_PARTITION_ROWS = 10_000
+_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+@dataclass(frozen=True)
+class IdStatistics:
+    """count(*), count(id), min(id), max(id) of the source table."""
+
+    n_rows: int
+    n_ids: int
+    low: object
+    high: object
+
+
+def id_statistics(engine: sa.Engine, source: SourceTable, id_column: str) -> IdStatistics:
+    column = source.table.c[id_column]
+    statement = sa.select(sa.func.count(), sa.func.count(column), sa.func.min(column), sa.func.max(column))
+    try:
+        with engine.connect() as connection:
+            n_rows, n_ids, low, high = connection.execute(statement).one()
+    except _UNREACHABLE as error:
+        raise DatabaseUnreachableError(f"cannot reach database {mask_url(engine.url)}: {error.orig}") from None
+    if n_ids < n_rows:
+        raise LwecInputError(f"id column {id_column!r} has {n_rows - n_ids} missing values")
+    return IdStatistics(int(n_rows), int(n_ids), low, high)
+
+
+def partition_count(n_rows: int, n_threads: int) -> int:
+    """Partitions for ``n_rows`` rows: about :data:`PARTITION_ROWS` each, at least two per worker thread
+    while each keeps :data:`MIN_PARTITION_ROWS` rows."""
+    wanted = max(math.ceil(n_rows / partition_rows()), 2 * n_threads)
+    return max(1, min(wanted, n_rows // MIN_PARTITION_ROWS))
+
+
+def partition_rows() -> int:
+    """:data:`PARTITION_ROWS`, or the positive integer in ``$LWEC_DASK_PARTITION_ROWS``."""
+    value = os.environ.get(PARTITION_ROWS_ENV, "").strip()
+    if not value:
+        return PARTITION_ROWS
+    if not value.isdigit() or int(value) < 1:
+        raise LwecInputError(f"{PARTITION_ROWS_ENV}={value!r} must be a positive number of rows")
+    return int(value)
+
+
+def id_bounds(engine: sa.Engine, source: SourceTable, id_column: str, stats: IdStatistics,
+              n_partitions: int) -> list[tuple[object, object]]:
+    """[low, high) id ranges (None: open end) that cover the table, in id order.
+
+    Integer ids split [min, max] into equal widths (one cheap query, balanced when ids are dense); other
+    ids split at every ⌈N / P⌉-th id in id order (one window-function pass over the id column).
+    """
+    if n_partitions <= 1 or stats.n_rows == 0:
+        return [(None, None)]
+    if isinstance(stats.low, int) and isinstance(stats.high, int) and not isinstance(stats.low, bool):
+        span = stats.high - stats.low + 1
+        n_partitions = min(n_partitions, span)
+        cuts = [stats.low + (span * p) // n_partitions for p in range(1, n_partitions)]
+    else:
+        column = source.table.c[id_column]
+        step = math.ceil(stats.n_rows / n_partitions)
+        numbered = sa.select(column.label("id"), sa.func.row_number().over(order_by=column).label("n")).subquery()
+        statement = sa.select(numbered.c.id).where((numbered.c.n - 1) % step == 0).order_by(numbered.c.id)
+        try:
+            with engine.connect() as connection:
+                cuts = [row[0] for row in connection.execute(statement)][1:]
+        except _UNREACHABLE as error:
+            raise DatabaseUnreachableError(f"cannot reach database {mask_url(engine.url)}: {error.orig}") from None
+    edges = [None, *cuts, None]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def absolute_sqlite_url(database_url: str) -> str:
+    """A SQLite URL with an absolute file path (workers do not share the flow's working directory)."""
+    url = sa.make_url(database_url)
+    if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") and "uri" not in url.query:
+        url = url.set(database=os.path.abspath(url.database))
+        return url.render_as_string(hide_password=False)
+    return database_url
+
+
+def staging_table_name(output_table: str) -> str:
+    """A fresh name for a run's staging table, beside its labels table (at most 63 characters)."""
+    return f"{output_table[:36]}_lwec_stage_{uuid.uuid4().hex[:8]}"
+
+
+def create_staging_table(engine: sa.Engine, name: str, id_type: sa.types.TypeEngine) -> None:
+    table = sa.Table(name, sa.MetaData(), sa.Column("id", id_type, nullable=False),
+                     sa.Column("label", sa.Integer, nullable=False))
+    with engine.begin() as connection:
+        table.create(connection)
+
+
+def drop_table_quietly(engine: sa.Engine, name: str, only_if_empty: bool = False) -> None:
+    """Drop ``name`` if it exists (only when empty, if asked); errors are swallowed (best effort)."""
+    try:
+        with engine.begin() as connection:
+            if not sa.inspect(connection).has_table(name):
+                return
+            table = sa.Table(name, sa.MetaData(), autoload_with=connection)
+            if only_if_empty and connection.execute(sa.select(sa.func.count()).select_from(table)).scalar_one():
+                return
+            table.drop(connection)
+    except sa.exc.SQLAlchemyError:
+        pass
+
+
+@dataclass(frozen=True)
+class RunMetadata:
+    """The values stored beside every label of a run."""
+
+    run_key: str
+    k: int
+    method: str
+    theta: float
+    ensemble_size: int
+    seed: int | None
+    source_table: str
+    flow_run_id: str | None
+
+
+def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: sa.types.TypeEngine,
+                   run: RunMetadata, expected_rows: int) -> int:
+    """Replace the run key's rows of ``output_table`` by the staged labels, in one transaction.
+
+    Creates the labels table when missing. The staged row count must equal ``expected_rows``, else nothing
+    changes. The staging table is left for the caller to drop.
+    """
+    table = label_table_schema(output_table, id_type)
+    staged = sa.Table(staging, sa.MetaData(), sa.Column("id", id_type), sa.Column("label", sa.Integer))
+    constants = {
+        "run_key": sa.literal(run.run_key, sa.String(64)),
+        "k": sa.literal(int(run.k), sa.Integer),
+        "method": sa.literal(run.method, sa.String(16)),
+        "theta": sa.literal(float(run.theta), sa.Float),
+        "ensemble_size": sa.literal(int(run.ensemble_size), sa.Integer),
+        "seed": sa.literal(None if run.seed is None else int(run.seed), sa.BigInteger),
+        "source_table": sa.literal(run.source_table, sa.String(255)),
+        "flow_run_id": sa.literal(run.flow_run_id, sa.String(64)),
+        "written_at": sa.literal(dt.datetime.now(dt.UTC), sa.DateTime(timezone=True)),
+    }
+    names = [c.name for c in table.columns]
+    source_columns = [staged.c.id if n == "id" else staged.c.label if n == "label" else constants[n] for n in names]
+    created = False
+    try:
+        try:
+            with engine.begin() as connection:
+                created = not sa.inspect(connection).has_table(output_table)
+                if created:
+                    table.create(connection)
+                connection.execute(sa.delete(table).where(table.c.run_key == run.run_key))
+                connection.execute(sa.insert(table).from_select(names, sa.select(*source_columns)))
+                # Counted, not taken from the cursor: drivers report -1 for INSERT … SELECT.
+                inserted = connection.execute(sa.select(sa.func.count()).select_from(table)
+                                              .where(table.c.run_key == run.run_key)).scalar_one()
+                if inserted != expected_rows:
+                    raise RuntimeError(f"staged {inserted} labels but the run has {expected_rows} rows; nothing "
+                                       f"was published to {output_table!r}")
+        except BaseException:
+            if created:
+                drop_table_quietly(engine, output_table, only_if_empty=True)
+            raise
+    except _UNREACHABLE as error:
+        raise DatabaseUnreachableError(f"cannot write to database {mask_url(engine.url)}: {error.orig}") from None
+    return inserted

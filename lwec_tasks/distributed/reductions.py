@@ -1,0 +1,254 @@
+"""Partial results of one partition and how two of them combine.
+
+Everything the flow needs from the whole table is a sum (or a union, or a minimum) of per-partition
+pieces: column moments, the pairwise contingency tables of the base clusterings, the cluster graph
+Wy = Bᵀ Dx⁻¹ B, the distinct label rows (microclusters) with their counts, k-means partial sums, the
+contingency table of labels against ground truth. The functions here build and combine those pieces; they
+are plain numpy/scipy and run wherever Dask puts them. Combining always happens in a fixed order (see
+:func:`lwec_tasks.distributed.cluster.tree_reduce`), so floating-point sums do not depend on scheduling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+
+# --- column moments (standardisation, k-means tolerance) ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Moments:
+    """Count, mean and sum of squared deviations (M2) of each column of a set of rows."""
+
+    n: int
+    mean: np.ndarray
+    m2: np.ndarray
+
+    @classmethod
+    def of(cls, X: np.ndarray) -> Moments:
+        if len(X) == 0:
+            return cls(0, np.zeros(X.shape[1]), np.zeros(X.shape[1]))
+        mean = X.mean(axis=0)
+        return cls(len(X), mean, ((X - mean) ** 2).sum(axis=0))
+
+    def __add__(self, other: Moments) -> Moments:
+        """Chan et al.'s pairwise update: exact in real arithmetic, stable in floating point."""
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            return other
+        n = self.n + other.n
+        delta = other.mean - self.mean
+        return Moments(n, self.mean + delta * (other.n / n), self.m2 + other.m2 + delta**2 * (self.n * other.n / n))
+
+    @property
+    def variance(self) -> np.ndarray:
+        """Population variance (ddof 0), as scikit-learn's scalers and k-means use."""
+        return self.m2 / self.n
+
+
+def standard_scale(moments: Moments) -> np.ndarray:
+    """Per-column scale of a z-score: √variance, 1 for (near-)constant columns (scikit-learn's StandardScaler rule)."""
+    variance = moments.variance
+    eps = np.finfo(np.float64).eps
+    constant = variance <= moments.n * eps * variance + (moments.n * moments.mean * eps) ** 2
+    scale = np.sqrt(variance)
+    scale[constant] = 1.0
+    return scale
+
+
+# --- pairwise tables of base clusterings (ECI) and the cluster graph (LWGP) ----------------------------------
+
+def pair_table(codes_a: np.ndarray, codes_b: np.ndarray, k_a: int, k_b: int,
+               weights: np.ndarray | None = None) -> sp.csr_matrix:
+    """(k_a, k_b) sparse table: entry (r, c) = Σ weight of the rows in cluster r of a and c of b (count by default).
+
+    Rows are visited in order, so the result does not depend on anything but the rows.
+    """
+    keys = codes_a.astype(np.int64) * k_b + codes_b
+    dtype = np.int64 if weights is None else np.float64
+    if k_a * k_b <= max(4 * len(keys), 1 << 16):
+        sums = np.bincount(keys, weights=weights, minlength=k_a * k_b)
+        present = np.flatnonzero(sums)
+        values = sums[present]
+    else:
+        present, inverse = np.unique(keys, return_inverse=True)
+        values = np.bincount(inverse, weights=weights, minlength=len(present))
+    table = sp.csr_matrix((values.astype(dtype), (present // k_b, present % k_b)), shape=(k_a, k_b))
+    table.sort_indices()
+    return table
+
+
+def column_pairs(n_columns: int) -> list[tuple[int, int]]:
+    """The pairs (a, b), a < b, in the order the tables are listed."""
+    return [(a, b) for a in range(n_columns) for b in range(a + 1, n_columns)]
+
+
+def pair_tables(codes_t: np.ndarray, ks: np.ndarray, weights: np.ndarray | None = None) -> list[sp.csr_matrix]:
+    """One :func:`pair_table` per column pair (a < b) of the (M, n) codes."""
+    return [pair_table(codes_t[a], codes_t[b], int(ks[a]), int(ks[b]), weights)
+            for a, b in column_pairs(len(ks))]
+
+
+def add_tables(*parts: list) -> list:
+    """Element-wise sum of lists of tables (sparse matrices or arrays), in the order given."""
+    total = list(parts[0])
+    for part in parts[1:]:
+        for j, table in enumerate(part):
+            total[j] = total[j] + table
+    return [t.tocsr() if sp.issparse(t) else t for t in total]
+
+
+@numba.njit(cache=True)
+def _csr_split_entropies(indptr, indices, data, sizes_a, sizes_b, out_a, out_b):
+    """Row and column entropies (bits) of one contingency table in CSR form (sorted indices).
+
+    The same arithmetic, in the same order, as the local kernel on the dense table, so ECI matches bit
+    for bit.
+    """
+    k_b = sizes_b.shape[0]
+    column_h = np.zeros(k_b)
+    for r in range(sizes_a.shape[0]):
+        row_h = 0.0
+        for j in range(indptr[r], indptr[r + 1]):
+            t = np.float64(data[j])
+            if t > 0.0:
+                c = indices[j]
+                q = t / sizes_a[r]
+                row_h -= q * np.log2(q)
+                q = t / sizes_b[c]
+                column_h[c] -= q * np.log2(q)
+        out_a[r] = row_h
+    out_b[:] = column_h
+
+
+def split_entropy_terms(tables: list[sp.csr_matrix], offsets: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """(M, n_c): entry [b, c] is the entropy (bits) of how cluster c splits among column b's clusters.
+
+    ``tables`` are the whole table's pairwise contingency tables (:func:`pair_tables`, summed); the
+    uncertainty H^Π is the sum over axis 0 (as :func:`lwec_tasks.core.eci.ensemble_uncertainty`).
+    """
+    n_columns = len(offsets) - 1
+    sizes = np.asarray(sizes, dtype=np.float64)
+    out = np.zeros((n_columns, int(offsets[-1])))
+    for (a, b), table in zip(column_pairs(n_columns), tables):
+        table = table.tocsr()
+        table.sort_indices()
+        _csr_split_entropies(
+            table.indptr.astype(np.int64), table.indices.astype(np.int64), table.data,
+            sizes[offsets[a]:offsets[a + 1]], sizes[offsets[b]:offsets[b + 1]],
+            out[b, offsets[a]:offsets[a + 1]], out[a, offsets[b]:offsets[b + 1]],
+        )
+    return out
+
+
+def assemble_normalised_graph(blocks: list[sp.csr_matrix], diagonals: list[np.ndarray], offsets: np.ndarray,
+                              factors: np.ndarray) -> sp.csr_matrix:
+    """The (n_c, n_c) normalised cluster graph from the summed per-pair blocks Σ_{i∈c∩c'} 1/dx_i.
+
+    Entry (c, c') = f_c f_c' Σ 1/dx_i; a column's own block is diagonal (its clusters are disjoint).
+    """
+    rows, cols, values = [], [], []
+    for m, diagonal in enumerate(diagonals):
+        ids = np.arange(offsets[m], offsets[m + 1])
+        rows.append(ids)
+        cols.append(ids)
+        values.append(factors[ids] ** 2 * diagonal)
+    for (a, b), block in zip(column_pairs(len(diagonals)), blocks):
+        block = block.tocoo()
+        r, c = block.row + offsets[a], block.col + offsets[b]
+        value = factors[r] * factors[c] * block.data
+        rows += [r, c]
+        cols += [c, r]
+        values += [value, value]
+    n_c = int(offsets[-1])
+    graph = sp.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(n_c, n_c))
+    graph.sort_indices()
+    return graph
+
+
+# --- microclusters (distinct label rows) ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Microclusters:
+    """Distinct label rows in lexicographic order (the local Ensemble's microcluster order) and their counts.
+
+    rows : (Ñ, M) int32 per-column codes; counts : (Ñ,) int64
+    """
+
+    rows: np.ndarray
+    counts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+
+def microclusters_of(codes_t: np.ndarray) -> Microclusters:
+    """The distinct rows of the (M, n) codes with their counts."""
+    rows, counts = np.unique(np.ascontiguousarray(codes_t.T), axis=0, return_counts=True)
+    return Microclusters(rows.astype(np.int32), counts.astype(np.int64))
+
+
+def merge_microclusters(*parts: Microclusters) -> Microclusters:
+    """The union of several microcluster tables, counts summed."""
+    rows = np.concatenate([p.rows for p in parts])
+    counts = np.concatenate([p.counts for p in parts])
+    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return Microclusters(unique.astype(np.int32), np.bincount(inverse.ravel(), weights=counts).astype(np.int64))
+
+
+def _row_records(rows: np.ndarray) -> np.ndarray:
+    """(n, M) int32 rows as a 1-D structured array that sorts and searches lexicographically."""
+    rows = np.ascontiguousarray(rows, dtype=np.int32)
+    return rows.view(np.dtype([(f"c{m}", np.int32) for m in range(rows.shape[1])])).ravel()
+
+
+def microcluster_index(codes_t: np.ndarray, table: Microclusters) -> np.ndarray:
+    """(n,) index into ``table`` of each row of the (M, n) codes (every row must be in the table)."""
+    return np.searchsorted(_row_records(table.rows), _row_records(codes_t.T)).astype(np.int64)
+
+
+# --- agreement with ground truth from a contingency table -----------------------------------------------------
+
+def agreement_from_contingency(table: np.ndarray) -> dict[str, float]:
+    """NMI (max normalisation, as the paper) and ARI of two labelings from their (classes, clusters) table.
+
+    Equal to :func:`lwec_tasks.core.metrics.nmi` / :func:`~lwec_tasks.core.metrics.ari` on the labelings;
+    empty when fewer than 2 objects are counted.
+    """
+    from sklearn.metrics import mutual_info_score
+
+    table = np.asarray(table, dtype=np.int64)
+    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+    n = int(table.sum())
+    if n < 2:
+        return {}
+    if table.shape[0] == table.shape[1] == 1:
+        nmi = 1.0
+    else:
+        mi = mutual_info_score(None, None, contingency=sp.csr_matrix(table))
+        normaliser = max(_entropy(table.sum(axis=1)), _entropy(table.sum(axis=0)), np.finfo(np.float64).eps)
+        nmi = 0.0 if mi == 0 else float(mi / normaliser)
+    return {"nmi": nmi, "ari": _ari(table, n)}
+
+
+def _entropy(counts: np.ndarray) -> float:
+    counts = counts[counts > 0].astype(np.float64)
+    total = counts.sum()
+    return float(-np.sum((counts / total) * (np.log(counts) - np.log(total))))
+
+
+def _ari(table: np.ndarray, n: int) -> float:
+    """scikit-learn's ARI through the pair confusion matrix, in exact integer arithmetic."""
+    cells = table.astype(object)
+    rows, cols = cells.sum(axis=1), cells.sum(axis=0)
+    sum_squares = int((cells**2).sum())
+    tp = sum_squares - n
+    fp = int(cells.dot(cols).sum()) - sum_squares
+    fn = int(cells.T.dot(rows).sum()) - sum_squares
+    tn = n * n - fp - fn - sum_squares
+    if fn == 0 and fp == 0:
+        return 1.0
+    return float(2.0 * (tp * tn - fn * fp) / ((tp + fn) * (fn + tn) + (tp + fp) * (fp + tn)))

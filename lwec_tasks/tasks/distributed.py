@@ -1,0 +1,217 @@
+"""Tasks of the consensus pipeline on an existing Dask cluster (flow parameter ``dask_address``).
+
+The same stages as the local pipeline, under the same task names (so the Prefect UI, the stage timings
+and the MLflow metrics read the same), with the heavy work on the Dask workers
+(:mod:`lwec_tasks.distributed`). The flow process keeps only small reduced results: no features, base
+labels or consensus labels pass through it, so the labels.csv artifact of a local run is replaced by
+``labels_location.json`` naming the labels table and run key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from prefect import allow_failure, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
+
+from lwec_tasks.distributed.cluster import DaskSession, connect
+from lwec_tasks.distributed.pipeline import (
+    DaskEnsemble,
+    DaskLabels,
+    DaskTable,
+    base_clusterings,
+    load_table,
+    lwea_labels,
+    lwgp_labels,
+    reliability,
+    write_labels,
+)
+from lwec_tasks.distributed.planning import RunMetadata
+from lwec_tasks.io import mask_url
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.tasks.cluster import ClusterReliability
+from lwec_tasks.tasks.retry import (
+    DB_RETRIES,
+    DB_RETRY_DELAYS,
+    TRACKING_RETRIES,
+    TRACKING_RETRY_DELAYS,
+    retry_if_tracking_unreachable,
+    retry_if_unreachable,
+)
+from lwec_tasks.tasks.summary import SUMMARY_ARTIFACT_KEY, summary_markdown
+from lwec_tasks.tasks.timings import record_stage_time, stage_timings
+from lwec_tasks.tracking import TrackingError, eci_figure, mask_uri, resolve_tracking_uri, run_page_url, run_writer
+
+
+def consensus_on_dask(request: ConsensusRequest) -> dict:
+    """Run the whole pipeline with its heavy stages on the Dask cluster at ``request.dask_address``.
+
+    Connects first: an unreachable scheduler fails within seconds, before anything is read or written.
+    Returns the same summary as the local pipeline.
+    """
+    with connect(request.dask_address) as session:
+        table = load_partitions(session, request)
+        ensemble = generate_dask_ensemble(table, request)
+        cluster_reliability = dask_cluster_reliability(table, ensemble, request.theta)
+        labels = dask_consensus_labels(table, ensemble, cluster_reliability, request)
+        written = write_dask_labels(table, labels, request)
+        facts = RunFacts(session, table, ensemble, labels)
+    tracked = log_dask_run_to_mlflow(request, facts, cluster_reliability, return_state=True)
+    return publish_dask_summary(request, facts, written, allow_failure(tracked))
+
+
+@task(name="load-features", retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
+      retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def load_partitions(session: DaskSession, request: ConsensusRequest) -> DaskTable:
+    """Check the table and have the workers read it in id-range partitions (kept in their memory)."""
+    return load_table(session, request, get_run_logger())
+
+
+@task(name="generate-base-clusterings", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def generate_dask_ensemble(table: DaskTable, request: ConsensusRequest) -> DaskEnsemble:
+    """M k-means base clusterings: fitted on a seeded sample, every row assigned on the workers."""
+    return base_clusterings(table, request.ensemble_size, request.seed, get_run_logger())
+
+
+@task(name="ensemble-driven-cluster-index", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def dask_cluster_reliability(table: DaskTable, ensemble: DaskEnsemble, theta: float) -> ClusterReliability:
+    """Uncertainty and ECI of every base cluster, from contingency tables summed over the partitions."""
+    uncertainty, eci = reliability(table, ensemble, theta, get_run_logger())
+    return ClusterReliability(uncertainty, eci)
+
+
+@task(name="consensus", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def dask_consensus_labels(table: DaskTable, ensemble: DaskEnsemble, cluster_reliability: ClusterReliability,
+                          request: ConsensusRequest) -> DaskLabels:
+    """LWEA or LWGP with the labels computed and kept on the workers."""
+    log = get_run_logger()
+    if request.method == "lwea":
+        return lwea_labels(table, ensemble, cluster_reliability.eci, request.n_clusters, log)
+    return lwgp_labels(table, ensemble, cluster_reliability.eci, request.n_clusters, request.seed, log)
+
+
+@task(name="write-labels", retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
+      retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def write_dask_labels(table: DaskTable, labels: DaskLabels, request: ConsensusRequest) -> int:
+    """Workers stage their labels; one transaction replaces the run key's rows (nothing changes on failure)."""
+    run = RunMetadata(run_key=request.run_key, k=request.n_clusters, method=request.method, theta=request.theta,
+                      ensemble_size=request.ensemble_size, seed=request.seed, source_table=request.table,
+                      flow_run_id=flow_run.id)
+    written = write_labels(table, labels, request.resolved_output_table, run, get_run_logger())
+    get_run_logger().info("Wrote %d labels to table %r of %s (run key %r; earlier rows of this key replaced)",
+                          written, request.resolved_output_table, mask_url(request.database_url), request.run_key)
+    return written
+
+
+class RunFacts:
+    """The small facts of a finished Dask run that the MLflow run and the summary report."""
+
+    def __init__(self, session: DaskSession, table: DaskTable, ensemble: DaskEnsemble, labels: DaskLabels):
+        self.scheduler = session.address
+        self.n_workers = session.n_workers
+        self.n_partitions = table.n_partitions
+        self.id_column = table.plan.id_column
+        self.feature_columns = table.plan.feature_columns
+        self.n_objects, self.n_rows_read, self.n_rows_dropped = table.n_rows, table.n_read, table.n_dropped
+        self.n_base_clusters = ensemble.n_clusters_total
+        self.n_microclusters = ensemble.n_microclusters
+        self.clusters = pd.DataFrame({
+            "cluster": np.arange(ensemble.n_clusters_total), "base_clustering": ensemble.cluster_column,
+            "base_label": ensemble.cluster_label, "size": ensemble.cluster_sizes,
+        })
+        self.sizes = labels.sizes
+        self.quality = labels.quality
+
+
+@task(name="log-to-mlflow", retries=TRACKING_RETRIES, retry_delay_seconds=TRACKING_RETRY_DELAYS,
+      retry_condition_fn=retry_if_tracking_unreachable, cache_policy=NO_CACHE)
+def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
+                           cluster_reliability: ClusterReliability) -> dict[str, str]:
+    """One MLflow run with the local run's params, metrics, tags, ECI table and figures."""
+    tracking_uri = resolve_tracking_uri(request.tracking_uri)
+    eci, sizes = cluster_reliability.eci, facts.sizes
+    params = {
+        "method": request.method, "theta": request.theta, "ensemble_size": request.ensemble_size,
+        "n_clusters": request.n_clusters, "seed": request.seed, "table": request.table,
+        "database": mask_url(request.database_url), "output_table": request.resolved_output_table,
+        "run_key": request.run_key, "id_column": facts.id_column, "label_column": request.label_column,
+        "feature_count": len(facts.feature_columns), "feature_columns": ",".join(facts.feature_columns),
+        "n_objects": facts.n_objects, "standardize": request.standardize, "drop_nonfinite": request.drop_nonfinite,
+        "dask_scheduler": facts.scheduler, "dask_workers": facts.n_workers, "partitions": facts.n_partitions,
+    }
+    metrics = {
+        **facts.quality,
+        **{f"time_{stage}_s": seconds for stage, seconds in stage_timings(flow_run.id).items()},
+        "eci_mean": float(eci.mean()), "eci_median": float(np.median(eci)), "eci_min": float(eci.min()),
+        "eci_max": float(eci.max()), "uncertainty_mean_bits": float(cluster_reliability.uncertainty.mean()),
+        "n_base_clusters": facts.n_base_clusters, "n_microclusters": facts.n_microclusters,
+        "n_clusters_found": int((sizes > 0).sum()), "largest_cluster_fraction": float(sizes.max() / sizes.sum()),
+        "n_rows_read": facts.n_rows_read, "n_rows_dropped": facts.n_rows_dropped,
+    }
+    tags = {
+        "lwec.run_key": request.run_key, "lwec.method": request.method, "lwec.executor": "dask",
+        **{f"prefect.{key}": value for key, value in {
+            "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run.ui_url}.items()
+           if value},
+    }
+    clusters = facts.clusters.assign(uncertainty_bits=cluster_reliability.uncertainty, eci=eci)
+    location = {"output_table": request.resolved_output_table, "run_key": request.run_key,
+                "rows": int(sizes.sum()), "database": mask_url(request.database_url)}
+    with run_writer(tracking_uri, request.experiment) as writer:
+        run_id = writer.start_run(flow_run.name, params=params, metrics=metrics, tags=tags)
+        writer.log_table(run_id, clusters, "eci_per_cluster.csv")
+        writer.log_dict(run_id, location, "labels_location.json")
+        writer.log_figure(run_id, eci_figure(eci, request.theta), "figures/eci_distribution.png")
+        writer.log_figure(run_id, cluster_size_figure(sizes, request.method), "figures/cluster_sizes.png")
+        writer.finish(run_id)
+    get_run_logger().info("Logged MLflow run %s in experiment %r at %s", run_id, request.experiment,
+                          mask_uri(tracking_uri))
+    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id)}
+
+
+def cluster_size_figure(sizes: np.ndarray, method: str) -> Figure:
+    """Bar chart of consensus cluster sizes (given as counts), largest first."""
+    sizes = np.sort(np.asarray(sizes, dtype=np.int64))[::-1]
+    figure = Figure(figsize=(6, 4), layout="constrained")
+    axes = figure.add_subplot()
+    axes.bar(np.arange(1, len(sizes) + 1), sizes, color="#55A868")
+    axes.set_xlabel("consensus cluster (by size)")
+    axes.set_ylabel("objects")
+    axes.set_title(f"{method.upper()}: {int((sizes > 0).sum())} clusters, {int(sizes.sum())} objects")
+    return figure
+
+
+@task(name="publish-summary", cache_policy=NO_CACHE)
+def publish_dask_summary(request: ConsensusRequest, facts: RunFacts, rows_written: int,
+                         logged: dict | BaseException) -> dict:
+    """The run summary (the local pipeline's keys), as the flow's return value and a markdown artifact."""
+    if facts.quality:
+        get_run_logger().info("Agreement with %r: NMI %.4f, ARI %.4f", request.label_column, facts.quality["nmi"],
+                              facts.quality["ari"])
+    summary = {
+        "run_key": request.run_key, "output_table": request.resolved_output_table, "rows_written": rows_written,
+        "n_objects": facts.n_objects, "n_clusters_found": int((facts.sizes > 0).sum()),
+        "nmi": facts.quality.get("nmi"), "ari": facts.quality.get("ari"), "mlflow_experiment": request.experiment,
+        "mlflow_tracking_uri": mask_uri(resolve_tracking_uri(request.tracking_uri)), "mlflow_run_id": None,
+        "mlflow_run_url": None, "timings": stage_timings(flow_run.id, forget=True), "dask_scheduler": facts.scheduler,
+    }
+    if isinstance(logged, BaseException):
+        summary["mlflow_error"] = str(logged)
+        _publish(request, summary)
+        raise TrackingError(
+            f"labels were written to table {summary['output_table']!r} (run key {request.run_key!r}, "
+            f"{rows_written} rows), but {logged}") from None
+    summary["mlflow_run_id"], summary["mlflow_run_url"] = logged["run_id"], logged["url"]
+    _publish(request, summary)
+    get_run_logger().info("Done on Dask: %d labels in table %r (run key %r); MLflow run %s in experiment %r",
+                          rows_written, summary["output_table"], request.run_key, summary["mlflow_run_id"],
+                          request.experiment)
+    return summary
+
+
+def _publish(request: ConsensusRequest, summary: dict) -> None:
+    create_markdown_artifact(markdown=summary_markdown(request, summary), key=SUMMARY_ARTIFACT_KEY,
+                             description=f"{request.method.upper()} consensus of {request.table} on Dask")

@@ -1,0 +1,186 @@
+"""The per-partition pieces of the Dask path, combined in-process, against the local numeric core."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from lwec_tasks import Ensemble, ari, generate_base_clusterings, lwea, nmi
+from lwec_tasks.core.eci import ensemble_uncertainty
+from lwec_tasks.core.lwgp import normalised_cluster_graph
+from lwec_tasks.distributed import partitions as part
+from lwec_tasks.distributed.base_clusterings import assign_base_labels, base_plan, fit_base_model
+from lwec_tasks.distributed.consensus import assemble_graph, lwea_on_microclusters
+from lwec_tasks.distributed.planning import partition_count
+from lwec_tasks.distributed.reductions import (
+    Moments,
+    add_tables,
+    agreement_from_contingency,
+    merge_microclusters,
+    microcluster_index,
+    microclusters_of,
+    pair_table,
+    split_entropy_terms,
+    standard_scale,
+)
+from lwec_tasks.request import ConsensusRequest
+
+BOUNDS = [0, 130, 131, 400, 777, 1000]  # uneven partitions, one of a single row
+
+
+@pytest.fixture(scope="module")
+def ensemble():
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(1000, n_features=3, centers=4, cluster_std=2.0, random_state=0)
+    return Ensemble(generate_base_clusterings(X, 6, random_state=1))
+
+
+def chunks(ensemble):
+    codes_t = np.ascontiguousarray(ensemble.codes.T)
+    return [codes_t[:, a:b] for a, b in zip(BOUNDS[:-1], BOUNDS[1:])]
+
+
+def test_uncertainty_from_summed_partition_tables_is_bit_identical(ensemble):
+    ks = ensemble.n_clusters_per_column
+    parts = [part.count_tables(c, ks) for c in chunks(ensemble)]
+    terms = split_entropy_terms(add_tables(*parts), ensemble.offsets, ensemble.cluster_sizes)
+    np.testing.assert_array_equal(terms.sum(axis=0), ensemble_uncertainty(ensemble))
+
+
+def test_cluster_graph_from_partition_blocks_equals_the_local_one(ensemble):
+    eci = np.linspace(0.2, 1.0, ensemble.n_clusters_total)
+    parts = [part.graph_blocks(c, ensemble.offsets, eci) for c in chunks(ensemble)]
+    factors = np.sqrt(eci / ensemble.cluster_sizes)
+    graph = assemble_graph(add_tables(*parts), ensemble.offsets, factors)
+    local, _ = normalised_cluster_graph(ensemble, eci)
+    np.testing.assert_allclose(graph.toarray(), local, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("k_b", [7, 5000])
+def test_pair_table_dense_and_sparse_counting_agree(k_b):
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, 5, 300), rng.integers(0, k_b, 300)
+    weights = rng.random(300)
+    expected = sp.coo_matrix((weights, (a, b)), shape=(5, k_b)).toarray()
+    np.testing.assert_allclose(pair_table(a, b, 5, k_b, weights).toarray(), expected)
+    assert pair_table(a, b, 5, k_b).sum() == 300
+
+
+def test_microclusters_merge_in_the_local_order_and_index_every_row(ensemble):
+    merged = merge_microclusters(*[microclusters_of(c) for c in chunks(ensemble)])
+    np.testing.assert_array_equal(merged.counts, ensemble.microcluster_sizes)
+    np.testing.assert_array_equal(merged.rows, ensemble.codes[ensemble.microcluster_representative])
+    index = np.concatenate([microcluster_index(c, merged) for c in chunks(ensemble)])
+    np.testing.assert_array_equal(index, ensemble.microcluster_of)
+
+
+def test_lwea_on_microclusters_with_row_mapping_equals_lwea():
+    """Small θ makes cuts that split microclusters; the per-partition mapping must still give lwea's labels."""
+    from sklearn.datasets import make_blobs
+    from sklearn.preprocessing import StandardScaler
+
+    from lwec_tasks.core.eci import ensemble_eci
+
+    X, _ = make_blobs(3000, n_features=4, centers=4, cluster_std=3, random_state=2)
+    ensemble = Ensemble(generate_base_clusterings(StandardScaler().fit_transform(X), 6, random_state=3))
+    codes = chunks_of(ensemble, [0, 1000, 1700, 3000])
+    merged = merge_microclusters(*[microclusters_of(c) for c in codes])
+    eci = ensemble_eci(ensemble, 0.05)
+    offsets = np.array([0, 1000, 1700])
+    for k in (4, 8, 12):
+        leaf, split, kept = lwea_on_microclusters(merged, ensemble.offsets, eci, k, ensemble.n_objects)
+        index = [microcluster_index(c, merged) for c in codes]
+        counts = np.array([part.split_counts(i, split) for i in index]).reshape(len(codes), len(split))
+        before = np.vstack([np.zeros((1, len(split)), np.int64), np.cumsum(counts, axis=0)[:-1]])
+        raw = np.concatenate([part.lwea_raw_ids(i, leaf, split, kept, before[p], offsets[p], len(merged))
+                              for p, i in enumerate(index)])
+        _, first = np.unique(raw, return_index=True)
+        numbering = {r: n for n, r in enumerate(raw[np.sort(first)])}
+        labels = np.array([numbering[r] for r in raw])
+        np.testing.assert_array_equal(labels, lwea(ensemble, k, theta=0.05))
+        if k == 12:
+            assert len(split), "no microcluster split at k = 12; the case no longer covers splitting"
+
+
+def chunks_of(ensemble, bounds):
+    codes_t = np.ascontiguousarray(ensemble.codes.T)
+    return [codes_t[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def test_moments_combine_to_the_whole_columns_and_scale_like_standard_scaler():
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(1)
+    X = np.column_stack([rng.normal(5, 3, 1000), np.full(1000, 2.5), rng.random(1000)])
+    total = Moments.of(X[:0])
+    for a, b in zip(BOUNDS[:-1], BOUNDS[1:]):
+        total = total + Moments.of(X[a:b])
+    scaler = StandardScaler().fit(X)
+    np.testing.assert_allclose(total.mean, scaler.mean_, rtol=1e-13)
+    np.testing.assert_allclose(standard_scale(total), scaler.scale_, rtol=1e-12)
+
+
+def test_agreement_from_a_contingency_table_equals_nmi_and_ari():
+    rng = np.random.default_rng(2)
+    truth, labels = rng.integers(0, 4, 500), rng.integers(0, 3, 500)
+    labels[:200] = truth[:200] % 3
+    table = np.zeros((4, 3), dtype=np.int64)
+    np.add.at(table, (truth, labels), 1)
+    scores = agreement_from_contingency(table)
+    assert scores["nmi"] == pytest.approx(nmi(truth, labels), rel=1e-12)
+    assert scores["ari"] == pytest.approx(ari(truth, labels), rel=1e-12)
+    assert agreement_from_contingency(np.array([[7]])) == {"nmi": 1.0, "ari": 1.0}
+
+
+@pytest.mark.parametrize("n_rows", [900, 3000])
+def test_base_clusterings_from_partitions_equal_the_local_ones(monkeypatch, n_rows):
+    """Below and above the local large-N threshold (lowered here): same ks, same fitting rows, same labels."""
+    from sklearn.datasets import make_blobs
+
+    import lwec_tasks.core.base_clusterings as local_rule
+
+    monkeypatch.setattr(local_rule, "LARGE_N", 1000)
+    monkeypatch.setattr(local_rule, "SAMPLE_SIZE", 400)
+    X, _ = make_blobs(n_rows, n_features=3, centers=5, random_state=4)
+    plan = base_plan(n_rows, 5, random_state=2)
+    positions = plan.positions
+    models = [fit_base_model(X[positions], positions, sample, k, seed)
+              for k, seed, sample in zip(plan.ks, plan.seeds, plan.samples)]
+    codes = np.hstack([assign_base_labels(X[a:b], models) for a, b in [(0, 250), (250, 251), (251, n_rows)]])
+    np.testing.assert_array_equal(codes.T, generate_base_clusterings(X, 5, random_state=2))
+    assert (len(positions) < n_rows) == (n_rows > 1000)
+
+
+def test_partition_counts(monkeypatch):
+    assert partition_count(5_000, 4) == 1
+    assert partition_count(20_000, 2) == 2
+    assert partition_count(300_000, 2) == 4
+    assert partition_count(10**9, 64) == 2000
+    monkeypatch.setenv("LWEC_DASK_PARTITION_ROWS", "5000000")
+    assert partition_count(10**9, 64) == 200
+    monkeypatch.setenv("LWEC_DASK_PARTITION_ROWS", "many")
+    from lwec_tasks.core.errors import LwecInputError
+
+    with pytest.raises(LwecInputError, match="LWEC_DASK_PARTITION_ROWS"):
+        partition_count(10**9, 64)
+
+
+def test_dask_address_is_a_flow_parameter_outside_the_run_key():
+    required = {"database_url": "sqlite:///x.db", "table": "t", "n_clusters": 3}
+    on_dask = ConsensusRequest(**required, dask_address="tcp://10.0.0.5:8786")
+    assert on_dask.run_key == ConsensusRequest(**required).run_key
+    from lwec_tasks.core.errors import LwecInputError
+
+    with pytest.raises(LwecInputError, match="dask_address must be a scheduler address"):
+        ConsensusRequest(**required, dask_address="tcp://host 8786")
+
+
+def test_lwec_run_has_a_dask_address_option():
+    from lwec_tasks.cli import build_parser
+    from lwec_tasks.cli.request_options import request_parameters
+
+    args = build_parser().parse_args(["run", "--database-url", "sqlite:///x.db", "--table", "t", "-k", "3",
+                                      "--dask-address", "tcp://10.0.0.5:8786"])
+    assert request_parameters(args)["dask_address"] == "tcp://10.0.0.5:8786"
