@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from prefect import allow_failure, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
@@ -43,7 +42,15 @@ from lwec_tasks.tasks.retry import (
 )
 from lwec_tasks.tasks.summary import SUMMARY_ARTIFACT_KEY, summary_markdown
 from lwec_tasks.tasks.timings import record_stage_time, stage_timings
-from lwec_tasks.tracking import TrackingError, eci_figure, mask_uri, resolve_tracking_uri, run_page_url, run_writer
+from lwec_tasks.tracking import (
+    TrackingError,
+    cluster_size_bars,
+    eci_figure,
+    mask_uri,
+    resolve_tracking_uri,
+    run_page_url,
+    run_writer,
+)
 
 
 def consensus_on_dask(request: ConsensusRequest) -> dict:
@@ -165,23 +172,11 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         writer.log_dict(run_id, location, "labels_location.json")
         writer.log_figure(run_id, eci_figure(eci, request.theta), "figures/eci_distribution.png")
-        writer.log_figure(run_id, cluster_size_figure(sizes, request.method), "figures/cluster_sizes.png")
+        writer.log_figure(run_id, cluster_size_bars(sizes, request.method), "figures/cluster_sizes.png")
         writer.finish(run_id)
     get_run_logger().info("Logged MLflow run %s in experiment %r at %s", run_id, request.experiment,
                           mask_uri(tracking_uri))
     return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id)}
-
-
-def cluster_size_figure(sizes: np.ndarray, method: str) -> Figure:
-    """Bar chart of consensus cluster sizes (given as counts), largest first."""
-    sizes = np.sort(np.asarray(sizes, dtype=np.int64))[::-1]
-    figure = Figure(figsize=(6, 4), layout="constrained")
-    axes = figure.add_subplot()
-    axes.bar(np.arange(1, len(sizes) + 1), sizes, color="#55A868")
-    axes.set_xlabel("consensus cluster (by size)")
-    axes.set_ylabel("objects")
-    axes.set_title(f"{method.upper()}: {int((sizes > 0).sum())} clusters, {int(sizes.sum())} objects")
-    return figure
 
 
 @task(name="publish-summary", cache_policy=NO_CACHE)

@@ -7,7 +7,7 @@
 """
 
 from lwec_tasks.masking import url_has_credentials
-from lwec_tasks.tracking.figures import cluster_size_figure, eci_figure
+from lwec_tasks.tracking.figures import cluster_size_bars, cluster_size_figure, eci_figure
 from lwec_tasks.tracking.reproduction import log_reproduction
 from lwec_tasks.tracking.runs import RunRecord, RunWriter, log_run, run_writer
 from lwec_tasks.tracking.store import (
@@ -22,6 +22,7 @@ __all__ = [
     "RunRecord",
     "RunWriter",
     "TrackingError",
+    "cluster_size_bars",
     "cluster_size_figure",
     "default_tracking_uri",
     "eci_figure",

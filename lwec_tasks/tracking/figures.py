@@ -21,11 +21,16 @@ def eci_figure(eci: np.ndarray, theta: float) -> Figure:
 
 def cluster_size_figure(labels: np.ndarray, method: str) -> Figure:
     """Bar chart of consensus cluster sizes, largest first; ``labels`` shape (N,)."""
-    sizes = np.sort(np.bincount(np.asarray(labels, dtype=np.int64)))[::-1]
+    return cluster_size_bars(np.bincount(np.asarray(labels, dtype=np.int64)), method)
+
+
+def cluster_size_bars(sizes: np.ndarray, method: str) -> Figure:
+    """Bar chart of consensus cluster sizes given as counts, shape (k,), largest first."""
+    sizes = np.sort(np.asarray(sizes, dtype=np.int64))[::-1]
     figure = Figure(figsize=(6, 4), layout="constrained")
     axes = figure.add_subplot()
     axes.bar(np.arange(1, len(sizes) + 1), sizes, color="#55A868")
     axes.set_xlabel("consensus cluster (by size)")
     axes.set_ylabel("objects")
-    axes.set_title(f"{method.upper()}: {len(sizes)} clusters, {int(sizes.sum())} objects")
+    axes.set_title(f"{method.upper()}: {int((sizes > 0).sum())} clusters, {int(sizes.sum())} objects")
     return figure
