@@ -19,6 +19,7 @@ import math
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -70,7 +71,59 @@ def _check_features(X) -> np.ndarray:
 DEFAULT_ENSEMBLE_SIZE = 10
 
 
+@dataclass(frozen=True)
+class BaseClusterings:
+    """The M k-means base clusterings and the centres that define them.
+
+    Attributes
+    ----------
+    labels : ndarray (N, M) int64; column m holds each row's nearest centre of clustering m
+    centres : tuple of M arrays (k_m, d) float64, in the space of the rows clustered
+        (the standardised features in the pipeline)
+    """
+
+    labels: np.ndarray
+    centres: tuple[np.ndarray, ...]
+
+
 def generate_base_clusterings(
+    X,
+    n_clusterings: int = DEFAULT_ENSEMBLE_SIZE,
+    k_min: int = 2,
+    k_max: int | None = None,
+    random_state=None,
+    n_jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> BaseClusterings:
+    """Build an ensemble of k-means base clusterings and keep their centres.
+
+    Parameters as :func:`generate_base_clusterings`; the labels are the same.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (N, d), finite numbers
+    n_clusterings : int, default 10
+        M, the number of base clusterings.
+    k_min, k_max : int
+        Each clustering's k is drawn uniformly from [k_min, k_max]; ``k_max``
+        defaults to ⌊√N⌋ (paper §V-A), capped at :data:`LARGE_N_K_MAX` when
+        N > :data:`LARGE_N`.
+    random_state : None, int or RandomState
+        The same seed gives the same labels, whatever ``n_jobs``.
+    n_jobs : int, optional
+        Fits run at once; default: every core this process may use.
+    progress : callable(m, k), optional
+        Called as each clustering m (0-based) with k clusters finishes (from a worker thread).
+
+    Returns
+    -------
+    ndarray of shape (N, M), int64 labels 0..k−1 per column
+    (:func:`fit_base_clusterings` also returns the centres).
+    """
+    return fit_base_clusterings(X, n_clusterings, k_min, k_max, random_state, n_jobs, progress).labels
+
+
+def fit_base_clusterings(
     X,
     n_clusterings: int = DEFAULT_ENSEMBLE_SIZE,
     k_min: int = 2,
@@ -99,7 +152,9 @@ def generate_base_clusterings(
 
     Returns
     -------
-    ndarray of shape (N, M), int64 labels 0..k−1 per column.
+    BaseClusterings: ``labels`` (N, M) int64 0..k_m−1 per column (each row's nearest
+    centre, as scikit-learn's ``labels_``/``predict`` give it) and ``centres``, M
+    arrays (k_m, d) float64.
     """
     X = _check_features(X)
     n = X.shape[0]
@@ -118,6 +173,7 @@ def generate_base_clusterings(
     base = base_seed(random_state)
     ks = np.random.default_rng(base).integers(k_min, k_max + 1, size=n_clusterings)
     labels = np.empty((n, n_clusterings), dtype=np.int64)
+    centres: list[np.ndarray | None] = [None] * n_clusterings
 
     def fit(m: int) -> None:
         seed, k = derived_seed(base, m), int(ks[m])
@@ -129,6 +185,7 @@ def generate_base_clusterings(
             model.fit(X[sample])
             for start in range(0, n, ASSIGN_CHUNK):
                 labels[start:start + ASSIGN_CHUNK, m] = model.predict(X[start:start + ASSIGN_CHUNK])
+        centres[m] = np.asarray(model.cluster_centers_, dtype=np.float64)
         if progress is not None:
             progress(m, k)
 
@@ -136,4 +193,4 @@ def generate_base_clusterings(
     # scikit-learn's threads spin-wait badly when the other cores are busy.
     with threadpool_limits(1), ThreadPoolExecutor(max_workers=min(n_jobs, n_clusterings)) as pool:
         list(pool.map(fit, range(n_clusterings)))  # list() re-raises the first failed fit
-    return labels
+    return BaseClusterings(labels, tuple(centres))

@@ -18,6 +18,7 @@ import pandas as pd
 from sklearn.preprocessing import StandardScaler
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.placement import Standardisation
 from lwec_tasks.io.identifiers import name_list
 
 #: Column names taken as the object id when no id column is given and the
@@ -69,6 +70,9 @@ class PreparedFeatures:
     feature_columns : the d column names, in the order of X's columns
     n_rows_read : rows read from the table
     n_rows_dropped : rows dropped for non-finite features (only with ``drop_nonfinite``)
+    mean, scale : ndarray (d,) float64, the standardisation applied to the raw
+        values (``X = (raw − mean) / scale``; a constant column has scale 1), or
+        None when standardisation was turned off
     """
 
     X: np.ndarray
@@ -77,6 +81,15 @@ class PreparedFeatures:
     feature_columns: tuple[str, ...]
     n_rows_read: int
     n_rows_dropped: int
+    mean: np.ndarray | None = None
+    scale: np.ndarray | None = None
+
+    @property
+    def standardisation(self) -> Standardisation | None:
+        """The standardisation as a :class:`~lwec_tasks.core.placement.Standardisation`, or None."""
+        if self.mean is None or self.scale is None:
+            return None
+        return Standardisation(self.mean, self.scale)
 
 
 def looks_like_label(name: str) -> bool:
@@ -190,8 +203,11 @@ def prepare_features(
             f"{len(X)} usable rows{dropped}, but n_clusters={n_clusters} needs at least "
             f"2·k = {2 * n_clusters} rows"
         )
+    mean = scale = None
     if standardize:
-        X = StandardScaler(copy=False).fit_transform(X)  # in place: X is ours, and may be large
+        scaler = StandardScaler(copy=False)
+        X = scaler.fit_transform(X)  # in place: X is ours, and may be large
+        mean, scale = scaler.mean_.astype(np.float64), scaler.scale_.astype(np.float64)
     return PreparedFeatures(
         X=np.ascontiguousarray(X, dtype=np.float64),
         ids=ids,
@@ -199,6 +215,8 @@ def prepare_features(
         feature_columns=plan.feature_columns,
         n_rows_read=n_read,
         n_rows_dropped=n_dropped,
+        mean=mean,
+        scale=scale,
     )
 
 
