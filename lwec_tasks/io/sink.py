@@ -129,10 +129,18 @@ def write_labels(
     table_name: str,
     rows: LabelRows,
     id_type: sa.types.TypeEngine | None = None,
+    keep_runs: int | None = None,
 ) -> int:
     """Replace the rows of ``rows.run_key`` in ``table_name`` in one transaction.
 
     Creates the table when missing. Returns the number of rows written.
+
+    ``keep_runs`` (default None: keep every run) prunes the table in the same
+    transaction: only the ``keep_runs`` most recent runs of ``rows.source_table``,
+    this one included, are kept (:func:`lwec_tasks.io.history.prune_runs`); a
+    failed write deletes nothing. Pruning needs the SQLAlchemy transaction, so
+    with ``keep_runs`` SQLite files are written the portable way (PostgreSQL
+    keeps its ``COPY``).
 
     PostgreSQL (psycopg) receives the rows as one binary ``COPY`` and SQLite
     files through ADBC with Arrow-bound parameters, built from the id and label
@@ -140,7 +148,7 @@ def write_labels(
     other databases, and the cases those paths decline, get the rows through
     ``executemany`` (:func:`write_labels_portable`). The stored rows are the same.
     """
-    return _write_labels(engine, table_name, rows, id_type, fast=fast_path_enabled())
+    return _write_labels(engine, table_name, rows, id_type, fast=fast_path_enabled(), keep_runs=keep_runs)
 
 
 def write_labels_portable(
@@ -148,12 +156,17 @@ def write_labels_portable(
     table_name: str,
     rows: LabelRows,
     id_type: sa.types.TypeEngine | None = None,
+    keep_runs: int | None = None,
 ) -> int:
     """:func:`write_labels` through SQLAlchemy ``executemany`` inserts (any database)."""
-    return _write_labels(engine, table_name, rows, id_type, fast=False)
+    return _write_labels(engine, table_name, rows, id_type, fast=False, keep_runs=keep_runs)
 
 
-def _write_labels(engine, table_name, rows, id_type, *, fast: bool) -> int:
+def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: int | None = None) -> int:
+    from lwec_tasks.io.history import check_keep, prune_runs  # history imports this module
+
+    if keep_runs is not None:
+        keep_runs = check_keep(keep_runs, "keep_runs")
     ids = np.asarray(rows.ids)
     labels = np.asarray(rows.labels)
     if ids.shape != labels.shape or ids.ndim != 1:
@@ -173,7 +186,7 @@ def _write_labels(engine, table_name, rows, id_type, *, fast: bool) -> int:
     }
     labels = labels.astype(np.int64)
     unreachable = (sa.exc.OperationalError, sa.exc.InterfaceError)
-    if fast:
+    if fast and keep_runs is None:
         try:
             written = write_sqlite(engine, table, common, ids, labels)
         except unreachable as error:
@@ -190,6 +203,8 @@ def _write_labels(engine, table_name, rows, id_type, *, fast: bool) -> int:
                 if created:
                     table.create(connection)
                 connection.execute(sa.delete(table).where(table.c.run_key == rows.run_key))
+                if keep_runs is not None:
+                    prune_runs(connection, table_name, rows.source_table, keep_runs, keep_run_key=rows.run_key)
                 if not (fast and copy_labels(connection, table, common, ids, labels)):
                     _insert_rows(connection, table, common, ids, labels)
         except BaseException:

@@ -1,0 +1,359 @@
+"""Earlier runs in a labels table: the previous run's labels, pruning old runs, a latest-run view.
+
+A labels table (:mod:`lwec_tasks.io.sink`) keeps every run's rows under its
+run key. Runs of one ``source_table`` are ordered by recency: the latest
+``written_at`` of their rows first, ties broken by the larger ``run_key``.
+Every function here follows that order.
+
+All statements are SQLAlchemy Core constructs on a lightweight table clause
+of the labels table, so the table name and the values (source table, run
+keys) are quoted or bound by the dialect, never pasted into SQL text. The
+one DDL statement, ``CREATE VIEW``, is a compiled Core ``SELECT`` behind the
+view name quoted by the dialect's identifier preparer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import sqlalchemy as sa
+
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.bulk_read import unescape_percents
+from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
+from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS
+
+#: Suffix of the latest-run view's name: ``<labels_table>_latest``.
+LATEST_VIEW_SUFFIX = "_latest"
+
+#: Longest identifier, in UTF-8 bytes, PostgreSQL keeps (longer ones are silently cut there).
+MAX_IDENTIFIER_BYTES = 63
+
+#: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
+_DELETE_BATCH = 500
+
+#: Rows fetched per round trip when reading a run.
+_FETCH_ROWS = 65_536
+
+_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    """One stored run's labels.
+
+    Attributes
+    ----------
+    run_key : the run's key in the labels table
+    ids : (M,) object ids, ascending (integers as int64, strings as an object array)
+    labels : (M,) int64 labels, aligned with ``ids``
+    """
+
+    run_key: str
+    ids: np.ndarray
+    labels: np.ndarray
+
+
+def labels_table_clause(labels_table: str) -> sa.TableClause:
+    """A table clause with the labels-table columns (quoted by the dialect when compiled)."""
+    return sa.table(labels_table, *(sa.column(name) for name in LABEL_TABLE_COLUMNS))
+
+
+def runs_by_recency(labels_table: str, source_table: str, exclude_run_key: str | None = None) -> sa.Select:
+    """``(run_key, last_written)`` of every run of ``source_table``, most recent first.
+
+    Recency is ``max(written_at)`` over the run's rows, ties broken by the larger
+    ``run_key``. ``exclude_run_key`` (default None) leaves that run out.
+    """
+    table = labels_table_clause(labels_table)
+    last_written = sa.func.max(table.c.written_at).label("last_written")
+    condition = table.c.source_table == source_table
+    if exclude_run_key is not None:
+        condition = sa.and_(condition, table.c.run_key != exclude_run_key)
+    return (
+        sa.select(table.c.run_key, last_written)
+        .where(condition)
+        .group_by(table.c.run_key)
+        .order_by(last_written.desc(), table.c.run_key.desc())
+    )
+
+
+# ----------------------------------------------------------------------------- the previous run
+
+
+def latest_earlier_run(
+    engine: sa.Engine,
+    labels_table: str,
+    source_table: str,
+    exclude_run_key: str,
+) -> EarlierRun | None:
+    """The most recent run of ``source_table`` in ``labels_table`` other than ``exclude_run_key``.
+
+    Reads only the ``id`` and ``label`` columns of that run's rows (through the
+    ``(run_key, id)`` primary key). Returns None when the table does not exist
+    or holds no other run of ``source_table``.
+
+    Raises
+    ------
+    LwecInputError
+        ``labels_table`` exists but lacks the labels-table columns.
+    DatabaseUnreachableError
+        No connection could be made.
+    """
+    table = labels_table_clause(labels_table)
+    try:
+        with engine.connect() as connection:
+            if not _is_labels_table(connection, labels_table):
+                return None
+            statement = runs_by_recency(labels_table, source_table, exclude_run_key).limit(1)
+            run_key = connection.execute(statement).scalar()
+            if run_key is None:
+                return None
+            ids, labels = _read_run(connection, table, source_table, run_key)
+    except _UNREACHABLE as error:
+        raise _unreachable(engine, error) from None
+    return EarlierRun(run_key=run_key, ids=ids, labels=labels)
+
+
+def _read_run(connection: sa.Connection, table: sa.TableClause, source_table: str,
+              run_key: str) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, labels) of one run, ascending by id, fetched ``_FETCH_ROWS`` rows at a time."""
+    statement = (
+        sa.select(table.c.id, table.c.label)
+        .where(table.c.run_key == run_key, table.c.source_table == source_table)
+        .order_by(table.c.id)
+    )
+    result = connection.execution_options(stream_results=True, yield_per=_FETCH_ROWS).execute(statement)
+    id_parts, label_parts = [], []
+    for rows in result.partitions():
+        ids, labels = zip(*rows)
+        id_parts.append(_id_vector(ids))
+        label_parts.append(np.asarray(labels, dtype=np.int64))
+    if not id_parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(id_parts), np.concatenate(label_parts)
+
+
+def _id_vector(values) -> np.ndarray:
+    """Ids as numpy values: numbers as a numeric array, anything else as an object array (as LabelRows holds them)."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "iuf":
+        array = np.empty(len(values), dtype=object)
+        array[:] = values
+    return array
+
+
+# ----------------------------------------------------------------------------- pruning
+
+
+def check_keep(keep, parameter: str = "keep") -> int:
+    """``keep`` if it is an integer >= 1, else :class:`LwecInputError` naming ``parameter``."""
+    if isinstance(keep, bool) or not isinstance(keep, (int, np.integer)) or keep < 1:
+        raise LwecInputError(f"{parameter}={keep!r} must be an integer >= 1 (the number of runs to keep)")
+    return int(keep)
+
+
+def prune_runs(
+    engine_or_connection: sa.Engine | sa.Connection,
+    labels_table: str,
+    source_table: str,
+    keep: int,
+    *,
+    keep_run_key: str | None = None,
+) -> list[str]:
+    """Delete the rows of every run of ``source_table`` but the ``keep`` most recent ones.
+
+    Parameters
+    ----------
+    engine_or_connection : an Engine (pruned in a transaction of its own) or a
+        Connection (pruned inside the caller's transaction: committed or rolled
+        back with it; database errors propagate as SQLAlchemy exceptions)
+    labels_table : the labels table; nothing happens when it does not exist
+    source_table : only runs of this source table are considered; others are left alone
+    keep : runs to keep, >= 1, most recent first (see :func:`runs_by_recency`)
+    keep_run_key : a run never deleted and counted as one of the ``keep`` (the
+        run being written, whatever the clocks say); None: no such run
+
+    Returns
+    -------
+    list[str]
+        The deleted run keys, most recent first.
+    """
+    keep = check_keep(keep)
+    if isinstance(engine_or_connection, sa.Connection):
+        return _prune(engine_or_connection, labels_table, source_table, keep, keep_run_key)
+    try:
+        with engine_or_connection.begin() as connection:
+            return _prune(connection, labels_table, source_table, keep, keep_run_key)
+    except _UNREACHABLE as error:
+        raise _unreachable(engine_or_connection, error) from None
+
+
+def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep: int,
+           keep_run_key: str | None) -> list[str]:
+    if not _is_labels_table(connection, labels_table):
+        return []
+    ranked = [row.run_key for row in connection.execute(runs_by_recency(labels_table, source_table))]
+    if keep_run_key is None:
+        doomed = ranked[keep:]
+    else:
+        doomed = [key for key in ranked if key != keep_run_key][keep - 1:]
+    table = labels_table_clause(labels_table)
+    for start in range(0, len(doomed), _DELETE_BATCH):
+        batch = doomed[start:start + _DELETE_BATCH]
+        connection.execute(
+            sa.delete(table).where(table.c.source_table == source_table, table.c.run_key.in_(batch))
+        )
+    return doomed
+
+
+# ----------------------------------------------------------------------------- the latest-run view
+
+
+def latest_view_name(labels_table: str) -> str:
+    """``<labels_table>_latest``, checked to fit PostgreSQL's 63-byte identifiers.
+
+    The name is quoted by the dialect wherever it is used, so any characters
+    are safe; only its length (which PostgreSQL would silently cut) and NUL
+    characters are refused, with :class:`LwecInputError` naming it.
+    """
+    name = f"{labels_table}{LATEST_VIEW_SUFFIX}"
+    size = len(name.encode("utf-8"))
+    if size > MAX_IDENTIFIER_BYTES:
+        limit = MAX_IDENTIFIER_BYTES - len(LATEST_VIEW_SUFFIX)
+        raise LwecInputError(
+            f"view name {name!r} (labels_table={labels_table!r} + {LATEST_VIEW_SUFFIX!r}) is {size} bytes; "
+            f"identifiers are at most {MAX_IDENTIFIER_BYTES} bytes: use a labels table name of at most {limit} bytes"
+        )
+    if "\x00" in name:
+        raise LwecInputError(f"view name {name!r} contains a NUL character")
+    return name
+
+
+def latest_labels_query(labels_table: str) -> sa.Select:
+    """The rows of each source table's most recent run in ``labels_table``, all labels-table columns.
+
+    For each ``source_table`` the latest run is the one with the largest
+    ``written_at``; among runs written at that same instant, the largest
+    ``run_key``. As SQL (names quoted by the dialect)::
+
+        SELECT t.* FROM labels AS t
+        JOIN (SELECT r.source_table, max(r.run_key) AS run_key
+              FROM labels AS r
+              JOIN (SELECT source_table, max(written_at) AS written_at
+                    FROM labels GROUP BY source_table) AS newest
+                ON r.source_table = newest.source_table AND r.written_at = newest.written_at
+              GROUP BY r.source_table) AS latest
+          ON t.source_table = latest.source_table AND t.run_key = latest.run_key
+    """
+    table = labels_table_clause(labels_table)
+    newest = (
+        sa.select(table.c.source_table, sa.func.max(table.c.written_at).label("written_at"))
+        .group_by(table.c.source_table)
+        .subquery("newest")
+    )
+    runs = table.alias("runs")
+    latest = (
+        sa.select(runs.c.source_table, sa.func.max(runs.c.run_key).label("run_key"))
+        .join_from(runs, newest, sa.and_(runs.c.source_table == newest.c.source_table,
+                                         runs.c.written_at == newest.c.written_at))
+        .group_by(runs.c.source_table)
+        .subquery("latest")
+    )
+    return sa.select(*table.c).join_from(
+        table, latest, sa.and_(table.c.source_table == latest.c.source_table, table.c.run_key == latest.c.run_key)
+    )
+
+
+def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
+    """Create the view ``<labels_table>_latest`` over :func:`latest_labels_query` if missing; its name.
+
+    A view, so it always shows the current latest runs as new ones are written.
+    Idempotent and safe when several processes create it at once: SQLite runs
+    ``CREATE VIEW IF NOT EXISTS``; PostgreSQL takes a transaction-level advisory
+    lock on the name, then runs ``CREATE OR REPLACE VIEW`` only if the view is
+    still missing (an existing view is left as it is, so readers are never
+    blocked); other databases run ``CREATE VIEW`` when it is missing.
+
+    Raises
+    ------
+    LwecInputError
+        The view name is too long (see :func:`latest_view_name`), ``labels_table``
+        does not exist or is not a labels table, or a table holds the view's name.
+    DatabaseUnreachableError
+        No connection could be made.
+    """
+    view = latest_view_name(labels_table)
+    try:
+        with engine.begin() as connection:
+            if not _is_labels_table(connection, labels_table):
+                raise LwecInputError(
+                    f"labels_table={labels_table!r} does not exist; write labels before creating its view {view!r}"
+                )
+            dialect = connection.dialect
+            if dialect.name == "postgresql":
+                connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(view))))
+            inspector = sa.inspect(connection)
+            if view in inspector.get_table_names():
+                raise LwecInputError(f"{view!r} exists as a table, not a view; rename it or the labels table")
+            if dialect.name != "sqlite" and view in inspector.get_view_names():
+                return view
+            _execute_without_parameters(connection, create_view_sql(dialect, view, latest_labels_query(labels_table)))
+    except _UNREACHABLE as error:
+        raise _unreachable(engine, error) from None
+    return view
+
+
+def create_view_sql(dialect: sa.Dialect, view: str, query: sa.Select) -> str:
+    """``CREATE ... VIEW <quoted view> AS <compiled query>`` for ``dialect``, to send without parameters."""
+    compiled = query.compile(dialect=dialect)
+    if compiled.params:
+        raise LwecInputError(f"a view's query cannot take parameters; got {sorted(compiled.params)}")
+    if dialect.name == "sqlite":
+        create = "CREATE VIEW IF NOT EXISTS"
+    elif dialect.name == "postgresql":
+        create = "CREATE OR REPLACE VIEW"
+    else:
+        create = "CREATE VIEW"
+    return unescape_percents(f"{create} {dialect.identifier_preparer.quote(view)} AS {compiled}", dialect)
+
+
+# ----------------------------------------------------------------------------- shared
+
+
+def _execute_without_parameters(connection: sa.Connection, sql: str) -> None:
+    """Run ``sql`` on the connection's DB-API cursor, in its transaction, with no parameters.
+
+    (``exec_driver_sql`` passes an empty parameter set, on which ``%`` drivers
+    would read a ``%`` of a quoted identifier as a placeholder.)
+    """
+    cursor = connection.connection.cursor()
+    try:
+        cursor.execute(sql)
+    except Exception as error:
+        raise sa.exc.DBAPIError.instance(sql, None, error, connection.dialect.loaded_dbapi.Error,
+                                         dialect=connection.dialect) from error
+    finally:
+        cursor.close()
+
+
+def _is_labels_table(connection: sa.Connection, labels_table: str) -> bool:
+    """Whether ``labels_table`` exists; :class:`LwecInputError` if it exists without the labels columns."""
+    inspector = sa.inspect(connection)
+    if not inspector.has_table(labels_table):
+        return False
+    columns = [column["name"] for column in inspector.get_columns(labels_table)]
+    missing = [column for column in LABEL_TABLE_COLUMNS if column not in columns]
+    if missing:
+        raise LwecInputError(
+            f"labels_table {labels_table!r} is not an lwec labels table (missing columns {missing})"
+        )
+    return True
+
+
+def _unreachable(engine: sa.Engine, error: sa.exc.DBAPIError) -> DatabaseUnreachableError:
+    reason = str(error.orig if error.orig is not None else error).strip().splitlines()
+    return DatabaseUnreachableError(
+        f"cannot reach database {mask_url(engine.url)}: {reason[0] if reason else type(error).__name__}"
+    )

@@ -1,0 +1,304 @@
+"""Earlier runs in a labels table: the previous run, pruning, the latest-run view (SQLite and PostgreSQL)."""
+
+import threading
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from helpers.pipeline import postgres_url_or_skip, read_labels, unique
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io import (
+    EarlierRun,
+    LabelRows,
+    ensure_latest_view,
+    latest_earlier_run,
+    latest_labels_query,
+    latest_view_name,
+    open_engine,
+    prune_runs,
+    write_labels,
+)
+from lwec_tasks.io.bulk_read import unescape_percents
+from lwec_tasks.io.sink import write_labels_portable
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request, tmp_path):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'history.db'}"
+        sa.create_engine(url).connect().close()  # create the file
+        return url
+    return postgres_url_or_skip()
+
+
+@pytest.fixture
+def engine(db_url):
+    engine = open_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def tables(engine):
+    """A factory of fresh labels-table names (``prefix`` + suffix); they and their views are dropped after."""
+    made = []
+
+    def fresh(prefix="labels"):
+        made.append(unique(prefix))
+        return made[-1]
+
+    yield fresh
+    quote = engine.dialect.identifier_preparer.quote
+    with engine.begin() as connection:
+        for name in made:
+            cursor = connection.connection.cursor()  # no parameters: a "%" in a name stays one "%"
+            cursor.execute(unescape_percents(f"DROP VIEW IF EXISTS {quote(name + '_latest')}", engine.dialect))
+            cursor.close()
+            sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+
+
+def rows_for(key, ids, labels, source="features"):
+    return LabelRows(run_key=key, ids=np.asarray(ids), labels=np.asarray(labels), k=2, method="lwea",
+                     theta=0.4, ensemble_size=10, seed=0, source_table=source)
+
+
+def write_runs(engine, table, runs):
+    """Write ``(key, source, ids, labels)`` runs in order, a little apart so their written_at differ."""
+    for key, source, ids, labels in runs:
+        write_labels(engine, table, rows_for(key, ids, labels, source))
+        time.sleep(0.002)
+
+
+def stored_keys(url, table):
+    frame = read_labels(url, table)
+    return {source: sorted(set(group.run_key)) for source, group in frame.groupby("source_table")}
+
+
+# ----------------------------------------------------------------------------- latest_earlier_run
+
+
+def test_latest_earlier_run_is_the_newest_other_run_of_the_same_source(engine, tables):
+    table = tables()
+    write_runs(engine, table, [
+        ("a", "features", [3, 1, 2], [0, 0, 1]),
+        ("b", "features", [1, 2, 4], [1, 1, 0]),
+        ("c", "other", [1, 2], [5, 5]),
+    ])
+    earlier = latest_earlier_run(engine, table, "features", exclude_run_key="b")
+    assert isinstance(earlier, EarlierRun) and earlier.run_key == "a"
+    assert earlier.ids.tolist() == [1, 2, 3] and earlier.labels.tolist() == [0, 1, 0]
+    assert earlier.labels.dtype == np.int64
+    newest = latest_earlier_run(engine, table, "features", exclude_run_key="new")
+    assert newest.run_key == "b" and newest.ids.tolist() == [1, 2, 4] and newest.labels.tolist() == [1, 1, 0]
+    assert latest_earlier_run(engine, table, "other", exclude_run_key="x").run_key == "c"
+    assert latest_earlier_run(engine, table, "other", exclude_run_key="c") is None
+    assert latest_earlier_run(engine, table, "missing", exclude_run_key="x") is None
+
+
+def test_a_rewritten_run_becomes_the_newest(engine, tables):
+    table = tables()
+    write_runs(engine, table, [("a", "features", [1], [0]), ("b", "features", [1], [1]),
+                               ("a", "features", [1, 2], [1, 0])])
+    assert latest_earlier_run(engine, table, "features", exclude_run_key="new").run_key == "a"
+
+
+def test_latest_earlier_run_without_a_table_is_none(engine, tables):
+    assert latest_earlier_run(engine, tables(), "features", exclude_run_key="a") is None
+
+
+def test_string_ids_come_back_as_python_strings(engine, tables):
+    table = tables()
+    write_runs(engine, table, [("a", "features", np.array(["y", "x", "z"], dtype=object), [1, 0, 1])])
+    earlier = latest_earlier_run(engine, table, "features", exclude_run_key="b")
+    assert earlier.ids.dtype == object and earlier.ids.tolist() == ["x", "y", "z"]
+    assert earlier.labels.tolist() == [0, 1, 1]
+
+
+def test_a_table_that_is_not_a_labels_table_is_refused(engine, tables):
+    table = tables()
+    with engine.begin() as connection:
+        sa.Table(table, sa.MetaData(), sa.Column("id", sa.Integer)).create(connection)
+    with pytest.raises(LwecInputError, match="not an lwec labels table"):
+        latest_earlier_run(engine, table, "features", exclude_run_key="a")
+    with pytest.raises(LwecInputError, match="not an lwec labels table"):
+        prune_runs(engine, table, "features", keep=1)
+
+
+# ----------------------------------------------------------------------------- prune_runs
+
+
+def test_prune_keeps_the_newest_runs_of_one_source_table_only(db_url, engine, tables):
+    table = tables()
+    write_runs(engine, table, [
+        ("a1", "features", [1, 2], [0, 1]), ("b1", "other", [1], [0]), ("a2", "features", [1], [1]),
+        ("b2", "other", [1], [1]), ("a3", "features", [1, 2, 3], [0, 0, 1]),
+    ])
+    assert prune_runs(engine, table, "features", keep=2) == ["a1"]
+    assert stored_keys(db_url, table) == {"features": ["a2", "a3"], "other": ["b1", "b2"]}
+    assert prune_runs(engine, table, "features", keep=2) == []
+    assert prune_runs(engine, table, "features", keep=1) == ["a2"]
+    assert prune_runs(engine, table, "other", keep=5) == []
+    assert stored_keys(db_url, table) == {"features": ["a3"], "other": ["b1", "b2"]}
+    assert prune_runs(engine, tables(), "features", keep=1) == []  # no table: nothing to do
+
+
+def test_prune_on_a_connection_follows_the_callers_transaction(db_url, engine, tables):
+    table = tables()
+    write_runs(engine, table, [(f"a{i}", "features", [1, 2], [0, 1]) for i in range(4)])
+    with engine.connect() as connection:
+        transaction = connection.begin()
+        assert prune_runs(connection, table, "features", keep=1) == ["a2", "a1", "a0"]
+        transaction.rollback()
+    assert stored_keys(db_url, table) == {"features": ["a0", "a1", "a2", "a3"]}
+    with engine.begin() as connection:
+        assert prune_runs(connection, table, "features", keep=2, keep_run_key="a0") == ["a2", "a1"]
+    assert stored_keys(db_url, table) == {"features": ["a0", "a3"]}
+
+
+@pytest.mark.parametrize("keep", [0, -1, 1.5, True, "2", None])
+def test_prune_needs_a_positive_integer(engine, tables, keep):
+    with pytest.raises(LwecInputError, match="keep="):
+        prune_runs(engine, tables(), "features", keep=keep)
+
+
+# ----------------------------------------------------------------------------- write_labels(keep_runs=)
+
+
+@pytest.mark.parametrize("write", [write_labels, write_labels_portable])
+def test_write_labels_prunes_in_the_same_transaction(db_url, engine, tables, write):
+    table = tables()
+    write_runs(engine, table, [("a1", "features", [1, 2], [0, 1]), ("a2", "features", [1, 2], [1, 1]),
+                               ("b1", "other", [1], [0]), ("a3", "features", [1, 2], [0, 0])])
+    assert write(engine, table, rows_for("a4", [1, 2, 3], [1, 0, 1]), keep_runs=2) == 3
+    assert stored_keys(db_url, table) == {"features": ["a3", "a4"], "other": ["b1"]}
+    before = read_labels(db_url, table)
+    # The prune runs before the insert; the duplicate id fails the insert and must undo the prune too.
+    with pytest.raises(sa.exc.IntegrityError):
+        write(engine, table, rows_for("a5", [7, 8, 8], [1, 1, 1]), keep_runs=1)
+    pd.testing.assert_frame_equal(read_labels(db_url, table), before)
+    # Rewriting a kept run keeps it even with keep_runs=1.
+    write(engine, table, rows_for("a3", [5], [0]), keep_runs=1)
+    assert stored_keys(db_url, table) == {"features": ["a3"], "other": ["b1"]}
+
+
+def test_write_labels_refuses_a_bad_keep_runs_before_writing(db_url, engine, tables):
+    table = tables()
+    with pytest.raises(LwecInputError, match="keep_runs=0"):
+        write_labels(engine, table, rows_for("a", [1], [0]), keep_runs=0)
+    assert not sa.inspect(engine).has_table(table)
+
+
+def test_keep_runs_on_a_new_table(db_url, engine, tables):
+    table = tables()
+    assert write_labels(engine, table, rows_for("a", [1, 2], [0, 1]), keep_runs=1) == 2
+    assert stored_keys(db_url, table) == {"features": ["a"]}
+
+
+# ----------------------------------------------------------------------------- the latest-run view
+
+
+def view_rows(engine, view):
+    with engine.connect() as connection:
+        frame = pd.read_sql(sa.select(sa.table(view, sa.column("run_key"), sa.column("id"), sa.column("label"),
+                                               sa.column("source_table"))), connection)
+    return sorted(frame[["source_table", "run_key", "id", "label"]].itertuples(index=False, name=None))
+
+
+def test_the_view_holds_each_source_tables_latest_run_and_follows_new_writes(engine, tables):
+    table = tables()
+    write_runs(engine, table, [("a1", "features", [1, 2], [0, 1]), ("b1", "other", [1], [3]),
+                               ("a2", "features", [1, 2], [1, 1])])
+    view = ensure_latest_view(engine, table)
+    assert view == f"{table}_latest" == latest_view_name(table)
+    assert view in sa.inspect(engine).get_view_names()
+    assert view_rows(engine, view) == [("features", "a2", 1, 1), ("features", "a2", 2, 1), ("other", "b1", 1, 3)]
+    write_runs(engine, table, [("b2", "other", [4, 5], [0, 0])])
+    assert view_rows(engine, view) == [("features", "a2", 1, 1), ("features", "a2", 2, 1),
+                                       ("other", "b2", 4, 0), ("other", "b2", 5, 0)]
+    assert ensure_latest_view(engine, table) == view  # idempotent
+    with engine.connect() as connection:
+        query_rows = connection.execute(latest_labels_query(table)).mappings().all()
+    assert sorted((r["source_table"], r["run_key"], r["id"], r["label"]) for r in query_rows) == \
+        view_rows(engine, view)
+    assert set(query_rows[0].keys()) >= {"written_at", "k", "method", "theta", "seed", "flow_run_id"}
+
+
+def test_the_view_breaks_written_at_ties_by_the_larger_run_key(engine, tables):
+    table = tables()
+    write_runs(engine, table, [("a", "features", [1], [0])])
+    with engine.begin() as connection:  # copy run a as run b with the very same written_at
+        labels = sa.Table(table, sa.MetaData(), autoload_with=connection)
+        row = dict(connection.execute(sa.select(labels)).mappings().one())
+        connection.execute(sa.insert(labels), [{**row, "run_key": "b", "label": 7}])
+    view = ensure_latest_view(engine, table)
+    assert view_rows(engine, view) == [("features", "b", 1, 7)]
+    assert latest_earlier_run(engine, table, "features", exclude_run_key="x").run_key == "b"
+    assert prune_runs(engine, table, "features", keep=1) == ["a"]
+
+
+def test_concurrent_view_creation_is_safe(engine, tables):
+    table = tables()
+    write_runs(engine, table, [("a", "features", [1], [0])])
+    errors, names = [], []
+
+    def create():
+        try:
+            names.append(ensure_latest_view(engine, table))
+        except Exception as error:  # noqa: BLE001 - collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=create) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert names == [f"{table}_latest"] * 6
+
+
+def test_view_errors_name_the_problem(engine, tables):
+    with pytest.raises(LwecInputError, match="does not exist"):
+        ensure_latest_view(engine, tables())
+    long_name = "l" * 57
+    with pytest.raises(LwecInputError, match=f"view name '{long_name}_latest'.* 64 bytes"):
+        ensure_latest_view(engine, long_name)
+    assert latest_view_name("l" * 56) == "l" * 56 + "_latest"
+    with pytest.raises(LwecInputError, match="bytes"):
+        latest_view_name("é" * 30)  # 60 characters' worth of bytes + suffix
+    table = tables()
+    write_runs(engine, table, [("a", "features", [1], [0])])
+    with engine.begin() as connection:
+        sa.Table(f"{table}_latest", sa.MetaData(), sa.Column("x", sa.Integer)).create(connection)
+    try:
+        with pytest.raises(LwecInputError, match="exists as a table"):
+            ensure_latest_view(engine, table)
+    finally:
+        with engine.begin() as connection:
+            sa.Table(f"{table}_latest", sa.MetaData()).drop(connection)
+
+
+# ----------------------------------------------------------------------------- odd names
+
+
+@pytest.mark.parametrize("prefix", ['My "Labels"; DROP TABLE sentinel; --', "labels with spaces", "UPPER",
+                                    "per%cent's"])
+def test_odd_names_and_values_are_quoted_or_bound_never_pasted(db_url, engine, tables, prefix):
+    table = tables(prefix)
+    sentinel = tables("sentinel")
+    with engine.begin() as connection:
+        sa.Table(sentinel, sa.MetaData(), sa.Column("x", sa.Integer)).create(connection)
+    source = "src'; DELETE FROM x; --"
+    write_runs(engine, table, [("r'1", source, [1, 2], [0, 1]), ("r\"2", source, [1, 2], [1, 0]),
+                               ("r3", "plain", [9], [4])])
+    assert latest_earlier_run(engine, table, source, exclude_run_key="r\"2").run_key == "r'1"
+    view = ensure_latest_view(engine, table)
+    assert view == f"{table}_latest" and view in sa.inspect(engine).get_view_names()
+    assert view_rows(engine, view) == [("plain", "r3", 9, 4), (source, 'r"2', 1, 1), (source, 'r"2', 2, 0)]
+    assert write_labels(engine, table, rows_for("r4", [1], [0], source), keep_runs=1) == 1
+    assert stored_keys(db_url, table) == {"plain": ["r3"], source: ["r4"]}
+    assert prune_runs(engine, table, "plain", keep=1) == []
+    assert view_rows(engine, view) == [("plain", "r3", 9, 4), (source, "r4", 1, 0)]
+    assert sa.inspect(engine).has_table(sentinel)
