@@ -4,6 +4,9 @@
 - :mod:`~lwec_tasks.tracking.runs` — writing runs (:func:`log_run`, :func:`run_writer`)
 - :mod:`~lwec_tasks.tracking.figures` — the figures logged with a consensus run
 - :mod:`~lwec_tasks.tracking.reproduction` — logging a reproduction (parent run, nested run per method)
+- :mod:`~lwec_tasks.tracking.model` — the run's model (a :class:`~lwec_tasks.core.placement.Placement`
+  as an MLflow pyfunc model): :func:`log_placement_model`, :func:`load_placement_model`
+  (imported on first use: it imports MLflow)
 """
 
 from lwec_tasks.masking import url_has_credentials
@@ -18,7 +21,20 @@ from lwec_tasks.tracking.store import (
     run_page_url,
 )
 
+#: Names of :mod:`lwec_tasks.tracking.model`, imported on first access (MLflow is slow to import).
+_MODEL_NAMES = ("PlacementModel", "load_placement_model", "log_placement_model", "model_uri")
+
+
+def __getattr__(name: str):
+    if name in _MODEL_NAMES:
+        from lwec_tasks.tracking import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "PlacementModel",
     "RunRecord",
     "RunWriter",
     "TrackingError",
@@ -27,8 +43,11 @@ __all__ = [
     "default_tracking_uri",
     "eci_figure",
     "log_reproduction",
+    "load_placement_model",
+    "log_placement_model",
     "log_run",
     "mask_uri",
+    "model_uri",
     "resolve_tracking_uri",
     "run_page_url",
     "run_writer",

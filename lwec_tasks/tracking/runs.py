@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from lwec_tasks.core.placement import Placement
 from lwec_tasks.masking import scrub
 from lwec_tasks.tracking.store import TrackingError, experiment_id, mask_uri
 
@@ -43,6 +44,11 @@ class RunRecord:
     labels : DataFrame with columns ``id, label`` (plus ``truth`` when known), one row per object
     clusters : DataFrame, one row per base cluster (column, label, size, uncertainty, ECI)
     figures : artifact file name → matplotlib Figure
+    model : the run's :class:`~lwec_tasks.core.placement.Placement`, logged as the
+        MLflow model ``model`` (see :func:`lwec_tasks.tracking.model.log_placement_model`); None: no model
+    model_input_example : a few rows with the feature columns, stored with the model
+        (default: centres of the first base clustering, in raw feature units)
+    register_model_name : register the model under this name in the Model Registry
     """
 
     params: dict
@@ -51,6 +57,9 @@ class RunRecord:
     labels: pd.DataFrame
     clusters: pd.DataFrame
     figures: dict[str, Figure] = field(default_factory=dict)
+    model: Placement | None = None
+    model_input_example: pd.DataFrame | None = None
+    register_model_name: str | None = None
 
 
 class RunWriter:
@@ -161,7 +170,10 @@ def log_run(record: RunRecord, *, tracking_uri: str, experiment: str, run_name: 
     """Create the MLflow run, log ``record`` to it and return the run id.
 
     Artifacts: ``labels.csv``, ``eci_per_cluster.csv`` and ``figures/<name>``
-    for every figure. Raises :class:`TrackingError` (with the URI's password
+    for every figure; with ``record.model``, the MLflow model ``model`` (URI
+    ``runs:/<run id>/model``, also in the run's tag ``lwec.model_uri``; see
+    :func:`lwec_tasks.tracking.model.model_uri`), registered under
+    ``record.register_model_name`` when given. Raises :class:`TrackingError` (with the URI's password
     masked) when the store cannot be reached or any write fails; a run created
     before the failure is marked FAILED when the store still answers.
     """
@@ -171,6 +183,11 @@ def log_run(record: RunRecord, *, tracking_uri: str, experiment: str, run_name: 
         writer.log_table(run_id, record.clusters, "eci_per_cluster.csv")
         for name, figure in record.figures.items():
             writer.log_figure(run_id, figure, f"figures/{name}")
+        if record.model is not None:
+            from lwec_tasks.tracking.model import active_run_in, log_placement_model
+
+            with active_run_in(tracking_uri, run_id):
+                log_placement_model(record.model, record.model_input_example, record.register_model_name)
         writer.finish(run_id)
     return run_id
 

@@ -1,0 +1,215 @@
+"""The consensus run as an MLflow model: a DataFrame of feature columns in, cluster ids out.
+
+:class:`PlacementModel` is an ``mlflow.pyfunc.PythonModel`` around a
+:class:`~lwec_tasks.core.placement.Placement`, stored as an artifact
+(``placement.npz`` + ``placement.json``, no pickle of the arrays).
+
+* :func:`log_placement_model` logs it in the active MLflow run as model ``model``
+  (signature: the feature columns as double in, long out; the input example;
+  explicit pip requirements) and optionally registers it;
+* :func:`load_placement_model` gets the :class:`Placement` back from any model URI
+  (``runs:/<run id>/model``, ``models:/<model id>``, ``models:/<name>/<version>``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+import mlflow
+import mlflow.pyfunc
+import numpy as np
+import pandas as pd
+
+import lwec_tasks
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.placement import Placement
+from lwec_tasks.masking import scrub
+from lwec_tasks.tracking.store import TRACKING_URI_ENV, mask_uri, resolve_tracking_uri
+
+#: Name (artifact path) of the model in a run.
+MODEL_NAME = "model"
+#: Key of the placement artifact inside the model.
+PLACEMENT_ARTIFACT = "placement"
+#: Run tag holding the logged model's URI.
+MODEL_URI_TAG = "lwec.model_uri"
+
+# MLflow's model logging reads the process-wide tracking URI and active run.
+_FLUENT_LOCK = threading.RLock()
+
+
+class PlacementModel(mlflow.pyfunc.PythonModel):
+    """Labels the rows of a DataFrame with the consensus run's cluster ids (int64).
+
+    The :class:`Placement` is read from the model's ``placement`` artifact in
+    :meth:`load_context`; :meth:`predict` takes the feature columns by name
+    (extra columns are ignored, missing ones raise :class:`LwecInputError`).
+    """
+
+    placement: Placement | None = None
+
+    def load_context(self, context):
+        self.placement = Placement.load(context.artifacts[PLACEMENT_ARTIFACT])
+
+    def predict(self, context, model_input, params=None):
+        return predict_frame(self.placement, model_input)
+
+
+def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
+    """``placement.predict`` on the feature columns of ``frame`` (others ignored); (n,) int64 ids.
+
+    Raises :class:`LwecInputError` naming the feature columns ``frame`` lacks.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        frame = pd.DataFrame(frame)
+    columns = [str(c) for c in frame.columns]
+    missing = [name for name in placement.feature_columns if name not in columns]
+    if missing:
+        raise LwecInputError(
+            f"the input lacks feature column(s) {missing}; the model needs {list(placement.feature_columns)}"
+        )
+    frame = frame.rename(columns=str)
+    values = np.empty((len(frame), len(placement.feature_columns)))
+    for j, name in enumerate(placement.feature_columns):
+        try:
+            values[:, j] = pd.to_numeric(frame[name]).to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as error:
+            raise LwecInputError(f"feature column {name!r} is not numeric: {error}") from None
+    return placement.predict(values)
+
+
+def model_signature(placement: Placement):
+    """Inputs: every feature column as double; output: long (the cluster id)."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    return ModelSignature(
+        inputs=Schema([ColSpec("double", name) for name in placement.feature_columns]),
+        outputs=Schema([ColSpec("long")]),
+    )
+
+
+def pip_requirements() -> list[str]:
+    """What the model needs to load: this package and the libraries it calls (no inference)."""
+    return [
+        f"lwec=={lwec_tasks.__version__}",
+        f"mlflow=={mlflow.__version__}",
+        f"numpy=={np.__version__}",
+        f"pandas=={pd.__version__}",
+    ]
+
+
+def model_uri(run_id: str) -> str:
+    """The URI of the model logged in run ``run_id``: ``runs:/<run id>/model``."""
+    return f"runs:/{run_id}/{MODEL_NAME}"
+
+
+def example_frame(placement: Placement, n_rows: int = 5) -> pd.DataFrame:
+    """Up to ``n_rows`` rows in raw feature units: centres of the first base clustering."""
+    centres = placement.centres[0][:n_rows]
+    if placement.standardisation is not None:
+        centres = centres * placement.standardisation.scale + placement.standardisation.mean
+    return pd.DataFrame(centres, columns=list(placement.feature_columns))
+
+
+def log_placement_model(
+    placement: Placement, input_example: pd.DataFrame | None = None, registered_model_name: str | None = None
+) -> str:
+    """Log ``placement`` in the active MLflow run as model ``model``; return ``runs:/<run id>/model``.
+
+    The returned URI and the logged model's ``models:/<model id>`` both resolve.
+    ``input_example`` is a DataFrame holding at least the feature columns (others
+    are dropped; default :func:`example_frame`). With ``registered_model_name`` a new version of that
+    registered model is created. The run gets the tag ``lwec.model_uri``.
+    """
+    run = mlflow.active_run()
+    if run is None:
+        raise LwecInputError("log_placement_model needs an active MLflow run (mlflow.start_run())")
+    if input_example is None:
+        input_example = example_frame(placement)
+    example = pd.DataFrame(input_example).rename(columns=str)
+    missing = [name for name in placement.feature_columns if name not in example.columns]
+    if missing:
+        raise LwecInputError(f"input_example lacks feature column(s) {missing}")
+    example = example[list(placement.feature_columns)].head(5).astype(np.float64)
+    with tempfile.TemporaryDirectory(prefix="lwec-model-") as scratch:
+        stored = placement.save(Path(scratch, PLACEMENT_ARTIFACT))
+        with _FLUENT_LOCK:
+            mlflow.pyfunc.log_model(
+                name=MODEL_NAME,
+                python_model=PlacementModel(),
+                artifacts={PLACEMENT_ARTIFACT: str(stored)},
+                signature=model_signature(placement),
+                input_example=example,
+                pip_requirements=pip_requirements(),
+                registered_model_name=registered_model_name,
+                metadata={"lwec": {k: v for k, v in placement.metadata().items() if k != "state"}},
+                await_registration_for=0,
+            )
+    uri = model_uri(run.info.run_id)
+    mlflow.MlflowClient().set_tag(run.info.run_id, MODEL_URI_TAG, uri)
+    return uri
+
+
+@contextmanager
+def active_run_in(tracking_uri: str, run_id: str):
+    """Make ``run_id`` of the store at ``tracking_uri`` the active MLflow run for the block.
+
+    The process-wide tracking URI is restored afterwards; the run is ended
+    (FINISHED, or FAILED when the block raises).
+    """
+    with _FLUENT_LOCK, _using_tracking_uri(tracking_uri), mlflow.start_run(run_id=run_id) as run:
+        yield run
+
+
+@contextmanager
+def _using_tracking_uri(tracking_uri: str):
+    """MLflow's process-wide tracking URI set to ``tracking_uri`` for the block, then restored.
+
+    Restores both MLflow's setting and ``$MLFLOW_TRACKING_URI`` (MLflow's own
+    helper would unset a variable the user had set).
+    """
+    from mlflow.tracking._tracking_service import utils
+
+    previous, environment = utils._tracking_uri, os.environ.get(TRACKING_URI_ENV)
+    mlflow.set_tracking_uri(tracking_uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(previous)
+        if environment is None:
+            os.environ.pop(TRACKING_URI_ENV, None)
+        else:
+            os.environ[TRACKING_URI_ENV] = environment
+
+
+def load_placement_model(model_uri: str, tracking_uri: str | None = None) -> Placement:
+    """The :class:`Placement` of the MLflow model at ``model_uri``.
+
+    ``tracking_uri`` (default: :func:`~lwec_tasks.tracking.store.resolve_tracking_uri`)
+    is the store the URI is resolved in. Raises :class:`LwecInputError` naming the
+    URI when it does not resolve to an lwec model.
+    """
+    tracking_uri = resolve_tracking_uri(tracking_uri)
+    if not isinstance(model_uri, str) or not model_uri.strip():
+        raise LwecInputError(f"model_uri must be a non-empty string, got {model_uri!r}")
+    try:
+        with _FLUENT_LOCK, _using_tracking_uri(tracking_uri):
+            loaded = mlflow.pyfunc.load_model(model_uri)
+    except Exception as error:  # noqa: BLE001 - every way of not resolving is the same input error
+        lines = str(error).strip().splitlines()
+        raise LwecInputError(scrub(
+            f"model URI {model_uri!r} does not resolve in the MLflow store at {mask_uri(tracking_uri)}: "
+            f"{type(error).__name__}: {lines[0] if lines else ''}",
+            tracking_uri,
+        )) from None
+    try:
+        placement = loaded.unwrap_python_model().placement
+    except Exception:  # noqa: BLE001 - a pyfunc model that is not ours
+        placement = None
+    if not isinstance(placement, Placement):
+        raise LwecInputError(f"model URI {model_uri!r} is not an lwec consensus model")
+    return placement
