@@ -1,0 +1,94 @@
+"""``lwec assign``: label the rows of a table with a logged consensus model.
+
+One option per parameter of :func:`flows.assign.assign_flow`. The model is
+looked up in the MLflow store of ``$MLFLOW_TRACKING_URI`` (or ``--tracking-uri``).
+Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
+server started for this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+
+
+def _csv_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "assign",
+        help="label the rows of a table with a consensus run's logged model (no consensus rerun)",
+        description="Place the rows of a table into the clusters of an earlier consensus run, using the MLflow "
+                    "model that run logged (runs:/<run id>/model or models:/<name>/<version>), and write their "
+                    "cluster ids to a labels table in the same database (rerunning replaces the rows).",
+    )
+    parser.add_argument("--database-url", required=True,
+                        help="SQLAlchemy URL of the database holding the table (or env:VAR / block:NAME)")
+    parser.add_argument("--table", required=True, help="table (or view) whose rows are labelled")
+    parser.add_argument("--model-uri", required=True,
+                        help="MLflow model URI, e.g. runs:/<run id>/model or models:/<name>/<version>")
+    parser.add_argument("--feature-columns", "--features", dest="feature_columns", type=_csv_list, default=None,
+                        help="the model's feature columns, comma-separated (default: the model's own)")
+    parser.add_argument("--id-column", default=None,
+                        help="column identifying each row (default: the single-column primary key, else 'id', "
+                             "else row positions)")
+    parser.add_argument("--output-table", default=None,
+                        help="table receiving the labels (default: <table>_lwec_labels)")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow store holding the model (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print full tracebacks of failures (default: one line per error)")
+    parser.set_defaults(handler=assign_command)
+
+
+def assign_command(args: argparse.Namespace) -> int:
+    from lwec_tasks.cli.run import _credentials_out_of_parameters, apply_prefect_defaults
+
+    apply_prefect_defaults()  # before anything imports Prefect
+    from lwec_tasks.core.errors import LwecInputError
+    from lwec_tasks.io.connection import check_driver, is_reference
+
+    parameters = {name: getattr(args, name) for name in
+                  ("database_url", "table", "model_uri", "feature_columns", "id_column", "output_table")}
+    if args.tracking_uri:
+        os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
+    started = time.perf_counter()
+    try:
+        if not is_reference(parameters["database_url"]) or parameters["database_url"].startswith("env:"):
+            check_driver(parameters["database_url"])
+        from flows.assign import assign_flow
+
+        if not args.verbose:
+            from lwec_tasks.cli.console import hide_tracebacks_on_console
+
+            hide_tracebacks_on_console()
+        summary = assign_flow(**_credentials_out_of_parameters(parameters))
+    except LwecInputError:
+        if args.verbose:
+            traceback.print_exc()
+        raise
+    except Exception as error:  # noqa: BLE001 - the CLI reports every failure the same way
+        if args.verbose:
+            traceback.print_exc()
+        print(f"lwec: assign failed: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+    print_outcome(summary, parameters, time.perf_counter() - started)
+    return 0
+
+
+def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
+    from lwec_tasks.cli.run import label_query
+    from lwec_tasks.io import mask_url
+
+    counts = ", ".join(f"{cluster}: {count}" for cluster, count in summary["counts"].items())
+    print()
+    print(f"Done in {seconds:.1f} s: {summary['rows_labelled']} rows labelled by {summary['model_uri']} "
+          f"({summary['method'].upper()}, k={summary['n_clusters']}); rows per cluster id: {counts}")
+    print(f"Labels:  table {summary['output_table']!r} in {mask_url(parameters['database_url'])}, "
+          f"run key {summary['run_key']!r}")
+    print(f"         {label_query(parameters['database_url'], summary['output_table'], summary['run_key'])};")
