@@ -1,4 +1,4 @@
-"""Serve the consensus flow's deployments from this process (no work pool needed).
+"""Serve lwec's deployments from this process (no work pool needed).
 
     python deployments/serve.py --database-url sqlite:///$PWD/lwec_demo.db --table digits \
         --n-clusters 10 --label-column target [--cron "0 2 * * *"]
@@ -10,10 +10,13 @@ Prefect API in ``PREFECT_API_URL`` and runs their flow runs until stopped (Ctrl-
 * ``lwec-consensus/nightly`` — on its cron schedule, with the yaml's parameters
   overridden by any flow parameter given here (every ``lwec run`` option works);
 * ``lwec-consensus/on-demand`` — no schedule; each run's parameters come from
-  the Prefect UI form ("Run" → "Custom run") or ``prefect deployment run``.
+  the Prefect UI form ("Run" → "Custom run") or ``prefect deployment run``;
+* ``lwec-assign/assign`` — no schedule; labels a table's rows with a consensus
+  run's logged model (parameters from the form: database URL, table, model URI, ...).
 
-MLflow runs go to ``$MLFLOW_TRACKING_URI`` (set it: the default is a SQLite
-file in the working directory of this process).
+MLflow runs go to ``$MLFLOW_TRACKING_URI``, and the assign flow reads its
+models from there (set it: the default is a SQLite file in the working
+directory of this process).
 """
 
 from __future__ import annotations
@@ -31,35 +34,40 @@ if str(PROJECT_ROOT) not in sys.path:  # run as a script from anywhere in a chec
 from prefect import serve  # noqa: E402 - after the path set-up above
 from prefect.schedules import Cron  # noqa: E402
 
+from flows.assign import assign_flow  # noqa: E402
 from flows.consensus import consensus_flow  # noqa: E402
 from lwec_tasks.cli.request_options import add_request_options, request_parameters  # noqa: E402
 
 DEFINITIONS = PROJECT_ROOT / "deployments" / "prefect.yaml"
 ENTRYPOINT = "flows/consensus.py:consensus_flow"
+#: The flow of each entrypoint served here.
+FLOWS = {ENTRYPOINT: consensus_flow, "flows/assign.py:assign_flow": assign_flow}
 
 
-def deployment_definitions(path: Path = DEFINITIONS) -> dict[str, dict]:
-    """The deployments of the consensus flow in ``prefect.yaml``, by name."""
+def deployment_definitions(path: Path = DEFINITIONS, entrypoint: str | None = ENTRYPOINT) -> dict[str, dict]:
+    """The deployments in ``prefect.yaml`` of ``entrypoint``'s flow (None: of every flow served here), by name."""
     config = yaml.safe_load(path.read_text())
-    return {d["name"]: d for d in config["deployments"] if d.get("entrypoint") == ENTRYPOINT}
+    wanted = set(FLOWS) if entrypoint is None else {entrypoint}
+    return {d["name"]: d for d in config["deployments"] if d.get("entrypoint") in wanted}
 
 
 def build_deployments(overrides: dict, cron: str | None = None, timezone: str | None = None) -> list:
     """Every defined deployment, ready for :func:`prefect.serve`.
 
-    ``overrides`` replace parameters of the scheduled deployments; ``cron`` and
-    ``timezone`` replace their schedule's.
+    ``overrides`` replace parameters of the scheduled deployments (consensus
+    flow parameters); ``cron`` and ``timezone`` replace their schedule's.
     """
     deployments = []
-    for name, definition in deployment_definitions().items():
+    for name, definition in deployment_definitions(entrypoint=None).items():
         schedules = [
             Cron(cron or s["cron"], timezone=timezone or s.get("timezone", "UTC"))
             for s in definition.get("schedules") or [] if s.get("active", True)
         ]
         parameters = dict(definition.get("parameters") or {})
-        if schedules:
+        flow = FLOWS[definition["entrypoint"]]
+        if schedules and flow is consensus_flow:
             parameters.update(overrides)
-        deployments.append(consensus_flow.to_deployment(
+        deployments.append(flow.to_deployment(
             name=name, description=definition.get("description"), tags=definition.get("tags"),
             schedules=schedules or None, parameters=parameters,
         ))
