@@ -124,15 +124,33 @@ def _read_run(connection: sa.Connection, table: sa.TableClause, source_table: st
         .where(table.c.run_key == run_key, table.c.source_table == source_table)
         .order_by(table.c.id)
     )
-    result = connection.execution_options(stream_results=True, yield_per=_FETCH_ROWS).execute(statement)
     id_parts, label_parts = [], []
-    for rows in result.partitions():
-        ids, labels = zip(*rows)
-        id_parts.append(_id_vector(ids))
-        label_parts.append(np.asarray(labels, dtype=np.int64))
+    for rows in _fetch_blocks(connection, statement):
+        id_parts.append(_id_vector([row[0] for row in rows]))
+        label_parts.append(np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)))
     if not id_parts:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     return np.concatenate(id_parts), np.concatenate(label_parts)
+
+
+def _fetch_blocks(connection: sa.Connection, statement: sa.Select):
+    """The statement's rows, ``_FETCH_ROWS`` at a time, as sequences indexable by position.
+
+    SQLite: the DB-API cursor's plain tuples (a SQLAlchemy Row per object would
+    take most of the time; sqlite3 steps through the result lazily). Other
+    databases: a server-side cursor (``stream_results``), so the client holds
+    one block at a time.
+    """
+    if connection.dialect.name == "sqlite":
+        result = connection.execute(statement)
+        try:
+            while rows := result.cursor.fetchmany(_FETCH_ROWS):
+                yield rows
+        finally:
+            result.close()
+        return
+    streaming = connection.execution_options(stream_results=True, yield_per=_FETCH_ROWS)
+    yield from streaming.execute(statement).partitions(_FETCH_ROWS)
 
 
 def _id_vector(values) -> np.ndarray:
