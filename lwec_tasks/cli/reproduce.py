@@ -95,6 +95,9 @@ def run(args) -> int:
         progress=progress,
     )
     print(format_summary(result, paper), file=chatter, flush=True)
+    auto_k = format_auto_k(result)
+    if auto_k:
+        print(auto_k, file=chatter, flush=True)
     if args.json_out:
         text = json.dumps(result, indent=1)
         if to_stdout:
@@ -114,4 +117,19 @@ def run(args) -> int:
     return 0
 
 
-__all__ = ["register", "run", "LwecInputError"]
+def format_auto_k(result: dict) -> str:
+    """One line per method with an automatic k: NMI and ARI at it and the mean chosen k ("" if none)."""
+    lines = []
+    for name, summary in result["methods"].items():
+        if "auto_k_chosen" not in summary:
+            continue
+        nmi, ari = summary["nmi"]["auto_k"], summary["ari"]["auto_k"]
+        chosen = summary["auto_k_chosen"]
+        lines.append(
+            f"{name} auto-k: NMI {nmi['mean']:.3f}±{nmi['std']:.3f}, ARI {ari['mean']:.3f}±{ari['std']:.3f}, "
+            f"k {chosen['mean']:.1f}±{chosen['std']:.1f} (true k {result['n_classes']})"
+        )
+    return "\n".join(lines)
+
+
+__all__ = ["register", "run", "format_auto_k", "LwecInputError"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sklearn.base import BaseEstimator, ClusterMixin
 
+from lwec_tasks.core.auto_k import auto_consensus, is_auto
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci, ensemble_uncertainty
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.lwea import lwea
@@ -23,6 +24,20 @@ class _LocallyWeightedConsensus(ClusterMixin, BaseEstimator):
         self.n_microclusters_ = ensemble.n_microclusters
         return ensemble
 
+    def _consensus(self, ensemble: Ensemble, method: str, random_state=None) -> None:
+        """Set ``labels_``, ``n_clusters_`` and ``k_selection_`` (None unless n_clusters="auto")."""
+        if is_auto(self.n_clusters):
+            self.k_selection_, self.labels_ = auto_consensus(
+                ensemble, method, float(self.theta), random_state=random_state
+            )
+            self.n_clusters_ = self.k_selection_.k
+            return
+        function = lwea if method == "lwea" else lwgp
+        extra = {} if method == "lwea" else {"random_state": random_state}
+        self.labels_ = function(ensemble, self.n_clusters, theta=self.theta, **extra)
+        self.k_selection_ = None
+        self.n_clusters_ = self.n_clusters
+
     def fit_predict(self, X, y=None):
         """Fit on the (N, M) label matrix ``X`` and return ``labels_``."""
         return self.fit(X).labels_
@@ -33,14 +48,17 @@ class LWEA(_LocallyWeightedConsensus):
 
     Parameters
     ----------
-    n_clusters : int or sequence of int, default 2
+    n_clusters : int, sequence of int or "auto", default 2
         A sequence gives ``labels_`` of shape (N, len(n_clusters)), all cut from
-        one dendrogram.
+        one dendrogram. "auto" chooses k by
+        :func:`lwec_tasks.core.auto_k.select_k`.
     theta : float, default 0.4
 
     Attributes
     ----------
     labels_ : ndarray (N,) or (N, len(n_clusters))
+    n_clusters_ : int (the given or chosen k), or the given sequence of ks
+    k_selection_ : KSelection of the automatic choice, None when k was given
     eci_ : ndarray (n_c,) ECI per cluster (column by column, ascending label)
     cluster_uncertainty_ : ndarray (n_c,) H^Π per cluster, bits
     n_microclusters_ : int
@@ -53,8 +71,7 @@ class LWEA(_LocallyWeightedConsensus):
 
     def fit(self, X, y=None):
         """Fit on an (N, M) label matrix of base clusterings."""
-        ensemble = self._encode(X)
-        self.labels_ = lwea(ensemble, self.n_clusters, theta=self.theta)
+        self._consensus(self._encode(X), "lwea")
         return self
 
 
@@ -63,14 +80,15 @@ class LWGP(_LocallyWeightedConsensus):
 
     Parameters
     ----------
-    n_clusters : int or sequence of int, default 2
+    n_clusters : int, sequence of int or "auto", default 2
     theta : float, default 0.4
     random_state : None, int or RandomState, default None
         Seeds the k-means step.
 
     Attributes
     ----------
-    labels_, eci_, cluster_uncertainty_, n_microclusters_, n_features_in_ : as :class:`LWEA`
+    labels_, n_clusters_, k_selection_, eci_, cluster_uncertainty_, n_microclusters_,
+    n_features_in_ : as :class:`LWEA`
     """
 
     def __init__(self, n_clusters=2, theta: float = DEFAULT_THETA, random_state=None):
@@ -80,8 +98,5 @@ class LWGP(_LocallyWeightedConsensus):
 
     def fit(self, X, y=None):
         """Fit on an (N, M) label matrix of base clusterings."""
-        ensemble = self._encode(X)
-        self.labels_ = lwgp(
-            ensemble, self.n_clusters, theta=self.theta, random_state=self.random_state
-        )
+        self._consensus(self._encode(X), "lwgp", self.random_state)
         return self

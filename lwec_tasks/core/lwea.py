@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lwec_tasks.core.auto_k import auto_consensus, is_auto
 from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
@@ -88,21 +89,25 @@ def lwea(labels, n_clusters, theta: float = DEFAULT_THETA) -> np.ndarray:
     ----------
     labels : array-like (N, M) or Ensemble
         Base clusterings, one per column.
-    n_clusters : int or sequence of int
+    n_clusters : int, sequence of int or "auto"
         Number(s) of consensus clusters; each in 2..Ñ (number of microclusters).
-        All cuts come from one dendrogram.
+        All cuts come from one dendrogram. "auto" chooses k by
+        :func:`lwec_tasks.core.auto_k.select_k` (k in 2..min(50, Ñ)).
     theta : float, default 0.4
         ECI parameter θ > 0.
 
     Returns
     -------
-    ndarray of shape (N,) for an int ``n_clusters``, else (N, len(n_clusters));
-    labels 0..k−1 numbered in order of each cluster's first object.
+    ndarray of shape (N,) for an int ``n_clusters`` or "auto", else
+    (N, len(n_clusters)); labels 0..k−1 numbered in order of each cluster's
+    first object.
     """
     theta = check_theta(theta)
     ensemble = as_ensemble(labels)
+    if is_auto(n_clusters):
+        return auto_consensus(ensemble, "lwea", theta)[1]
     ks, scalar = check_n_clusters(
-        n_clusters, upper=ensemble.n_microclusters, upper_name="the number of microclusters"
+        n_clusters, upper=ensemble.n_microclusters, upper_name="the number of microclusters", auto=True
     )
     dendrogram = lwea_dendrogram(ensemble, ensemble_eci(ensemble, theta))
     cuts = dendrogram.cuts(ks)

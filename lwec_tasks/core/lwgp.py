@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from threadpoolctl import ThreadpoolController
 
+from lwec_tasks.core.auto_k import auto_consensus, is_auto
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError
@@ -244,9 +245,10 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
     Parameters
     ----------
     labels : array-like (N, M) or Ensemble
-    n_clusters : int or sequence of int
+    n_clusters : int, sequence of int or "auto"
         Each k in 2..min(n_c, Ñ) (clusters in the ensemble, microclusters). One
-        eigensolve serves every k. Above ``MICROCLUSTER_LIMIT`` objects the
+        eigensolve serves every k. "auto" chooses k by
+        :func:`lwec_tasks.core.auto_k.select_k` (k in 2..min(50, n_c, Ñ)). Above ``MICROCLUSTER_LIMIT`` objects the
         microclusters are not computed and k only needs to be <= n_c.
     theta : float, default 0.4
     random_state : None, int or RandomState
@@ -255,12 +257,17 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
 
     Returns
     -------
-    ndarray of shape (N,) for an int ``n_clusters``, else (N, len(n_clusters)).
+    ndarray of shape (N,) for an int ``n_clusters`` or "auto", else (N, len(n_clusters)).
     """
     theta = check_theta(theta)
     ensemble = as_ensemble(labels)
+    if is_auto(n_clusters):
+        return auto_consensus(ensemble, "lwgp", theta, random_state=random_state)[1]
     ks, scalar = check_n_clusters(
-        n_clusters, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble"
+        n_clusters,
+        upper=ensemble.n_clusters_total,
+        upper_name="the number of clusters in the ensemble",
+        auto=True,
     )
     use_microclusters = ensemble.n_objects <= MICROCLUSTER_LIMIT
     if use_microclusters:

@@ -30,11 +30,15 @@ def check_theta(theta) -> float:
     return theta
 
 
-def check_n_clusters(n_clusters, *, upper: int, upper_name: str) -> tuple[np.ndarray, bool]:
+def check_n_clusters(
+    n_clusters, *, upper: int, upper_name: str, auto: bool = False
+) -> tuple[np.ndarray, bool]:
     """Normalise ``n_clusters`` to an int array of ks and whether a scalar was given.
 
     Each k must satisfy ``2 <= k <= upper``; ``upper_name`` says what bounds it
-    (e.g. "the number of microclusters") for the error message.
+    (e.g. "the number of microclusters") for the error message. ``auto`` only
+    changes the message for a bad value: the caller also accepts "auto" (and
+    handles it before calling this).
     """
     scalar = isinstance(n_clusters, numbers.Integral) and not isinstance(n_clusters, bool)
     if scalar:
@@ -44,9 +48,8 @@ def check_n_clusters(n_clusters, *, upper: int, upper_name: str) -> tuple[np.nda
         if not ks:
             raise LwecInputError("n_clusters is an empty sequence; give at least one k")
     else:
-        raise LwecInputError(
-            f"n_clusters must be an int or a sequence of ints, got {n_clusters!r}"
-        )
+        choices = 'an int or a sequence of ints, or "auto"' if auto else "an int or a sequence of ints"
+        raise LwecInputError(f"n_clusters must be {choices}, got {n_clusters!r}")
     for k in ks:
         if isinstance(k, bool) or not isinstance(k, numbers.Integral):
             raise LwecInputError(f"n_clusters must contain integers, got {k!r}")

@@ -4,8 +4,11 @@ For each of R runs: draw M of the pool's P candidate clusterings at random
 (seeded by (seed, run), the same draw for every method), run each consensus
 method for every k in ks, and score every cut against the ground truth with
 NMI ("max" normalisation, as the paper) and ARI. best-k is the best score over
-ks (per metric), true-k the score at k = number of classes. Report the mean and
-standard deviation over runs.
+ks (per metric), true-k the score at k = number of classes. For LWEA and LWGP,
+auto-k is the score at the k chosen from the ensemble alone
+(:func:`lwec_tasks.core.auto_k.select_k`, over its default candidates
+2..min(50, ...), independent of ks). Report the mean and standard deviation
+over runs.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from lwec_tasks.core.auto_k import auto_consensus
 from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.ensemble import Ensemble
 from lwec_tasks.core.errors import LwecInputError
@@ -26,6 +30,9 @@ from lwec_tasks.methods import Method, parse_methods, run_method
 
 METRICS = ("nmi", "ari")
 CRITERIA = ("best_k", "true_k")
+#: The extra criterion of the methods that can choose k themselves.
+AUTO_K = "auto_k"
+AUTO_K_METHODS = ("LWEA", "LWGP")
 DEFAULT_KS = tuple(range(2, 31))
 
 
@@ -114,9 +121,12 @@ def reproduce(
     dict with keys dataset, n_objects, runs, ensemble_size, theta, seed, ks,
     n_classes, draws (pool columns per run) and methods: for each method
     ``{"nmi": {"best_k": {"mean", "std"}, "true_k": {...}}, "ari": {...},
-    "seconds": {"mean", "std"}, "per_run": {...}}``. true-k entries are None
-    when the number of classes is not among ks. std is the sample standard
-    deviation (ddof=1) over runs, 0 for one run.
+    "seconds": {"mean", "std"}, "per_run": {...}}``. LWEA and LWGP also get
+    ``"auto_k": {"mean", "std"}`` under "nmi" and "ari", ``"auto_k_chosen":
+    {"mean", "std"}`` (the chosen k) and, in per_run, ``[metric]["auto_k"]`` and
+    ``"auto_k_chosen"`` (one entry per run). true-k entries are None when the
+    number of classes is not among ks. std is the sample standard deviation
+    (ddof=1) over runs, 0 for one run.
     """
     theta = check_theta(theta)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
@@ -125,7 +135,7 @@ def reproduce(
     ks = parse_ks(ks)
     check_protocol(pool, runs, ensemble_size)
     runs, ensemble_size = int(runs), int(ensemble_size)
-    per_run = {m.name: _empty_record() for m in chosen}
+    per_run = {m.name: _empty_record(m.name in AUTO_K_METHODS) for m in chosen}
     draws = []
     for run in range(runs):
         columns = draw_columns(pool.n_candidates, ensemble_size, seed, run)
@@ -145,6 +155,9 @@ def reproduce(
                 ) from None
             seconds = time.perf_counter() - start
             _record(per_run[method.name], cuts, ks, pool.truth, seconds)
+            if method.name in AUTO_K_METHODS:
+                _record_auto_k(per_run[method.name], method.name, labels, theta, method_seed(seed, run),
+                               pool.truth)
             if progress is not None:
                 nmi_best = per_run[method.name]["nmi"]["best_k"][-1]
                 progress(f"run {run + 1}/{runs} {method.name} {seconds:.2f} s (NMI best-k {nmi_best:.3f})")
@@ -162,11 +175,24 @@ def reproduce(
     }
 
 
-def _empty_record() -> dict:
-    record = {metric: {c: [] for c in CRITERIA} for metric in METRICS}
+def _empty_record(auto_k: bool = False) -> dict:
+    criteria = (*CRITERIA, AUTO_K) if auto_k else CRITERIA
+    record = {metric: {c: [] for c in criteria} for metric in METRICS}
     record["chosen_k"] = {metric: [] for metric in METRICS}
     record["seconds"] = []
+    if auto_k:
+        record["auto_k_chosen"] = []
     return record
+
+
+def _record_auto_k(record: dict, method: str, labels: np.ndarray, theta: float, seed: int,
+                   truth: np.ndarray) -> None:
+    """Choose k from the ensemble alone (same seed as the method's run) and score that cut."""
+    selection, chosen = auto_consensus(Ensemble(labels), method, theta, random_state=seed)
+    scores = cut_scores(chosen[:, None], truth)
+    for metric in METRICS:
+        record[metric][AUTO_K].append(float(scores[metric][0]))
+    record["auto_k_chosen"].append(int(selection.k))
 
 
 def cut_scores(cuts: np.ndarray, truth: np.ndarray) -> dict[str, np.ndarray]:
@@ -240,8 +266,10 @@ def mean_std(values: Sequence[float | None]) -> dict:
 
 def _summarise(record: dict) -> dict:
     summary = {
-        metric: {c: mean_std(record[metric][c]) for c in CRITERIA} for metric in METRICS
+        metric: {c: mean_std(values) for c, values in record[metric].items()} for metric in METRICS
     }
+    if "auto_k_chosen" in record:
+        summary["auto_k_chosen"] = mean_std(record["auto_k_chosen"])
     summary["seconds"] = mean_std(record["seconds"])
     summary["per_run"] = record
     return summary

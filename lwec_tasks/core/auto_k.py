@@ -1,0 +1,211 @@
+"""Automatic choice of the number of consensus clusters k.
+
+Criterion: cut the consensus (LWEA's dendrogram, or LWGP's one eigensolve)
+at every candidate k and keep the k whose partition has the highest
+modularity, with resolution γ, in the graph whose adjacency is the LWCA
+matrix ã (paper Eq. 10)::
+
+    Q_γ(π) = Σ_c [ S_c / W − γ (D_c / W)² ],
+    S_c = Σ_{i,j ∈ c} ã_ij,   D_c = Σ_{i ∈ c} d_i,   d_i = Σ_j ã_ij,   W = Σ_i d_i.
+
+The sums include i = j (ã_ii = mean ECI of the clusters of o_i). γ < 1
+favours fewer, larger clusters than Newman's modularity (γ = 1), which on the
+paper's pools tends to split off a few small clusters too many. Nothing here
+builds ã: with n_{C,c} = |C ∩ c|,
+
+    S_c = (1/M) Σ_C ECI(C) n_{C,c}²,   d_i = (1/M) Σ_m ECI(Cls^m(o_i)) |Cls^m(o_i)|,
+
+one contingency table of the cut against all clusters, O(N·M) per k.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
+from lwec_tasks.core.ensemble import Ensemble, as_ensemble
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.validation import check_theta
+
+DEFAULT_K_MAX = 50
+#: Resolution γ of the modularity criterion (chosen on the paper's ten pools).
+DEFAULT_RESOLUTION = 0.6
+METHODS = ("lwea", "lwgp")
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class KSelection:
+    """The outcome of an automatic choice of k.
+
+    Attributes
+    ----------
+    k : the chosen k (the best score; ties go to the smallest k)
+    ks : (C,) int64 candidate ks, ascending
+    scores : (C,) float64 criterion value per candidate, higher is better
+    criterion : short human name of the criterion (a plot axis label)
+    """
+
+    k: int
+    ks: np.ndarray
+    scores: np.ndarray
+    criterion: str
+
+
+def is_auto(n_clusters) -> bool:
+    """Whether ``n_clusters`` asks for the automatic choice (the string "auto", any case)."""
+    return isinstance(n_clusters, str) and n_clusters.strip().lower() == AUTO
+
+
+def check_method(method) -> str:
+    """Return ``method`` lower-cased; it must be "lwea" or "lwgp" (any case)."""
+    name = str(method).strip().lower() if isinstance(method, str) else None
+    if name not in METHODS:
+        raise LwecInputError(f"method must be one of {list(METHODS)}, got {method!r}")
+    return name
+
+
+def k_upper_bound(ensemble: Ensemble, method: str) -> int:
+    """The largest k ``method`` can produce on ``ensemble`` (its own input check's bound)."""
+    from lwec_tasks.core.lwgp import MICROCLUSTER_LIMIT
+
+    if check_method(method) == "lwea":
+        return int(ensemble.n_microclusters)
+    if ensemble.n_objects > MICROCLUSTER_LIMIT:
+        return int(ensemble.n_clusters_total)
+    return int(min(ensemble.n_clusters_total, ensemble.n_microclusters))
+
+
+def default_ks(ensemble, method: str) -> np.ndarray:
+    """Candidate ks 2..min(DEFAULT_K_MAX, largest k ``method`` can produce), (C,) int64.
+
+    Raises :class:`LwecInputError` when not even k = 2 is possible (e.g. all
+    label rows identical).
+    """
+    ensemble = as_ensemble(ensemble)
+    upper = min(DEFAULT_K_MAX, k_upper_bound(ensemble, method))
+    if upper < 2:
+        raise LwecInputError(
+            f"cannot choose k automatically: {check_method(method).upper()} can produce at most "
+            f"{upper} cluster(s) on this ensemble (all label rows are identical)"
+        )
+    return np.arange(2, upper + 1, dtype=np.int64)
+
+
+def check_ks(ks, ensemble: Ensemble, method: str) -> np.ndarray:
+    """Validate candidate ``ks``: integers in 2..upper bound; returns them sorted and unique, int64."""
+    if ks is None:
+        return default_ks(ensemble, method)
+    if isinstance(ks, str) or not isinstance(ks, (Sequence, np.ndarray)):
+        raise LwecInputError(f"ks must be a sequence of ints, got {ks!r}")
+    values = list(np.asarray(ks).ravel()) if isinstance(ks, np.ndarray) else list(ks)
+    if not values:
+        raise LwecInputError("ks is empty; give at least one k (e.g. range(2, 31))")
+    upper = k_upper_bound(ensemble, method)
+    for k in values:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
+            raise LwecInputError(f"ks must contain integers, got {k!r}")
+        if k < 2:
+            raise LwecInputError(f"ks must contain only ks >= 2, got {int(k)}")
+        if k > upper:
+            raise LwecInputError(
+                f"ks contains {int(k)}, more clusters than {method.upper()} can produce here ({upper})"
+            )
+    return np.unique(np.asarray(values, dtype=np.int64))
+
+
+def object_degrees_lwca(ensemble: Ensemble, eci: np.ndarray) -> np.ndarray:
+    """d_i = Σ_j ã_ij = (1/M) Σ_m ECI(Cls^m(o_i))·|Cls^m(o_i)|, shape (N,)."""
+    codes = ensemble.global_codes
+    per_cluster = eci * ensemble.cluster_sizes
+    return per_cluster[codes].sum(axis=1) / ensemble.n_columns
+
+
+def lwca_modularity(
+    ensemble: Ensemble, eci: np.ndarray, cuts: np.ndarray, resolution: float = DEFAULT_RESOLUTION
+) -> np.ndarray:
+    """Modularity Q_γ of each column of ``cuts`` in the LWCA graph.
+
+    Parameters
+    ----------
+    ensemble : encoded ensemble (N objects, M columns, n_c clusters)
+    eci : (n_c,) ECI per cluster
+    cuts : (N, C) integer labels, one partition per column
+    resolution : γ, default ``DEFAULT_RESOLUTION``
+
+    Returns
+    -------
+    (C,) float64 modularities.
+    """
+    degrees = object_degrees_lwca(ensemble, eci)
+    total = degrees.sum()
+    codes = ensemble.global_codes.ravel()  # row-major: object i's M codes together
+    n_c = ensemble.n_clusters_total
+    scores = np.empty(cuts.shape[1])
+    for j in range(cuts.shape[1]):
+        _, labels = np.unique(cuts[:, j], return_inverse=True)
+        k = int(labels.max()) + 1
+        table = np.bincount(
+            codes * k + np.repeat(labels, ensemble.n_columns), minlength=n_c * k
+        ).reshape(n_c, k)
+        within = float((eci[:, None] * table.astype(np.float64) ** 2).sum()) / ensemble.n_columns
+        cluster_degrees = np.bincount(labels, weights=degrees, minlength=k)
+        scores[j] = within / total - resolution * float(((cluster_degrees / total) ** 2).sum())
+    return scores
+
+
+def consensus_cuts(ensemble: Ensemble, method: str, ks: np.ndarray, theta: float, random_state=None):
+    """(N, len(ks)) consensus labels of ``method`` for every k (one dendrogram / eigensolve)."""
+    from lwec_tasks.core.lwea import lwea
+    from lwec_tasks.core.lwgp import lwgp
+
+    if method == "lwea":
+        return lwea(ensemble, ks, theta=theta)
+    return lwgp(ensemble, ks, theta=theta, random_state=random_state)
+
+
+def auto_consensus(
+    labels, method: str, theta: float = DEFAULT_THETA, ks=None, random_state=None,
+    resolution: float = DEFAULT_RESOLUTION,
+) -> tuple[KSelection, np.ndarray]:
+    """Choose k and return (selection, (N,) consensus labels at the chosen k).
+
+    Arguments as :func:`select_k`; the labels come from the same cuts the
+    criterion scored, so they equal ``lwea(labels, selection.k)`` (or ``lwgp``
+    with the same ``random_state``).
+    """
+    method = check_method(method)
+    theta = check_theta(theta)
+    ensemble = as_ensemble(labels)
+    ks = check_ks(ks, ensemble, method)
+    cuts = consensus_cuts(ensemble, method, ks, theta, random_state)
+    scores = lwca_modularity(ensemble, ensemble_eci(ensemble, theta), cuts, resolution)
+    best = int(np.argmax(scores))  # ties: the smallest k
+    selection = KSelection(int(ks[best]), ks, scores, f"LWCA modularity (γ={resolution:g})")
+    return selection, cuts[:, best]
+
+
+def select_k(
+    ensemble, method: str, theta: float = DEFAULT_THETA, ks=None, random_state=None,
+    resolution: float = DEFAULT_RESOLUTION,
+) -> KSelection:
+    """Choose the number of consensus clusters from the ensemble alone.
+
+    Parameters
+    ----------
+    ensemble : array-like (N, M) or Ensemble
+    method : "lwea" or "lwgp" (case-insensitive)
+    theta : float, default 0.4
+    ks : sequence of int, default :func:`default_ks` (2..min(50, what ``method`` can produce))
+    random_state : None, int or RandomState; seeds LWGP's k-means (LWEA ignores it)
+    resolution : γ of the modularity, default ``DEFAULT_RESOLUTION``
+
+    Returns
+    -------
+    KSelection: the k maximising Q_γ of the consensus cut in the LWCA graph.
+    """
+    return auto_consensus(ensemble, method, theta, ks, random_state, resolution)[0]
