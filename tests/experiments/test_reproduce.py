@@ -85,6 +85,7 @@ def test_cli_json_shape_table_and_progress(tmp_path, capsys):
     stdout = capsys.readouterr().out
     assert "run 3/3 MCLA" in stdout
     assert "NMI best-k" in stdout and "LWGP" in stdout
+    assert "LWEA auto-k: NMI" in stdout and "LWGP auto-k: NMI" in stdout and "EAC auto-k" not in stdout
     document = json.loads(out.read_text())
     assert document["dataset"] == "toy"
     assert (document["n_objects"], document["runs"], document["ensemble_size"]) == (70, 3, 5)
@@ -186,3 +187,24 @@ def test_cli_reads_a_pool_from_a_sql_table(tmp_path, capsys):
     direct = reproduce(pool, runs=2, ensemble_size=4, methods="EAC", ks="2..6")
     assert from_sql["dataset"] == "toy_pool"
     assert from_sql["methods"]["EAC"]["per_run"]["nmi"] == direct["methods"]["EAC"]["per_run"]["nmi"]
+
+
+def test_auto_k_entries_for_lwea_and_lwgp_only():
+    from lwec_tasks.core.auto_k import select_k
+
+    pool = synthetic_pool()
+    result = reproduce(pool, runs=3, ensemble_size=5, seed=2, methods="LWEA,LWGP,EAC", ks="2..8")
+    for name in ("LWEA", "LWGP"):
+        summary = result["methods"][name]
+        chosen = summary["per_run"]["auto_k_chosen"]
+        assert len(chosen) == 3 and all(isinstance(k, int) for k in chosen)
+        assert summary["auto_k_chosen"]["mean"] == pytest.approx(np.mean(chosen))
+        for metric in ("nmi", "ari"):
+            assert set(summary[metric]) == {"best_k", "true_k", "auto_k"}
+            assert len(summary["per_run"][metric]["auto_k"]) == 3
+            assert -1 <= summary[metric]["auto_k"]["mean"] <= 1
+        for run, k in enumerate(chosen):
+            labels = pool.members[:, draw_columns(pool.n_candidates, 5, 2, run)]
+            assert k == select_k(labels, name, random_state=method_seed(2, run)).k
+    eac_summary = result["methods"]["EAC"]
+    assert "auto_k_chosen" not in eac_summary and "auto_k" not in eac_summary["nmi"]

@@ -1,0 +1,176 @@
+"""Automatic choice of k: planted partitions, determinism, API contracts, a dense reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lwec_tasks import LwecInputError
+from lwec_tasks.core.auto_k import (
+    DEFAULT_K_MAX,
+    DEFAULT_RESOLUTION,
+    KSelection,
+    default_ks,
+    select_k,
+)
+from lwec_tasks.core.eci import eci
+from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.core.estimators import LWEA, LWGP
+from lwec_tasks.core.lwea import lwea
+from lwec_tasks.core.lwgp import lwgp
+
+
+def planted_ensemble(k_star: int, seed: int, n_columns: int = 10, noise: float = 0.05):
+    """(N, M) labels of noisy refinements / merges of a planted partition into ``k_star`` groups.
+
+    Column m splits every group in two (odd m), merges two random groups
+    (m = 0) or keeps them, then relabels a ``noise`` fraction
+    of objects at random.
+    """
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(np.arange(k_star), rng.integers(30, 60, size=k_star))
+    columns = []
+    for m in range(n_columns):
+        column = truth.copy()
+        if m % 2:
+            column = 2 * truth + rng.integers(0, 2, size=len(truth))
+        elif m == 0:
+            a, b = rng.choice(k_star, size=2, replace=False)
+            column[column == a] = b
+        flip = rng.random(len(truth)) < noise
+        column[flip] = rng.integers(0, column.max() + 1, size=flip.sum())
+        columns.append(column)
+    return np.column_stack(columns), truth
+
+
+@settings(max_examples=12, deadline=None)
+@given(k_star=st.integers(3, 8), seed=st.integers(0, 10_000))
+@pytest.mark.parametrize("method", ["lwea", "lwgp"])
+def test_recovers_the_planted_number_of_groups(method, k_star, seed):
+    labels, _ = planted_ensemble(k_star, seed)
+    assert select_k(labels, method, random_state=seed).k == k_star
+
+
+def test_selection_fields_and_default_range():
+    labels, _ = planted_ensemble(4, 0)
+    ensemble = Ensemble(labels)
+    selection = select_k(ensemble, "LWEA")
+    assert isinstance(selection, KSelection)
+    upper = min(DEFAULT_K_MAX, ensemble.n_microclusters)
+    np.testing.assert_array_equal(selection.ks, np.arange(2, upper + 1))
+    assert selection.ks.dtype == np.int64 and selection.scores.dtype == np.float64
+    assert selection.scores.shape == selection.ks.shape
+    assert selection.k == selection.ks[np.argmax(selection.scores)]
+    assert "modularity" in selection.criterion
+    np.testing.assert_array_equal(default_ks(ensemble, "lwea"), selection.ks)
+    lwgp_upper = min(DEFAULT_K_MAX, ensemble.n_clusters_total, ensemble.n_microclusters)
+    np.testing.assert_array_equal(default_ks(ensemble, "lwgp"), np.arange(2, lwgp_upper + 1))
+
+
+def test_default_range_is_capped_by_what_the_method_can_produce():
+    labels = np.array([[0, 0], [0, 1], [1, 1], [1, 1], [2, 0]])
+    ensemble = Ensemble(labels)
+    np.testing.assert_array_equal(default_ks(ensemble, "lwea"), [2, 3, 4])
+    np.testing.assert_array_equal(default_ks(ensemble, "lwgp"), [2, 3, 4])
+    with pytest.raises(LwecInputError, match="at most 1"):
+        default_ks(np.zeros((4, 2), int), "lwea")
+
+
+@pytest.mark.parametrize("method", ["lwea", "lwgp"])
+def test_deterministic_and_auto_equals_the_chosen_k(method):
+    labels, _ = planted_ensemble(5, 3, noise=0.2)
+    first = select_k(labels, method, random_state=7)
+    again = select_k(labels, method, random_state=7)
+    assert first.k == again.k
+    np.testing.assert_array_equal(first.scores, again.scores)
+    if method == "lwea":
+        np.testing.assert_array_equal(lwea(labels, "auto"), lwea(labels, first.k))
+    else:
+        auto = lwgp(labels, "auto", random_state=7)
+        np.testing.assert_array_equal(auto, lwgp(labels, "auto", random_state=7))
+        np.testing.assert_array_equal(auto, lwgp(labels, first.k, random_state=7))
+
+
+def test_given_ks_are_sorted_and_used():
+    labels, _ = planted_ensemble(4, 1)
+    selection = select_k(labels, "lwea", ks=[6, 3, 4, 3])
+    np.testing.assert_array_equal(selection.ks, [3, 4, 6])
+    assert selection.k == 4
+
+
+def test_estimators_set_n_clusters_and_selection():
+    labels, _ = planted_ensemble(4, 2)
+    for estimator in (LWEA("auto"), LWGP("Auto", random_state=0)):
+        estimator.fit(labels)
+        expected = select_k(labels, type(estimator).__name__, random_state=0)
+        assert estimator.n_clusters_ == estimator.k_selection_.k == expected.k == 4
+        np.testing.assert_array_equal(estimator.k_selection_.scores, expected.scores)
+        assert len(np.unique(estimator.labels_)) == 4
+    fixed = LWEA(3).fit(labels)
+    assert fixed.n_clusters_ == 3 and fixed.k_selection_ is None
+    several = LWGP([2, 3], random_state=0).fit(labels)
+    assert several.n_clusters_ == [2, 3] and several.labels_.shape == (len(labels), 2)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda x: lwea(x, "automatic"), 'n_clusters must be .*"auto".*automatic'),
+        (lambda x: lwgp(x, "best"), 'n_clusters must be .*"auto"'),
+        (lambda x: select_k(x, "eac"), "method must be one of"),
+        (lambda x: select_k(x, "lwea", ks=[1, 2, 3]), "ks must contain only ks >= 2, got 1"),
+        (lambda x: select_k(x, "lwgp", ks=[]), "ks is empty"),
+        (lambda x: select_k(x, "lwea", ks=[2, 2.5]), "ks must contain integers"),
+        (lambda x: select_k(x, "lwea", ks="2..5"), "ks must be a sequence"),
+        (lambda x: select_k(x, "lwea", ks=[2, 10_000]), "ks contains 10000"),
+        (lambda x: select_k(x, "lwea", theta=0), "theta must be finite and > 0"),
+        (lambda x: LWEA("automatic").fit(x), "n_clusters must be"),
+    ],
+)
+def test_bad_input(call, message):
+    labels, _ = planted_ensemble(3, 0)
+    with pytest.raises(LwecInputError, match=message):
+        call(labels)
+
+
+def dense_lwca_modularity(labels: np.ndarray, partition: np.ndarray, theta: float, resolution: float) -> float:
+    """Q_γ from the explicit N × N LWCA matrix (paper Eq. 10), diagonal included."""
+    n, m = labels.shape
+    weights = eci(labels, theta)
+    offsets = np.concatenate([[0], np.cumsum([len(np.unique(labels[:, j])) for j in range(m)])])
+    lwca = np.zeros((n, n))
+    for j in range(m):
+        codes = np.unique(labels[:, j], return_inverse=True)[1]
+        same = codes[:, None] == codes[None, :]
+        lwca += same * weights[offsets[j] + codes][:, None] / m
+    degrees = lwca.sum(axis=1)
+    total = degrees.sum()
+    q = 0.0
+    for c in np.unique(partition):
+        inside = partition == c
+        q += lwca[np.ix_(inside, inside)].sum() / total - resolution * (degrees[inside].sum() / total) ** 2
+    return q
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(8, 60),
+    m=st.integers(1, 5),
+    method=st.sampled_from(["lwea", "lwgp"]),
+    theta=st.sampled_from([0.2, 0.4, 1.0]),
+)
+def test_scores_equal_a_dense_reference(seed, n, m, method, theta):
+    rng = np.random.default_rng(seed)
+    labels = np.column_stack([rng.integers(0, rng.integers(2, 7), size=n) for _ in range(m)])
+    ensemble = Ensemble(labels)
+    try:
+        ks = default_ks(ensemble, method)
+    except LwecInputError:
+        return
+    selection = select_k(labels, method, theta=theta, random_state=seed)
+    cuts = lwea(labels, ks, theta=theta) if method == "lwea" else lwgp(labels, ks, theta=theta, random_state=seed)
+    expected = [dense_lwca_modularity(labels, cuts[:, j], theta, DEFAULT_RESOLUTION) for j in range(len(ks))]
+    np.testing.assert_allclose(selection.scores, expected, rtol=1e-10, atol=1e-12)
