@@ -1,6 +1,7 @@
 """The consensus clustering flow: a database table in, labels table and MLflow run out.
 
-    load features → base clusterings → ECI → LWEA | LWGP → write labels → log to MLflow → summary
+    load features → base clusterings → ECI → LWEA | LWGP (k given or chosen) → stable cluster ids
+    → write labels → log to MLflow (figures, labelling model) → summary
 
 Every parameter is checked before anything runs (:class:`ConsensusRequest`);
 the labels are written before MLflow is contacted, so an unreachable tracking
@@ -9,9 +10,10 @@ store fails the run without losing the labels. Prefect records each stage's time
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from prefect import allow_failure, flow, get_run_logger
+from prefect.runtime import flow_run
 from pydantic import Field
 
 from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
@@ -24,9 +26,11 @@ from lwec_tasks.tasks import (
     cluster_reliability,
     consensus_labels,
     generate_ensemble,
+    labelling_model,
     load_features,
     log_to_mlflow,
     publish_summary,
+    stable_cluster_ids,
     write_label_rows,
 )
 from lwec_tasks.tasks.distributed import consensus_on_dask
@@ -39,7 +43,7 @@ FLOW_NAME = "lwec-consensus"
 def consensus_flow(
     database_url: str,
     table: str,
-    n_clusters: Annotated[int, Field(ge=2)],
+    n_clusters: Annotated[int, Field(ge=2)] | Literal["auto"],
     feature_columns: list[str] | None = None,
     id_column: str | None = None,
     label_column: str | None = None,
@@ -52,6 +56,9 @@ def consensus_flow(
     standardize: bool = True,
     drop_nonfinite: bool = False,
     run_name: str | None = None,
+    stable_ids: bool = True,
+    keep_runs: Annotated[int | None, Field(ge=1)] = 30,
+    register_model: str | None = None,
     tracking_uri: str | None = None,
     chunk_size: Annotated[int, Field(ge=1)] = DEFAULT_CHUNK_SIZE,
     dask_address: str | None = None,
@@ -60,15 +67,19 @@ def consensus_flow(
 
     Returns the run summary (see :func:`lwec_tasks.tasks.summary.publish_summary`).
     """
-    request = ConsensusRequest(**locals())  # exactly the parameters above, checked once
-    get_run_logger().info("%s consensus of table %r (%s) into %d clusters; labels → %r", request.method.upper(),
-                          table, mask_url(database_url), n_clusters, request.resolved_output_table)
+    # Exactly the parameters above, checked once; {date} in run_name is the scheduled start's date.
+    request = ConsensusRequest(**locals()).scheduled_at(flow_run.scheduled_start_time)
+    get_run_logger().info("%s consensus of table %r (%s) into %s clusters; labels → %r (run key %r)",
+                          request.method.upper(), table, mask_url(database_url), request.n_clusters,
+                          request.resolved_output_table, request.run_key)
     if request.dask_address:
         return consensus_on_dask(request)  # the same stages, the heavy ones on the Dask cluster's workers
     loaded = load_features(request)
-    ensemble = generate_ensemble(loaded.matrix, ensemble_size, seed)
-    reliability = cluster_reliability(ensemble, theta)
-    labels = consensus_labels(ensemble, method, n_clusters, theta, seed)
-    written = write_label_rows(request, loaded, labels)
-    tracked = log_to_mlflow(request, loaded, ensemble, reliability, labels, return_state=True)
-    return publish_summary(request, loaded, labels, written, allow_failure(tracked))
+    base = generate_ensemble(loaded.matrix, ensemble_size, seed)
+    reliability = cluster_reliability(base.ensemble, theta)
+    result = consensus_labels(base.ensemble, method, request.n_clusters, theta, seed)
+    stable = stable_cluster_ids(request, loaded, result.labels, result.k)
+    written = write_label_rows(request, loaded, stable.labels, result.k)
+    model = labelling_model(request, loaded, base, reliability, result, stable)
+    tracked = log_to_mlflow(request, loaded, base, reliability, result, stable, model, return_state=True)
+    return publish_summary(request, loaded, result, stable, written, allow_failure(tracked))

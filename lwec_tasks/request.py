@@ -13,22 +13,30 @@ import hashlib
 import inspect
 import json
 import re
-from typing import Annotated, Any
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
 from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.validation import check_integer, check_theta
+from lwec_tasks.io.history import latest_view_name
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.methods import PIPELINE_METHODS, describe_pipeline_methods, pipeline_method
 
-_RUN_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+_RUN_NAME = re.compile(r"[A-Za-z0-9_.:{}-]{1,64}")
+#: Placeholders a run name may hold, filled from the flow run's scheduled start time (UTC).
+RUN_NAME_PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%dT%H%M"}
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 #: Fields that do not change the labels, so they are left out of the derived run key.
 _NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri",
-                             "dask_address"})
+                             "dask_address", "stable_ids", "keep_runs", "register_model"})
+_UTC = UTC
+#: The value of ``n_clusters`` that asks for k to be chosen from the ensemble.
+AUTO = "auto"
 
 
 def _named(check):
@@ -70,6 +78,16 @@ def _integer(minimum: int, optional: bool = False):
     return check
 
 
+def _n_clusters(name: str, value):
+    if isinstance(value, str) and value.strip().lower() == AUTO:
+        return AUTO
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, str):
+        raise LwecInputError(f"{name} must be an integer >= 2 or 'auto', got {value!r}")
+    return check_integer(name, value, 2)
+
+
 def _method(name: str, value):
     return pipeline_method(value).key
 
@@ -83,8 +101,22 @@ def _output_table(name: str, value):
 
 
 def _run_name(name: str, value):
-    if value is not None and (not isinstance(value, str) or not _RUN_NAME.fullmatch(value)):
-        raise LwecInputError(f"{name}={value!r}: use 1–64 letters, digits or . _ : - characters")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _RUN_NAME.fullmatch(value) or _PLACEHOLDER.sub("", value).count("{") \
+            or _PLACEHOLDER.sub("", value).count("}"):
+        raise LwecInputError(f"{name}={value!r}: use 1–64 letters, digits or . _ : - characters, and "
+                             f"placeholders {', '.join('{' + p + '}' for p in RUN_NAME_PLACEHOLDERS)}")
+    unknown = [p for p in _PLACEHOLDER.findall(value) if p not in RUN_NAME_PLACEHOLDERS]
+    if unknown:
+        raise LwecInputError(f"{name}={value!r}: unknown placeholder {{{unknown[0]}}}; known: "
+                             f"{', '.join('{' + p + '}' for p in RUN_NAME_PLACEHOLDERS)}")
+    return value
+
+
+def _optional_model_name(name: str, value):
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise LwecInputError(f"{name} must be a registered model name or None, got {value!r}")
     return value
 
 
@@ -118,7 +150,9 @@ class ConsensusRequest(BaseModel):
                     "VAR, 'block:NAME' from a prefect-sqlalchemy SqlAlchemyConnector block, 'secret:NAME' from a "
                     "Prefect Secret block")]
     table: Annotated[str, _checked(_text), Field(description="Table (or view) with one row per object")]
-    n_clusters: Annotated[int, _checked(_integer(2)), Field(description="Number of consensus clusters k (at least 2)")]
+    n_clusters: Annotated[int | Literal["auto"], _checked(_n_clusters), Field(
+        description="Number of consensus clusters k (at least 2), or 'auto' to choose k from the ensemble "
+                    "(k = 2..min(50, …); see docs/pipeline.md)")]
     feature_columns: Annotated[tuple[str, ...] | None, _checked(_columns), Field(
         description="Feature columns; default: every numeric column except the id and label columns")] = None
     id_column: Annotated[str | None, _checked(_optional_column), Field(
@@ -141,7 +175,17 @@ class ConsensusRequest(BaseModel):
     drop_nonfinite: Annotated[bool, _checked(_flag), Field(
         description="Drop rows with missing/NaN/infinite features instead of failing")] = False
     run_name: Annotated[str | None, _checked(_run_name), Field(
-        description="Key of this run's rows in the labels table; default derived from the inputs")] = None
+        description="Key of this run's rows in the labels table; default derived from the inputs. {date} and "
+                    "{datetime} are replaced by the run's scheduled start (UTC), so that scheduled runs keep "
+                    "one set of rows per night")] = None
+    stable_ids: Annotated[bool, _checked(_flag), Field(
+        description="Renumber the cluster ids to agree as far as possible with the latest earlier run of the "
+                    "same source table in the labels table (clusters without a partner get fresh ids)")] = True
+    keep_runs: Annotated[int | None, _checked(_integer(1, optional=True)), Field(
+        description="Keep the labels of this many most recent runs per source table in the labels table and "
+                    "delete older runs; empty keeps every run")] = 30
+    register_model: Annotated[str | None, _checked(_optional_model_name), Field(
+        description="Register the run's labelling model in the MLflow Model Registry under this name")] = None
     tracking_uri: Annotated[str | None, Field(
         description="MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db; "
                     "'env:VAR' reads it from environment variable VAR")] = None
@@ -150,6 +194,18 @@ class ConsensusRequest(BaseModel):
     dask_address: Annotated[str | None, _checked(_optional_address), Field(
         description="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786; the heavy stages then run "
                     "on its workers")] = None
+
+    @model_validator(mode="after")
+    def _auto_k_runs_locally(self) -> ConsensusRequest:
+        if self.auto_k and self.dask_address:
+            raise LwecInputError(f"n_clusters='auto' is not available with dask_address={self.dask_address!r}: "
+                                 "give k, or run without dask_address")
+        return self
+
+    @model_validator(mode="after")
+    def _latest_view_name_fits(self) -> ConsensusRequest:
+        latest_view_name(self.resolved_output_table)  # the view beside the labels table must be nameable
+        return self
 
     def __init__(self, **parameters: Any):
         try:
@@ -168,11 +224,25 @@ class ConsensusRequest(BaseModel):
         return self.output_table or default_output_table(self.table)
 
     @property
+    def auto_k(self) -> bool:
+        """Whether k is chosen from the ensemble (``n_clusters="auto"``)."""
+        return self.n_clusters == AUTO
+
+    def scheduled_at(self, start: datetime) -> ConsensusRequest:
+        """This request with the ``{date}``/``{datetime}`` placeholders of ``run_name`` filled from ``start``."""
+        if self.run_name is None or "{" not in self.run_name:
+            return self
+        when = start.astimezone(_UTC) if start.tzinfo else start
+        name = _PLACEHOLDER.sub(lambda m: when.strftime(RUN_NAME_PLACEHOLDERS[m.group(1)]), self.run_name)
+        return self.model_copy(update={"run_name": name})
+
+    @property
     def run_key(self) -> str:
         """Key of this run's rows in the labels table.
 
-        ``run_name`` when given; otherwise derived from the inputs that decide the
-        labels, so rerunning the same request replaces the same rows.
+        ``run_name`` when given (placeholders filled by :meth:`scheduled_at`);
+        otherwise derived from the inputs that decide the labels, so rerunning
+        the same request replaces the same rows.
         """
         if self.run_name is not None:
             return self.run_name

@@ -11,6 +11,7 @@ import argparse
 import time
 from pathlib import Path
 
+from lwec_tasks.cli.request_options import number_of_clusters
 from lwec_tasks.core.eci import DEFAULT_THETA
 
 #: scikit-learn loaders usable by the demo, by name.
@@ -68,8 +69,8 @@ def register(subparsers) -> None:
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db)")
     parser.add_argument("--method", choices=("lwea", "lwgp"), default="lwea")
-    parser.add_argument("-k", "--n-clusters", type=int, default=None,
-                        help="consensus clusters (default: the dataset's number of classes)")
+    parser.add_argument("-k", "--n-clusters", type=number_of_clusters, default=None, metavar="{K,auto}",
+                        help="consensus clusters, or auto (default: the dataset's number of classes)")
     parser.add_argument("-M", "--ensemble-size", type=int, default=10)
     parser.add_argument("--theta", type=float, default=DEFAULT_THETA)
     parser.add_argument("--seed", type=int, default=0)

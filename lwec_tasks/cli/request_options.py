@@ -19,11 +19,17 @@ FLAGS = {
     "feature_columns": ("--features",),
     "ensemble_size": ("-M", "--ensemble-size"),
     "standardize": ("--no-standardize",),
+    "stable_ids": ("--no-stable-ids",),
 }
 
 
 def _csv_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def number_of_clusters(text: str) -> int | str:
+    """``-k``: an integer, or "auto" to choose k from the ensemble."""
+    return "auto" if text.strip().lower() == "auto" else int(text)
 
 
 def _optional_int(text: str) -> int | None:
@@ -59,6 +65,8 @@ def add_request_options(parser: argparse.ArgumentParser, *, required: tuple[str,
                 options.update(required=True, default=argparse.SUPPRESS)
             if name == "method":
                 options["choices"] = PIPELINE_METHODS
+            elif name == "n_clusters":
+                options.update(type=number_of_clusters, metavar="{K,auto}")
             elif kind is tuple:
                 options.update(type=_csv_list, help=f"{field.description} (comma-separated)")
             elif kind is int:

@@ -123,13 +123,19 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     tracking_uri = resolve_tracking_uri(parameters.get("tracking_uri"))
     table = summary["output_table"]
     print()
+    asked = parameters["n_clusters"]
+    k = f"k=auto → {summary.get('k')}" if asked == "auto" else f"k={asked}"
     print(f"Done in {seconds:.1f} s: {summary['n_objects']} rows → {summary['n_clusters_found']} clusters "
-          f"({parameters['method'].upper()}, k={parameters['n_clusters']})")
+          f"({parameters['method'].upper()}, {k})")
     if summary.get("nmi") is not None:
         print(f"Agreement with {parameters['label_column']!r}: NMI {summary['nmi']:.4f}, ARI {summary['ari']:.4f}")
     print(f"Labels:  table {table!r} in {mask_url(parameters['database_url'])}, "
           f"run key {summary['run_key']!r} ({summary['rows_written']} rows)")
     print(f"         {label_query(parameters['database_url'], table, summary['run_key'])};")
+    if summary.get("ids_aligned_to"):
+        agreement = summary.get("id_agreement")
+        print(f"         cluster ids aligned to run {summary['ids_aligned_to']!r}"
+              + ("" if agreement is None else f" ({agreement:.1%} of shared rows keep their id)"))
     print(f"MLflow:  run {summary['mlflow_run_id']} in experiment {summary['mlflow_experiment']!r} "
           f"at {mask_uri(tracking_uri)}")
     local = tracking_uri.startswith(("sqlite:", "file:")) or ":" not in tracking_uri.split("/", 1)[0]
@@ -140,6 +146,20 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
             print(f"         browse: mlflow ui --backend-store-uri {mask_uri(tracking_uri)}  then open {link}")
         elif link:
             print(f"         browse: {link}")
+    if summary.get("model_uri"):
+        print(f"Model:   {summary['model_uri']}  (label new rows: lwec assign --model-uri {summary['model_uri']} ...)")
+    if summary.get("figures"):
+        print("Figures:")
+        for name, uri in summary["figures"].items():
+            print(f"         {name}: {_local_path(uri)}")
+
+
+def _local_path(uri: str) -> str:
+    """A file: artifact URI as a plain path; other URIs as they are."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    return unquote(parsed.path) if parsed.scheme == "file" else uri
 
 
 def label_query(database_url: str, table: str, run_key: str) -> str:

@@ -138,9 +138,8 @@ def write_labels(
     ``keep_runs`` (default None: keep every run) prunes the table in the same
     transaction: only the ``keep_runs`` most recent runs of ``rows.source_table``,
     this one included, are kept (:func:`lwec_tasks.io.history.prune_runs`); a
-    failed write deletes nothing. Pruning needs the SQLAlchemy transaction, so
-    with ``keep_runs`` SQLite files are written the portable way (PostgreSQL
-    keeps its ``COPY``).
+    failed write deletes nothing. The SQLite fast path commits through ADBC, so
+    there the prune runs in a second transaction right after the write.
 
     PostgreSQL (psycopg) receives the rows as one binary ``COPY`` and SQLite
     files through ADBC with Arrow-bound parameters, built from the id and label
@@ -186,9 +185,13 @@ def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: i
     }
     labels = labels.astype(np.int64)
     unreachable = (sa.exc.OperationalError, sa.exc.InterfaceError)
-    if fast and keep_runs is None:
+    if fast:
         try:
             written = write_sqlite(engine, table, common, ids, labels)
+            if written is not None and keep_runs is not None:
+                # ADBC commits its own transaction, so the prune follows it in another: a failed
+                # write still deletes nothing, and a failed prune only leaves older runs in place.
+                prune_runs(engine, table_name, rows.source_table, keep_runs, keep_run_key=rows.run_key)
         except unreachable as error:
             raise DatabaseUnreachableError(
                 f"cannot write to database {mask_url(engine.url)}: {error.orig}"

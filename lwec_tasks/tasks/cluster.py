@@ -9,9 +9,31 @@ import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
+from lwec_tasks.core.consensus import Consensus
 from lwec_tasks.core.ensemble import Ensemble
 from lwec_tasks.tasks.load import FeatureMatrix
 from lwec_tasks.tasks.timings import record_stage_time
+
+#: Rows kept (a seeded uniform sample) for the cluster picture and the model's input example.
+PICTURE_SAMPLE = 2_000
+
+
+@dataclass(frozen=True)
+class BaseEnsemble:
+    """The base clusterings of a run and what the labelling model and the pictures need of the features.
+
+    Attributes
+    ----------
+    ensemble : the M base clusterings, encoded
+    centres : M arrays (k_m, d), each base clustering's k-means centres (standardised feature space)
+    sample : (S,) sorted row positions of a seeded sample of S = min(N, 2,000) rows
+    sample_rows : (S, d) the features of those rows, as clustered (standardised unless turned off)
+    """
+
+    ensemble: Ensemble
+    centres: tuple[np.ndarray, ...]
+    sample: np.ndarray
+    sample_rows: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -24,14 +46,19 @@ class ClusterReliability:
 
 # Arrays are never hashed for cache keys (NO_CACHE): every run recomputes.
 @task(name="generate-base-clusterings", cache_policy=NO_CACHE, on_completion=[record_stage_time])
-def generate_ensemble(matrix: FeatureMatrix, ensemble_size: int, seed: int | None) -> Ensemble:
+def generate_ensemble(matrix: FeatureMatrix, ensemble_size: int, seed: int | None) -> BaseEnsemble:
     """M = ``ensemble_size`` k-means base clusterings of the (N, d) features, encoded once as an :class:`Ensemble`.
 
-    Takes the matrix out of ``matrix``, so its memory is freed when this task ends.
+    Takes the matrix out of ``matrix``, so its memory is freed when this task ends
+    (a sample of :data:`PICTURE_SAMPLE` rows is kept).
     """
-    from lwec_tasks.core.base_clusterings import generate_base_clusterings
+    from lwec_tasks.core.base_clusterings import fit_base_clusterings
+    from lwec_tasks.core.seeds import base_seed
 
     X = matrix.take()
+    rng = np.random.default_rng(base_seed(seed))
+    sample = np.sort(rng.choice(len(X), size=min(PICTURE_SAMPLE, len(X)), replace=False))
+    sample_rows = X[sample].copy()
     logger = get_run_logger()
     started = time.perf_counter()
     finished = []
@@ -42,8 +69,8 @@ def generate_ensemble(matrix: FeatureMatrix, ensemble_size: int, seed: int | Non
         logger.info("Base clustering %d/%d done (k=%d): %.0f rows/s", len(finished), ensemble_size, k,
                     len(X) * len(finished) / max(seconds, 1e-9))
 
-    labels = generate_base_clusterings(X, n_clusterings=ensemble_size, random_state=seed, progress=report)
-    ensemble = Ensemble(labels)
+    base = fit_base_clusterings(X, n_clusterings=ensemble_size, random_state=seed, progress=report)
+    ensemble = Ensemble(base.labels)
     logger.info(
         "Generated %d base clusterings of %d objects in %.1f s: %d clusters in total (k per clustering %d–%d), "
         "%d microclusters",
@@ -51,7 +78,7 @@ def generate_ensemble(matrix: FeatureMatrix, ensemble_size: int, seed: int | Non
         int(ensemble.n_clusters_per_column.min()), int(ensemble.n_clusters_per_column.max()),
         ensemble.n_microclusters,
     )
-    return ensemble
+    return BaseEnsemble(ensemble, tuple(base.centres), sample, sample_rows)
 
 
 @task(name="ensemble-driven-cluster-index", cache_policy=NO_CACHE, on_completion=[record_stage_time])
@@ -68,15 +95,20 @@ def cluster_reliability(ensemble: Ensemble, theta: float) -> ClusterReliability:
 
 
 @task(name="consensus", cache_policy=NO_CACHE, on_completion=[record_stage_time])
-def consensus_labels(ensemble: Ensemble, method: str, n_clusters: int, theta: float, seed: int | None) -> np.ndarray:
-    """Consensus labels (N,) by the registered pipeline ``method`` (LWEA or LWGP)."""
-    from lwec_tasks.methods import pipeline_method, run_method
+def consensus_labels(ensemble: Ensemble, method: str, n_clusters: int | str, theta: float,
+                     seed: int | None) -> Consensus:
+    """Consensus labels (N,) by the pipeline ``method`` (LWEA or LWGP), k given or chosen ("auto")."""
+    from lwec_tasks.core.consensus import consensus
 
-    chosen = pipeline_method(method)
-    labels = run_method(chosen, ensemble, n_clusters, theta=theta, random_state=seed)
-    sizes = np.bincount(np.asarray(labels, dtype=np.int64))
-    get_run_logger().info(
-        "%s found %d clusters (requested %d); sizes from %d to %d",
-        chosen.name, int((sizes > 0).sum()), n_clusters, int(sizes[sizes > 0].min()), int(sizes.max()),
+    logger = get_run_logger()
+    result = consensus(ensemble, method, n_clusters, theta=theta, random_state=seed)
+    if result.selection is not None:
+        best = int(np.argmax(result.selection.scores))
+        logger.info("Chose k=%d among k=%d..%d by %s (%.4f)", result.k, int(result.selection.ks.min()),
+                    int(result.selection.ks.max()), result.selection.criterion, float(result.selection.scores[best]))
+    sizes = np.bincount(result.labels)
+    logger.info(
+        "%s found %d clusters (k=%d); sizes from %d to %d",
+        method.upper(), int((sizes > 0).sum()), result.k, int(sizes[sizes > 0].min()), int(sizes.max()),
     )
-    return labels
+    return result

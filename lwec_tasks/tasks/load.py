@@ -90,7 +90,7 @@ def load_features(request: ConsensusRequest) -> LoadedFeatures:
     features = prepare_features(
         frame,
         plan,
-        n_clusters=request.n_clusters,
+        n_clusters=2 if request.auto_k else request.n_clusters,  # auto: the smallest k searched
         standardize=request.standardize,
         drop_nonfinite=request.drop_nonfinite,
     )

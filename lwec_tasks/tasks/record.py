@@ -5,12 +5,25 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.core.consensus import Consensus
+from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.tasks.cluster import ClusterReliability
+from lwec_tasks.tasks.cluster import BaseEnsemble, ClusterReliability
 from lwec_tasks.tasks.load import LoadedFeatures
-from lwec_tasks.tracking import RunRecord, cluster_size_figure, eci_figure
+from lwec_tasks.tasks.model import input_example, labels_given_back
+from lwec_tasks.tasks.renumber import StableIds
+from lwec_tasks.tracking import RunRecord
+from lwec_tasks.tracking.figures import (
+    cluster_map_figure,
+    cluster_size_figure,
+    dendrogram_figure,
+    eci_figure,
+    k_selection_figure,
+)
+
+#: Artifact names of the figures (under ``figures/`` in the MLflow run).
+FIGURES = ("eci_distribution.png", "cluster_sizes.png", "cluster_map.png", "dendrogram.png", "k_selection.png")
 
 
 def agreement_with_truth(truth: np.ndarray | None, labels: np.ndarray) -> dict[str, float]:
@@ -30,18 +43,23 @@ def agreement_with_truth(truth: np.ndarray | None, labels: np.ndarray) -> dict[s
 def run_record(
     request: ConsensusRequest,
     loaded: LoadedFeatures,
-    ensemble: Ensemble,
+    base: BaseEnsemble,
     reliability: ClusterReliability,
-    labels: np.ndarray,
+    result: Consensus,
+    stable: StableIds,
+    model: Placement,
     timings: dict[str, float],
     flow_run: dict[str, str | None],
 ) -> RunRecord:
-    """Collect the params, metrics, tags, tables and figures of one run for MLflow.
+    """Collect the params, metrics, tags, tables, figures and labelling model of one run for MLflow.
 
-    ``labels`` is (N,); ``timings`` maps stage → seconds; ``flow_run`` holds the
-    Prefect ids and links tagged on the run.
+    ``result`` is the consensus, ``stable`` the ids written for it and ``model``
+    the labelling model (logged as the MLflow model ``model``); ``timings``
+    maps stage → seconds; ``flow_run`` holds the Prefect ids and links tagged
+    on the run.
     """
-    features, id_column = loaded.features, loaded.id_column
+    features, id_column, ensemble = loaded.features, loaded.id_column, base.ensemble
+    labels = stable.labels
     quality = agreement_with_truth(features.truth, labels)
     sizes = np.bincount(np.asarray(labels, dtype=np.int64))
     params = {
@@ -49,6 +67,8 @@ def run_record(
         "theta": request.theta,
         "ensemble_size": request.ensemble_size,
         "n_clusters": request.n_clusters,
+        "k": result.k,
+        "k_criterion": result.selection.criterion if result.selection is not None else None,
         "seed": request.seed,
         "table": request.table,
         "database": mask_url(request.database_url),
@@ -61,6 +81,9 @@ def run_record(
         "n_objects": len(features.ids),
         "standardize": request.standardize,
         "drop_nonfinite": request.drop_nonfinite,
+        "stable_ids": request.stable_ids,
+        "keep_runs": request.keep_runs,
+        "ids_aligned_to": stable.aligned_to,
     }
     eci = reliability.eci
     metrics = {
@@ -77,10 +100,15 @@ def run_record(
         "largest_cluster_fraction": float(sizes.max() / sizes.sum()),
         "n_rows_read": features.n_rows_read,
         "n_rows_dropped": features.n_rows_dropped,
+        "k": result.k,
+        "id_agreement_with_previous_run": stable.agreement,
+        "objects_shared_with_previous_run": stable.n_shared if stable.aligned_to else None,
+        "model_labels_given_back": labels_given_back(model, base, stable),
     }
     tags = {
         "lwec.run_key": request.run_key,
         "lwec.method": request.method,
+        **({"lwec.aligned_to_run_key": stable.aligned_to} if stable.aligned_to else {}),
         **{f"prefect.{key}": value for key, value in flow_run.items() if value},
     }
     label_table = pd.DataFrame({"id": features.ids, "label": np.asarray(labels, dtype=np.int64)})
@@ -94,8 +122,24 @@ def run_record(
         "uncertainty_bits": reliability.uncertainty,
         "eci": eci,
     })
+    return RunRecord(params, metrics, tags, label_table, clusters, run_figures(request, base, eci, result, stable),
+                     model=model, model_input_example=input_example(model, base),
+                     register_model_name=request.register_model)
+
+
+def run_figures(request: ConsensusRequest, base: BaseEnsemble, eci: np.ndarray, result: Consensus,
+                stable: StableIds) -> dict:
+    """Artifact name → Figure: ECI histogram (``eci`` (n_c,)), cluster sizes by id, PCA cluster map, and
+    when they apply the LWEA dendrogram top with its cut and the automatic-k criterion against k."""
     figures = {
         "eci_distribution.png": eci_figure(eci, request.theta),
-        "cluster_sizes.png": cluster_size_figure(labels, request.method),
+        "cluster_sizes.png": cluster_size_figure(stable.labels, request.method),
+        "cluster_map.png": cluster_map_figure(base.sample_rows, stable.labels[base.sample], request.method),
     }
-    return RunRecord(params, metrics, tags, label_table, clusters, figures)
+    if result.linkage is not None and len(result.linkage):
+        figures["dendrogram.png"] = dendrogram_figure(result.linkage, result.k)
+    if result.selection is not None:
+        selection = result.selection
+        figures["k_selection.png"] = k_selection_figure(selection.ks, selection.scores, selection.k,
+                                                        selection.criterion, request.method)
+    return figures

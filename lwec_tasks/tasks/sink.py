@@ -9,7 +9,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from lwec_tasks.io import LabelRows, mask_url, open_engine, write_labels
+from lwec_tasks.io import LabelRows, ensure_latest_view, mask_url, open_engine, write_labels
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.load import LoadedFeatures
 from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
@@ -24,23 +24,32 @@ from lwec_tasks.tasks.timings import record_stage_time
     cache_policy=NO_CACHE,
     on_completion=[record_stage_time],
 )
-def write_label_rows(request: ConsensusRequest, loaded: LoadedFeatures, labels: np.ndarray) -> int:
-    """Replace this run's rows (its run key) of the labels table in one transaction; returns rows written."""
+def write_label_rows(request: ConsensusRequest, loaded: LoadedFeatures, labels: np.ndarray, k: int) -> int:
+    """Replace this run's rows (its run key) of the labels table in one transaction; returns rows written.
+
+    ``labels`` (N,) are the ids to write and ``k`` the number of clusters asked
+    for (chosen, for ``n_clusters="auto"``). In the same transaction, runs of
+    the source table beyond the ``request.keep_runs`` most recent are deleted.
+    """
     rows = LabelRows(
-        run_key=request.run_key, ids=loaded.features.ids, labels=labels, k=request.n_clusters,
+        run_key=request.run_key, ids=loaded.features.ids, labels=labels, k=k,
         method=request.method, theta=request.theta, ensemble_size=request.ensemble_size, seed=request.seed,
         source_table=request.table, flow_run_id=flow_run.id,
     )
     started = time.perf_counter()
     engine = open_engine(request.database_url)
     try:
-        written = write_labels(engine, request.resolved_output_table, rows, id_type=loaded.id_type)
+        written = write_labels(engine, request.resolved_output_table, rows, id_type=loaded.id_type,
+                               keep_runs=request.keep_runs)
+        view = ensure_latest_view(engine, request.resolved_output_table)
     finally:
         engine.dispose()
     seconds = time.perf_counter() - started
     get_run_logger().info(
-        "Wrote %d labels to table %r of %s in %.2f s (%.0f rows/s; run key %r, earlier rows of this key replaced)",
+        "Wrote %d labels to table %r of %s in %.2f s (%.0f rows/s; run key %r, earlier rows of this key replaced%s);"
+        " view %r shows the latest run of each source table",
         written, request.resolved_output_table, mask_url(request.database_url), seconds,
         written / max(seconds, 1e-9), rows.run_key,
+        f"; runs of {request.table!r} beyond the latest {request.keep_runs} deleted" if request.keep_runs else "", view,
     )
     return written

@@ -8,10 +8,12 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
+from lwec_tasks.core.consensus import Consensus
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.load import LoadedFeatures
 from lwec_tasks.tasks.record import agreement_with_truth
+from lwec_tasks.tasks.renumber import StableIds
 from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tracking import TrackingError, mask_uri, resolve_tracking_uri
 
@@ -20,8 +22,8 @@ SUMMARY_ARTIFACT_KEY = "lwec-consensus-summary"
 
 
 @task(name="publish-summary", cache_policy=NO_CACHE)
-def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, labels: np.ndarray, rows_written: int,
-                    logged: dict | BaseException) -> dict:
+def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, result: Consensus, stable: StableIds,
+                    rows_written: int, logged: dict | BaseException) -> dict:
     """Build the run summary, publish it as an artifact and return it.
 
     ``logged`` is what the MLflow task returned, or the exception it failed
@@ -30,10 +32,14 @@ def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, labels: n
     :class:`~lwec_tasks.tracking.TrackingError` is raised saying where the labels are.
 
     The summary holds ``run_key``, ``output_table``, ``rows_written``, ``n_objects``,
-    ``n_clusters_found``, ``nmi``/``ari`` (None without ground truth),
-    ``mlflow_run_id``, ``mlflow_run_url``, ``mlflow_experiment``,
+    ``k`` (chosen, for ``n_clusters="auto"``), ``n_clusters_found``, ``nmi``/``ari``
+    (None without ground truth), ``ids_aligned_to`` and ``id_agreement`` (the
+    earlier run the cluster ids agree with, None without one),
+    ``mlflow_run_id``, ``mlflow_run_url``, ``model_uri`` (the labelling model),
+    ``figures`` (artifact name → URI), ``mlflow_experiment``,
     ``mlflow_tracking_uri`` (password masked) and ``timings`` (seconds per stage).
     """
+    labels = stable.labels
     quality = agreement_with_truth(loaded.features.truth, labels)
     if quality:
         get_run_logger().info("Agreement with %r: NMI %.4f, ARI %.4f", request.label_column, quality["nmi"],
@@ -43,13 +49,18 @@ def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, labels: n
         "output_table": request.resolved_output_table,
         "rows_written": rows_written,
         "n_objects": len(loaded.features.ids),
+        "k": result.k,
         "n_clusters_found": int(len(np.unique(labels))),
         "nmi": quality.get("nmi"),
         "ari": quality.get("ari"),
+        "ids_aligned_to": stable.aligned_to,
+        "id_agreement": stable.agreement,
         "mlflow_experiment": request.experiment,
         "mlflow_tracking_uri": mask_uri(resolve_tracking_uri(request.tracking_uri)),
         "mlflow_run_id": None,
         "mlflow_run_url": None,
+        "model_uri": None,
+        "figures": {},
         "timings": stage_timings(flow_run.id, forget=True),
     }
     if isinstance(logged, BaseException):
@@ -61,6 +72,7 @@ def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, labels: n
             f"{rows_written} rows), but {error}"
         ) from None
     summary["mlflow_run_id"], summary["mlflow_run_url"] = logged["run_id"], logged["url"]
+    summary["model_uri"], summary["figures"] = logged["model_uri"], logged["figures"]
     _publish(request, summary)
     get_run_logger().info(
         "Done: %d labels in table %r (run key %r); MLflow run %s in experiment %r",
@@ -83,12 +95,16 @@ def summary_markdown(request: ConsensusRequest, summary: dict) -> str:
         ("Source", f"`{request.table}` in `{mask_url(request.database_url)}`"),
         ("Rows clustered", summary.get("n_objects")),
         ("Method / k / θ / M / seed",
-         f"{request.method.upper()} / {request.n_clusters} / {request.theta:g} / {request.ensemble_size} / "
+         f"{request.method.upper()} / {_k(request, summary)} / {request.theta:g} / {request.ensemble_size} / "
          f"{request.seed}"),
         ("Clusters found", summary.get("n_clusters_found")),
         ("NMI / ARI", _pair(summary.get("nmi"), summary.get("ari"))),
         ("Labels table", f"`{summary.get('output_table')}` (run key `{summary.get('run_key')}`, "
                          f"{summary.get('rows_written', 0)} rows)"),
+        ("Cluster ids", f"aligned to run `{summary['ids_aligned_to']}` ({_share(summary.get('id_agreement'))} of "
+                        "shared rows keep their id)" if summary.get("ids_aligned_to") else "0..k−1 (no earlier run)"
+         if request.stable_ids else "0..k−1 (stable ids off)"),
+        ("Labelling model", f"`{summary['model_uri']}`" if summary.get("model_uri") else "not logged"),
         ("MLflow run", f"[{summary['mlflow_run_id']}]({summary['mlflow_run_url']}) in experiment "
                        f"`{request.experiment}`" if summary.get("mlflow_run_url")
          else f"`{summary.get('mlflow_run_id')}` in experiment `{request.experiment}`"
@@ -97,6 +113,14 @@ def summary_markdown(request: ConsensusRequest, summary: dict) -> str:
     ]
     table = "\n".join(f"| {name} | {value} |" for name, value in rows)
     return f"# lwec consensus run\n\n| | |\n|---|---|\n{table}\n"
+
+
+def _k(request: ConsensusRequest, summary: dict) -> str:
+    return f"auto → {summary.get('k')}" if request.auto_k else str(request.n_clusters)
+
+
+def _share(value) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
 
 
 def _pair(a, b) -> str:

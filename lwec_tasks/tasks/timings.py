@@ -15,7 +15,9 @@ STAGES = {
     "generate-base-clusterings": "generate",
     "ensemble-driven-cluster-index": "eci",
     "consensus": "consensus",
+    "stable-cluster-ids": "stable_ids",
     "write-labels": "write",
+    "build-labelling-model": "model",
 }
 
 _SECONDS: dict[str, dict[str, float]] = defaultdict(dict)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.core.consensus import Consensus
+from lwec_tasks.core.placement import Placement
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.tasks.cluster import ClusterReliability
+from lwec_tasks.tasks.cluster import BaseEnsemble, ClusterReliability
 from lwec_tasks.tasks.load import LoadedFeatures
 from lwec_tasks.tasks.record import run_record
+from lwec_tasks.tasks.renumber import StableIds
 from lwec_tasks.tasks.retry import TRACKING_RETRIES, TRACKING_RETRY_DELAYS, retry_if_tracking_unreachable
 from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tracking import log_run, mask_uri, resolve_tracking_uri, run_page_url
@@ -24,11 +25,15 @@ from lwec_tasks.tracking import log_run, mask_uri, resolve_tracking_uri, run_pag
     retry_condition_fn=retry_if_tracking_unreachable,
     cache_policy=NO_CACHE,
 )
-def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, ensemble: Ensemble,
-                  reliability: ClusterReliability, labels: np.ndarray) -> dict[str, str]:
-    """Log the run as one MLflow run; returns ``{"run_id": …, "url": …}`` (its page in the MLflow UI)."""
+def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, base: BaseEnsemble,
+                  reliability: ClusterReliability, result: Consensus, stable: StableIds, model: Placement) -> dict:
+    """Log the run as one MLflow run.
+
+    Returns ``{"run_id", "url" (its page in the MLflow UI), "model_uri" (the
+    labelling model), "figures" (artifact URI of each figure)}``.
+    """
     tracking_uri = resolve_tracking_uri(request.tracking_uri)
-    record = run_record(request, loaded, ensemble, reliability, labels, stage_timings(flow_run.id), {
+    record = run_record(request, loaded, base, reliability, result, stable, model, stage_timings(flow_run.id), {
         "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run.ui_url,
         "deployment_id": _deployment_id(),
     })
@@ -38,7 +43,16 @@ def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, ensemble: E
         run_id, request.experiment, mask_uri(tracking_uri), len(record.params), len(record.metrics),
         len(record.figures),
     )
-    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id)}
+    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": f"runs:/{run_id}/model",
+            "figures": figure_uris(tracking_uri, run_id, record.figures)}
+
+
+def figure_uris(tracking_uri: str, run_id: str, figures: dict) -> dict[str, str]:
+    """Artifact name → URI of each figure logged under ``figures/`` of run ``run_id``."""
+    from mlflow import MlflowClient
+
+    root = MlflowClient(tracking_uri).get_run(run_id).info.artifact_uri.rstrip("/")
+    return {name: f"{root}/figures/{name}" for name in figures}
 
 
 def _deployment_id() -> str | None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+#: Largest number of leaves drawn in the top of the LWEA dendrogram.
+DENDROGRAM_LEAVES = 30
+
 
 def eci_figure(eci: np.ndarray, theta: float) -> Figure:
     """Histogram of the ECI of every base cluster, shape (n_c,)."""
@@ -20,17 +23,117 @@ def eci_figure(eci: np.ndarray, theta: float) -> Figure:
 
 
 def cluster_size_figure(labels: np.ndarray, method: str) -> Figure:
-    """Bar chart of consensus cluster sizes, largest first; ``labels`` shape (N,)."""
+    """Bar chart of the consensus cluster sizes by cluster id; ``labels`` shape (N,), ids >= 0."""
     return cluster_size_bars(np.bincount(np.asarray(labels, dtype=np.int64)), method)
 
 
 def cluster_size_bars(sizes: np.ndarray, method: str) -> Figure:
-    """Bar chart of consensus cluster sizes given as counts, shape (k,), largest first."""
-    sizes = np.sort(np.asarray(sizes, dtype=np.int64))[::-1]
+    """Bar chart of cluster sizes; ``sizes[i]`` (shape (max id + 1,)) counts the objects of id i.
+
+    The x axis shows the ids the labels table holds; ids without objects are left out.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    ids = np.flatnonzero(sizes)
+    figure = Figure(figsize=(max(6.0, 0.25 * len(ids)), 4), layout="constrained")
+    axes = figure.add_subplot()
+    positions = np.arange(len(ids))
+    axes.bar(positions, sizes[ids], color="#55A868")
+    axes.set_xticks(positions, [str(i) for i in ids], rotation=90 if len(ids) > 20 else 0)
+    axes.set_xlabel("consensus cluster id (the labels table's label)")
+    axes.set_ylabel("objects")
+    axes.set_title(f"{method.upper()}: {len(ids)} clusters, {int(sizes.sum())} objects")
+    return figure
+
+
+def principal_components(X: np.ndarray, n_components: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """Project the rows of ``X`` (n, d) on their leading principal components.
+
+    Returns ``(points (n, n_components), explained (n_components,))``, the share of
+    variance each component explains; components beyond d are zero.
+    """
+    centred = np.asarray(X, dtype=np.float64) - np.mean(X, axis=0)
+    _, singular, vt = np.linalg.svd(centred, full_matrices=False)
+    points = np.zeros((len(centred), n_components))
+    used = min(n_components, vt.shape[0])
+    points[:, :used] = centred @ vt[:used].T
+    variance = singular**2
+    explained = np.zeros(n_components)
+    explained[:used] = variance[:used] / max(variance.sum(), np.finfo(float).tiny)
+    return points, explained
+
+
+def cluster_map_figure(X: np.ndarray, labels: np.ndarray, method: str) -> Figure:
+    """Scatter of a sample of rows on their first two principal components, coloured by cluster id.
+
+    ``X`` (n, d) is the sample of standardised features and ``labels`` (n,) its consensus ids.
+    """
+    points, explained = principal_components(X)
+    labels = np.asarray(labels, dtype=np.int64)
+    ids = np.unique(labels)
+    figure = Figure(figsize=(7, 5.5), layout="constrained")
+    axes = figure.add_subplot()
+    colours = _cluster_colours(len(ids))
+    for colour, cluster in zip(colours, ids):
+        members = labels == cluster
+        axes.scatter(points[members, 0], points[members, 1], s=6, color=colour, label=str(cluster), alpha=0.7,
+                     linewidths=0)
+    axes.set_xlabel(f"PC 1 ({explained[0]:.0%} of variance)")
+    axes.set_ylabel(f"PC 2 ({explained[1]:.0%} of variance)")
+    axes.set_title(f"{method.upper()} clusters on {len(labels)} sampled rows (PCA of the features)")
+    if len(ids) <= 30:
+        axes.legend(title="cluster id", markerscale=2.5, fontsize="small", loc="center left",
+                    bbox_to_anchor=(1.01, 0.5))
+    return figure
+
+
+def _cluster_colours(n: int) -> list:
+    from matplotlib import colormaps
+
+    palette = colormaps["tab20" if n > 10 else "tab10"]
+    return [palette(i % palette.N) for i in range(n)]
+
+
+def dendrogram_figure(linkage: np.ndarray, k: int) -> Figure:
+    """The top of LWEA's dendrogram (scipy linkage over microclusters, (Ñ − 1, 4)) with the cut into k marked.
+
+    At most :data:`DENDROGRAM_LEAVES` leaves are drawn; a leaf labelled "(n)"
+    stands for a subtree of n microclusters.
+    """
+    from scipy.cluster.hierarchy import dendrogram
+
+    linkage = np.asarray(linkage, dtype=np.float64)
+    figure = Figure(figsize=(8, 4.5), layout="constrained")
+    axes = figure.add_subplot()
+    n_leaves = len(linkage) + 1
+    dendrogram(linkage, ax=axes, truncate_mode="lastp", p=min(DENDROGRAM_LEAVES, n_leaves),
+               color_threshold=_cut_height(linkage, k), above_threshold_color="#888888", no_labels=False,
+               leaf_rotation=90)
+    axes.axhline(_cut_height(linkage, k), color="#C44E52", linestyle="--", label=f"cut into k = {k}")
+    axes.set_ylabel("1 − LWCA (average link)")
+    axes.set_xlabel("microclusters (subtree sizes in parentheses)")
+    axes.set_title(f"Top of the LWEA dendrogram over {n_leaves} microclusters")
+    axes.legend(loc="upper right")
+    return figure
+
+
+def _cut_height(linkage: np.ndarray, k: int) -> float:
+    """A height between the highest merge kept and the lowest merge undone by a cut into k clusters."""
+    heights = linkage[:, 2]
+    if k <= 1:
+        return float(heights[-1]) * 1.02
+    if k > len(heights):
+        return float(heights[0]) / 2
+    return float((heights[-k] + heights[-k + 1]) / 2)
+
+
+def k_selection_figure(ks: np.ndarray, scores: np.ndarray, k: int, criterion: str, method: str) -> Figure:
+    """The automatic-k criterion against k, shapes (C,), with the chosen k marked."""
     figure = Figure(figsize=(6, 4), layout="constrained")
     axes = figure.add_subplot()
-    axes.bar(np.arange(1, len(sizes) + 1), sizes, color="#55A868")
-    axes.set_xlabel("consensus cluster (by size)")
-    axes.set_ylabel("objects")
-    axes.set_title(f"{method.upper()}: {int((sizes > 0).sum())} clusters, {int(sizes.sum())} objects")
+    axes.plot(ks, scores, marker="o", markersize=3, color="#4C72B0")
+    axes.axvline(k, color="#C44E52", linestyle="--", label=f"chosen k = {k}")
+    axes.set_xlabel("number of clusters k")
+    axes.set_ylabel(criterion)
+    axes.set_title(f"{method.upper()}: automatic choice of k")
+    axes.legend()
     return figure

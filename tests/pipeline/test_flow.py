@@ -176,8 +176,10 @@ BAD_INPUTS = [
     pytest.param(dict(table="duplicated"), LwecInputError, r"id column 'id' has 2 rows sharing 1 duplicate",
                  id="duplicate-ids"),
     # Checked by the flow's typed parameters, as the Prefect UI form checks them.
-    pytest.param(dict(n_clusters=1), ParameterTypeError, r"n_clusters: Input should be greater than or equal to 2",
-                 id="k-below-2"),
+    pytest.param(dict(n_clusters=1), ParameterTypeError,
+                 r"n_clusters.constrained-int: Input should be greater than or equal to 2", id="k-below-2"),
+    pytest.param(dict(n_clusters="some"), ParameterTypeError, r"n_clusters.literal\['auto'\]: Input should be 'auto'",
+                 id="k-neither-int-nor-auto"),
     pytest.param(dict(theta=0.0), ParameterTypeError, r"theta: Input should be greater than 0", id="theta-zero"),
     pytest.param(dict(theta=-1.0), ParameterTypeError, r"theta: Input should be greater than 0",
                  id="theta-negative"),

@@ -108,3 +108,63 @@ def test_served_deployments_come_from_the_one_definition():
     on_demand = next(d for d in served if d.name == "on-demand")
     assert on_demand.parameters == {} and not on_demand.schedules
     assert on_demand.description == defined["on-demand"]["description"]
+
+
+@pytest.mark.parametrize("given, expected", [("auto", "auto"), ("AUTO", "auto"), (" Auto ", "auto"), ("7", 7),
+                                             (5, 5)])
+def test_n_clusters_takes_an_integer_or_auto(given, expected):
+    request = ConsensusRequest(**{**REQUIRED, "n_clusters": given})
+    assert request.n_clusters == expected
+    assert request.auto_k is (expected == "auto")
+
+
+def test_the_ui_form_offers_auto_next_to_an_integer_k():
+    from prefect.utilities.callables import parameter_schema
+
+    schema = parameter_schema(consensus_flow.fn).model_dump()["properties"]["n_clusters"]
+    kinds = schema.get("anyOf", [schema])
+    assert {"type": "integer", "minimum": 2} in [{k: v for k, v in kind.items() if k in ("type", "minimum")}
+                                                 for kind in kinds]
+    assert any(kind.get("enum") == ["auto"] or kind.get("const") == "auto" for kind in kinds)
+
+
+@pytest.mark.parametrize("bad", ["automatic", "3.5", 1, None])
+def test_n_clusters_names_what_it_accepts(bad):
+    with pytest.raises(LwecInputError, match="n_clusters"):
+        ConsensusRequest(**{**REQUIRED, "n_clusters": bad})
+
+
+def test_auto_k_is_refused_on_a_dask_cluster_before_anything_runs():
+    with pytest.raises(LwecInputError, match="dask_address"):
+        ConsensusRequest(**{**REQUIRED, "n_clusters": "auto", "dask_address": "tcp://127.0.0.1:8786"})
+
+
+def test_run_name_placeholders_give_each_scheduled_night_its_own_key():
+    from datetime import datetime, timedelta, timezone
+
+    request = ConsensusRequest(**REQUIRED, run_name="nightly-{date}")
+    night = datetime(2026, 11, 23, 2, 0, tzinfo=timezone.utc)
+    assert request.scheduled_at(night).run_key == "nightly-2026-11-23"
+    assert request.scheduled_at(night + timedelta(days=1)).run_key == "nightly-2026-11-24"
+    # a scheduled start given in another zone is keyed by its UTC date
+    tokyo = timezone(timedelta(hours=9))
+    assert request.scheduled_at(datetime(2026, 11, 24, 8, 0, tzinfo=tokyo)).run_key == "nightly-2026-11-23"
+    with_time = ConsensusRequest(**REQUIRED, run_name="hourly-{datetime}")
+    assert with_time.scheduled_at(night).run_key == "hourly-2026-11-23T0200"
+    plain = ConsensusRequest(**REQUIRED, run_name="fixed")
+    assert plain.scheduled_at(night) is plain
+
+
+@pytest.mark.parametrize("name", ["nightly-{day}", "nightly-{date", "a b"])
+def test_bad_run_names_are_refused_naming_the_placeholders(name):
+    with pytest.raises(LwecInputError, match=r"run_name.*\{date\}"):
+        ConsensusRequest(**REQUIRED, run_name=name)
+
+
+def test_cli_reads_k_auto():
+    run_parser = build_parser()._subparsers._group_actions[0].choices["run"]
+    args = run_parser.parse_args(["--database-url", "sqlite:///x.db", "--table", "t", "-k", "auto"])
+    assert args.n_clusters == "auto"
+    args = run_parser.parse_args(["--database-url", "sqlite:///x.db", "--table", "t", "-k", "4", "--no-stable-ids",
+                                  "--keep-runs", "none"])
+    assert args.n_clusters == 4 and args.stable_ids is False and args.keep_runs is None

@@ -1,0 +1,82 @@
+"""Task: renumber a run's cluster ids to agree with the source table's latest earlier run."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from lwec_tasks.io import latest_earlier_run, open_engine
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.tasks.load import LoadedFeatures
+from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
+from lwec_tasks.tasks.timings import record_stage_time
+
+
+@dataclass(frozen=True)
+class StableIds:
+    """The ids a run writes.
+
+    Attributes
+    ----------
+    labels : (N,) int64, the cluster id written for each object
+    ids : (k,) int64, the id given to each consensus cluster 0..k−1 (``labels = ids[consensus labels]``)
+    aligned_to : run key of the earlier run the ids agree with; None when there was none (or turned off)
+    agreement : fraction of the objects both runs labelled that keep their earlier id; None without an earlier run
+    n_shared : number of objects both runs labelled
+    """
+
+    labels: np.ndarray
+    ids: np.ndarray
+    aligned_to: str | None
+    agreement: float | None
+    n_shared: int
+
+
+@task(name="stable-cluster-ids", retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
+      retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def stable_cluster_ids(request: ConsensusRequest, loaded: LoadedFeatures, labels: np.ndarray, k: int) -> StableIds:
+    """Renumber ``labels`` (N,) in 0..k−1 by a maximum-overlap matching with the latest earlier run.
+
+    The earlier run is the most recent other run key of the same source table
+    in the labels table. Nothing changes when ``request.stable_ids`` is off or
+    there is no earlier run.
+    """
+    from lwec_tasks.core.renumber import align_to_previous
+
+    logger = get_run_logger()
+    labels = np.asarray(labels, dtype=np.int64)
+    unchanged = StableIds(labels, np.arange(k, dtype=np.int64), None, None, 0)
+    if not request.stable_ids:
+        return unchanged
+    engine = open_engine(request.database_url)
+    try:
+        earlier = latest_earlier_run(engine, request.resolved_output_table, request.table, request.run_key)
+    finally:
+        engine.dispose()
+    if earlier is None:
+        logger.info("No earlier run of table %r in %r: cluster ids are 0..%d", request.table,
+                    request.resolved_output_table, k - 1)
+        return unchanged
+    renumbered = align_to_previous(labels, loaded.features.ids, earlier.ids, earlier.labels)
+    ids = _cluster_ids(renumbered.mapping, k)
+    agreement = None if math.isnan(renumbered.agreement) else float(renumbered.agreement)
+    logger.info(
+        "Cluster ids aligned to run %r: %d of %d clusters matched; %s of the %d objects both runs labelled keep "
+        "their id", earlier.run_key, renumbered.n_matched, k,
+        "none" if agreement is None else f"{agreement:.1%}", renumbered.n_shared,
+    )
+    return StableIds(ids[labels], ids, earlier.run_key, agreement, renumbered.n_shared)
+
+
+def _cluster_ids(mapping: dict[int, int], k: int) -> np.ndarray:
+    """(k,) id per consensus cluster; a cluster without objects (absent from ``mapping``) gets an unused id."""
+    ids = np.array([mapping.get(c, -1) for c in range(k)], dtype=np.int64)
+    missing = np.flatnonzero(ids < 0)
+    if len(missing):
+        start = int(ids.max()) + 1 if len(missing) < k else 0
+        ids[missing] = np.arange(start, start + len(missing))
+    return ids

@@ -1,0 +1,141 @@
+"""The flow run after run: automatic k, stable cluster ids, history and retention, the labelling model, figures."""
+
+from itertools import permutations
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+from mlflow import MlflowClient
+
+from flows.consensus import consensus_flow
+from helpers.pipeline import blobs_frame, expected_labels, read_labels, unique, write_frame
+
+FEATURES = ["f0", "f1", "f2", "f3"]
+
+
+@pytest.fixture
+def blobs(sqlite_url):
+    frame = blobs_frame(n=300, centers=4, seed=11)
+    write_frame(sqlite_url, "blobs", frame)
+    return sqlite_url, frame
+
+
+def run(url, store, **overrides):
+    parameters = dict(database_url=url, table="blobs", n_clusters=4, label_column="target", ensemble_size=6,
+                      seed=3, experiment=unique("ops"), tracking_uri=store)
+    parameters.update(overrides)
+    return consensus_flow(**parameters)
+
+
+def best_renumbering(new: np.ndarray, previous: np.ndarray) -> tuple[np.ndarray, float]:
+    """Brute force over every renumbering of ``new`` onto the ids of ``previous`` (k small)."""
+    ids = sorted(set(previous) | set(new))
+    best, best_agreement = None, -1.0
+    for target in permutations(ids, len(set(new))):
+        mapping = dict(zip(sorted(set(new)), target))
+        renumbered = np.array([mapping[v] for v in new])
+        agreement = float(np.mean(renumbered == previous))
+        if agreement > best_agreement:
+            best, best_agreement = renumbered, agreement
+    return best, best_agreement
+
+
+def test_a_later_run_keeps_the_cluster_ids_of_the_earlier_one(blobs, mlflow_store):
+    url, frame = blobs
+    first = run(url, mlflow_store, seed=3)
+    second = run(url, mlflow_store, seed=4)
+    earlier = read_labels(url, first["output_table"], first["run_key"]).set_index("id")["label"]
+    later = read_labels(url, second["output_table"], second["run_key"]).set_index("id")["label"]
+    raw = expected_labels(frame, FEATURES, k=4, ensemble_size=6, seed=4).loc[later.index].to_numpy()
+
+    best, agreement = best_renumbering(raw, earlier.loc[later.index].to_numpy())
+    assert np.mean(later.to_numpy() == earlier.loc[later.index].to_numpy()) == pytest.approx(agreement)
+    np.testing.assert_array_equal(later.to_numpy(), best)  # the optimum is unique on well-separated blobs
+    assert second["ids_aligned_to"] == first["run_key"]
+    assert second["id_agreement"] == pytest.approx(agreement)
+    logged = MlflowClient(mlflow_store).get_run(second["mlflow_run_id"]).data
+    assert logged.tags["lwec.aligned_to_run_key"] == first["run_key"]
+    assert logged.metrics["id_agreement_with_previous_run"] == pytest.approx(agreement)
+    assert first["ids_aligned_to"] is None
+
+
+def test_stable_ids_off_writes_the_consensus_numbering(blobs, mlflow_store):
+    url, frame = blobs
+    run(url, mlflow_store, seed=3)
+    second = run(url, mlflow_store, seed=4, stable_ids=False)
+    stored = read_labels(url, second["output_table"], second["run_key"]).set_index("id")["label"]
+    expected = expected_labels(frame, FEATURES, k=4, ensemble_size=6, seed=4)
+    np.testing.assert_array_equal(stored.to_numpy(), expected.loc[stored.index].to_numpy())
+    assert second["ids_aligned_to"] is None
+
+
+def test_keep_runs_deletes_the_oldest_runs_and_the_view_shows_the_latest(blobs, mlflow_store):
+    url, _ = blobs
+    summaries = [run(url, mlflow_store, seed=seed, keep_runs=2) for seed in (1, 2, 3)]
+    table = summaries[0]["output_table"]
+    stored = read_labels(url, table)
+    assert set(stored["run_key"]) == {summaries[1]["run_key"], summaries[2]["run_key"]}
+
+    engine = sa.create_engine(url)
+    view = sa.Table(f"{table}_latest", sa.MetaData(), autoload_with=engine)
+    with engine.connect() as connection:
+        latest = pd.read_sql(sa.select(view), connection)
+    engine.dispose()
+    assert set(latest["run_key"]) == {summaries[2]["run_key"]}
+    assert len(latest) == 300
+
+
+def test_automatic_k_finds_the_blobs_and_logs_its_criterion(blobs, mlflow_store):
+    url, _ = blobs
+    summary = run(url, mlflow_store, n_clusters="auto", method="lwgp")
+    assert summary["k"] == 4 and summary["n_clusters_found"] == 4
+    stored = read_labels(url, summary["output_table"], summary["run_key"])
+    assert set(stored["k"]) == {4}
+    logged = MlflowClient(mlflow_store).get_run(summary["mlflow_run_id"]).data
+    assert logged.params["n_clusters"] == "auto" and logged.params["k"] == "4"
+    assert "k_selection.png" in summary["figures"]
+
+
+@pytest.fixture
+def tracking(mlflow_store):
+    """``runs:/`` URIs resolve against the test store."""
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(mlflow_store)
+    yield mlflow_store
+    mlflow.set_tracking_uri(before)
+
+
+@pytest.mark.parametrize("method", ["lwea", "lwgp"])
+def test_the_logged_model_labels_rows_as_the_run_did(blobs, tracking, method):
+    url, frame = blobs
+    summary = run(url, tracking, method=method)
+    stored = read_labels(url, summary["output_table"], summary["run_key"]).set_index("id")["label"]
+    model = mlflow.pyfunc.load_model(summary["model_uri"])
+    ordered = frame.set_index("id").loc[stored.index]
+    predicted = np.asarray(model.predict(ordered[FEATURES]))
+    assert np.mean(predicted == stored.to_numpy()) >= 0.95
+    info = mlflow.models.get_model_info(summary["model_uri"])
+    assert [c["name"] for c in info.signature.inputs.to_dict()] == FEATURES
+    metrics = MlflowClient(tracking).get_run(summary["mlflow_run_id"]).data.metrics
+    assert metrics["model_labels_given_back"] >= 0.95
+
+
+def test_figures_are_logged_where_the_summary_says(blobs, mlflow_store):
+    url, _ = blobs
+    summary = run(url, mlflow_store, method="lwea")
+    assert set(summary["figures"]) == {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png",
+                                       "dendrogram.png"}
+    artifacts = {a.path for a in MlflowClient(mlflow_store).list_artifacts(summary["mlflow_run_id"], "figures")}
+    assert {f"figures/{name}" for name in summary["figures"]} == artifacts
+    for uri in summary["figures"].values():
+        assert uri.endswith(".png")
+
+
+def test_register_model_adds_a_registry_version(blobs, mlflow_store):
+    url, _ = blobs
+    name = unique("lwec_model")
+    summary = run(url, mlflow_store, register_model=name)
+    versions = MlflowClient(mlflow_store).search_model_versions(f"name = '{name}'")
+    assert len(versions) == 1 and versions[0].run_id == summary["mlflow_run_id"]
