@@ -140,10 +140,10 @@ def test_auto_k_is_refused_on_a_dask_cluster_before_anything_runs():
 
 
 def test_run_name_placeholders_give_each_scheduled_night_its_own_key():
-    from datetime import datetime, timedelta, timezone
+    from datetime import UTC, datetime, timedelta, timezone
 
     request = ConsensusRequest(**REQUIRED, run_name="nightly-{date}")
-    night = datetime(2026, 11, 23, 2, 0, tzinfo=timezone.utc)
+    night = datetime(2026, 11, 23, 2, 0, tzinfo=UTC)
     assert request.scheduled_at(night).run_key == "nightly-2026-11-23"
     assert request.scheduled_at(night + timedelta(days=1)).run_key == "nightly-2026-11-24"
     # a scheduled start given in another zone is keyed by its UTC date
