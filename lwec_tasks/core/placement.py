@@ -66,7 +66,7 @@ from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError
 
 #: Rows placed per step of :meth:`Placement.predict` (bounds its memory for millions of rows).
-PREDICT_CHUNK = 65_536
+PREDICT_CHUNK = 16_384
 #: Version of the saved format (``placement.json``'s ``format``).
 FORMAT_VERSION = 1
 #: File names written by :meth:`Placement.save` into its directory.
@@ -249,7 +249,8 @@ class Placement:
             kept = centre_codes >= 0
             C = centres[kept]
             # ‖z − c‖² = ‖z‖² − 2 z·c + ‖c‖²; ‖z‖² does not change the nearest centre.
-            distances = (C * C).sum(axis=1) - 2.0 * (Z @ C.T)
+            distances = Z @ (-2.0 * C).T
+            distances += (C * C).sum(axis=1)
             codes[:, m] = centre_codes[kept][np.argmin(distances, axis=1)]
         return codes
 
