@@ -59,6 +59,15 @@ def write_frame(url: str, table: str, frame: pd.DataFrame, primary_key: str | No
     engine.dispose()
 
 
+def drop_labels_table(connection: sa.Connection, table: str) -> None:
+    """Drop a labels table and its ``<table>_latest`` view (PostgreSQL refuses to drop a table a view uses)."""
+    from lwec_tasks.io import latest_view_name
+
+    view = connection.dialect.identifier_preparer.quote(latest_view_name(table))
+    connection.exec_driver_sql(f"DROP VIEW IF EXISTS {view}")
+    sa.Table(table, sa.MetaData()).drop(connection, checkfirst=True)
+
+
 def read_labels(url: str, table: str, run_key: str | None = None) -> pd.DataFrame:
     engine = sa.create_engine(url)
     labels = sa.Table(table, sa.MetaData(), autoload_with=engine)

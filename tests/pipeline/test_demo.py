@@ -2,6 +2,7 @@
 
 import io
 from contextlib import redirect_stdout
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -42,6 +43,13 @@ def test_demo_builds_digits_runs_the_flow_and_says_where_results_went(prefect_se
     assert "table 'digits_lwec_labels'" in printed
     assert f"mlflow ui --backend-store-uri {tracking_uri}" in printed
     assert (tmp_path / "mlartifacts").is_dir()  # artifacts beside the store, not in the project
+    # Every figure is printed as a file that exists, and the model URI is printed with the assign command.
+    figures = [line.split(": ", 1) for line in printed.splitlines() if line.strip().endswith(".png")]
+    assert {name.strip() for name, _ in figures} == {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png",
+                                                      "dendrogram.png"}
+    for _, path in figures:
+        assert Path(path).is_file() and Path(path).stat().st_size > 1000, path
+    assert f"runs:/{run.info.run_id}/model" in printed and "lwec assign" in printed
 
     flow_run_id = labels["flow_run_id"].iloc[0]
     with get_client(sync_client=True) as prefect:

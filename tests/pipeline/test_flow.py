@@ -16,6 +16,7 @@ from prefect.exceptions import ParameterTypeError
 from flows.consensus import consensus_flow
 from helpers.pipeline import (
     blobs_frame,
+    drop_labels_table,
     expected_labels,
     free_port,
     mlflow_runs,
@@ -139,7 +140,7 @@ def test_postgres_end_to_end_then_rerun_is_idempotent(prefect_server, mlflow_sto
     finally:
         engine = sa.create_engine(postgres_url)
         with engine.begin() as connection:
-            sa.Table(f"{table}_lwec_labels", sa.MetaData()).drop(connection, checkfirst=True)
+            drop_labels_table(connection, f"{table}_lwec_labels")
             sa.Table(table, sa.MetaData()).drop(connection, checkfirst=True)
         engine.dispose()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+from datetime import UTC
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ EVERY_MINUTE = "* * * * *"
 TABLE = "blobs"
 FEATURES = ["f0", "f1", "f2", "f3"]
 # The flow's defaults, which the nightly deployment does not override.
-ENSEMBLE_SIZE, SEED, RUN_KEY = 10, 0, "nightly"
+ENSEMBLE_SIZE, SEED = 10, 0
 # One minute boundary, plus the scheduler's and the runner's polling, plus the flow itself.
 SCHEDULED_RUN_TIMEOUT = 150
 SCHEDULER_ERROR = "Can't evaluate bulk DML"
@@ -105,7 +106,9 @@ def test_nightly_schedule_fires_and_writes_labels(prefect_api, tmp_path):
     assert flow_run.auto_scheduled and flow_run.created_by.type == "SCHEDULE"
     assert SCHEDULER_ERROR not in prefect_api.log.read_text()
 
-    stored = read_labels(database, default_output_table(TABLE), run_key=RUN_KEY)
+    # Each night has its own run key, from the scheduled start's UTC date.
+    run_key = f"nightly-{flow_run.expected_start_time.astimezone(UTC):%Y-%m-%d}"
+    stored = read_labels(database, default_output_table(TABLE), run_key=run_key)
     expected = expected_labels(frame, FEATURES, k=3, ensemble_size=ENSEMBLE_SIZE, seed=SEED)
     assert sorted(stored["id"]) == sorted(frame["id"])
     np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
