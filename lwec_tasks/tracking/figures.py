@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 from matplotlib.figure import Figure
 
@@ -109,6 +111,12 @@ def dendrogram_figure(linkage: np.ndarray, k: int) -> Figure:
                color_threshold=_cut_height(linkage, k), above_threshold_color="#888888", no_labels=False,
                leaf_rotation=90)
     axes.axhline(_cut_height(linkage, k), color="#C44E52", linestyle="--", label=f"cut into k = {k}")
+    # Upper merges of 1 − LWCA often all sit just below 1: show the drawn merges' range, not 0..1.
+    drawn = linkage[-(min(DENDROGRAM_LEAVES, n_leaves) - 1):, 2] if n_leaves > 1 else linkage[:, 2]
+    if len(drawn):
+        low, high = float(drawn.min()), float(max(drawn.max(), _cut_height(linkage, k)))
+        margin = max(high - low, 1e-3) * 0.15
+        axes.set_ylim(max(0.0, low - margin), high + margin)
     axes.set_ylabel("1 − LWCA (average link)")
     axes.set_xlabel("microclusters (subtree sizes in parentheses)")
     axes.set_title(f"Top of the LWEA dendrogram over {n_leaves} microclusters")
@@ -133,7 +141,7 @@ def k_selection_figure(ks: np.ndarray, scores: np.ndarray, k: int, criterion: st
     axes.plot(ks, scores, marker="o", markersize=3, color="#4C72B0")
     axes.axvline(k, color="#C44E52", linestyle="--", label=f"chosen k = {k}")
     axes.set_xlabel("number of clusters k")
-    axes.set_ylabel(criterion)
-    axes.set_title(f"{method.upper()}: automatic choice of k")
+    axes.set_ylabel("score (higher is better)")
+    axes.set_title(f"{method.upper()}: automatic choice of k\n" + textwrap.fill(criterion, 70), fontsize="medium")
     axes.legend()
     return figure

@@ -2,7 +2,8 @@
 
 :class:`PlacementModel` is an ``mlflow.pyfunc.PythonModel`` around a
 :class:`~lwec_tasks.core.placement.Placement`, stored as an artifact
-(``placement.npz`` + ``placement.json``, no pickle of the arrays).
+(``placement.npz`` + ``placement.json``); the model's code is
+``model_code.py`` (MLflow "models from code"), so nothing is pickled.
 
 * :func:`log_placement_model` logs it in the active MLflow run as model ``model``
   (signature: the feature columns as double in, long out; the input example;
@@ -34,6 +35,8 @@ from lwec_tasks.tracking.store import TRACKING_URI_ENV, mask_uri, resolve_tracki
 MODEL_NAME = "model"
 #: Key of the placement artifact inside the model.
 PLACEMENT_ARTIFACT = "placement"
+#: The file MLflow stores with the model and runs to build it at load time.
+MODEL_CODE = Path(__file__).with_name("model_code.py")
 #: Run tag holding the logged model's URI.
 MODEL_URI_TAG = "lwec.model_uri"
 
@@ -54,7 +57,9 @@ class PlacementModel(mlflow.pyfunc.PythonModel):
     def load_context(self, context):
         self.placement = Placement.load(context.artifacts[PLACEMENT_ARTIFACT])
 
-    def predict(self, context, model_input, params=None):
+    # The DataFrame hint tells MLflow the input is a DataFrame checked by the signature (no
+    # type-hint validation of its own); an unannotated predict draws a warning at every import.
+    def predict(self, context, model_input: pd.DataFrame, params=None):
         return predict_frame(self.placement, model_input)
 
 
@@ -140,7 +145,7 @@ def log_placement_model(
         with _FLUENT_LOCK:
             mlflow.pyfunc.log_model(
                 name=MODEL_NAME,
-                python_model=PlacementModel(),
+                python_model=str(MODEL_CODE),  # models from code: nothing pickled
                 artifacts={PLACEMENT_ARTIFACT: str(stored)},
                 signature=model_signature(placement),
                 input_example=example,

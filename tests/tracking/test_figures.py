@@ -1,0 +1,73 @@
+"""The run's figures: what they show is checked against independent computations."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.cluster.hierarchy import fcluster, linkage
+from sklearn.decomposition import PCA
+
+from lwec_tasks.tracking.figures import (
+    _cut_height,
+    cluster_map_figure,
+    cluster_size_figure,
+    dendrogram_figure,
+    k_selection_figure,
+    principal_components,
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(5, 60), d=st.integers(2, 6))
+def test_principal_components_match_scikit_learn(seed, n, d):
+    X = np.random.default_rng(seed).normal(size=(n, d)) * np.arange(1, d + 1)
+    points, explained = principal_components(X)
+    reference = PCA(n_components=2).fit(X)
+    np.testing.assert_allclose(explained, reference.explained_variance_ratio_, rtol=1e-6, atol=1e-9)
+    # components are defined up to sign
+    np.testing.assert_allclose(np.abs(points), np.abs(reference.transform(X)), rtol=1e-6, atol=1e-8)
+
+
+def test_principal_components_of_one_feature_leave_the_second_axis_empty():
+    points, explained = principal_components(np.arange(10.0)[:, None])
+    assert explained[1] == 0 and np.all(points[:, 1] == 0) and explained[0] == pytest.approx(1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(4, 40), data=st.data())
+def test_the_marked_cut_height_separates_exactly_k_clusters(seed, n, data):
+    Z = linkage(np.random.default_rng(seed).normal(size=(n, 3)), "average")
+    k = data.draw(st.integers(2, n - 1))
+    assert len(np.unique(fcluster(Z, t=_cut_height(Z, k), criterion="distance"))) == k
+
+
+def test_cluster_sizes_are_drawn_by_the_ids_in_the_labels_table():
+    labels = np.array([7, 7, 7, 2, 2, 11])
+    axes = cluster_size_figure(labels, "lwea").axes[0]
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["2", "7", "11"]
+    assert [bar.get_height() for bar in axes.patches] == [2, 3, 1]
+
+
+def test_cluster_map_has_one_series_per_cluster_id():
+    rng = np.random.default_rng(0)
+    labels = np.repeat([4, 0, 9], 20)
+    axes = cluster_map_figure(rng.normal(size=(60, 5)), labels, "lwgp").axes[0]
+    assert sorted(int(c.get_label()) for c in axes.collections) == [0, 4, 9]
+    assert sum(len(c.get_offsets()) for c in axes.collections) == 60
+
+
+def test_dendrogram_marks_the_cut_and_shows_at_most_30_leaves():
+    Z = linkage(np.random.default_rng(1).normal(size=(200, 2)), "average")
+    axes = dendrogram_figure(Z, 5).axes[0]
+    (cut,) = [line for line in axes.get_lines() if line.get_label().startswith("cut")]
+    assert cut.get_ydata()[0] == pytest.approx(_cut_height(Z, 5))
+    assert len(axes.get_xticklabels()) == 30
+    dendrogram_figure(linkage(np.array([[0.0], [1.0]]), "average"), 2)  # one merge draws too
+
+
+def test_k_selection_marks_the_chosen_k():
+    ks = np.arange(2, 12)
+    axes = k_selection_figure(ks, np.sin(ks), 4, "a criterion", "lwea").axes[0]
+    marks = [line for line in axes.get_lines() if line.get_label() == "chosen k = 4"]
+    assert len(marks) == 1 and marks[0].get_xdata()[0] == 4
+    np.testing.assert_array_equal(axes.get_lines()[0].get_ydata(), np.sin(ks))
