@@ -117,7 +117,7 @@ def _credentials_out_of_parameters(parameters: dict) -> dict:
 
 def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     """Tell the user where the labels and the MLflow run went."""
-    from lwec_tasks.io import mask_url
+    from lwec_tasks.io import latest_view_name, mask_url
     from lwec_tasks.tracking import mask_uri, resolve_tracking_uri
 
     tracking_uri = resolve_tracking_uri(parameters.get("tracking_uri"))
@@ -132,6 +132,7 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     print(f"Labels:  table {table!r} in {mask_url(parameters['database_url'])}, "
           f"run key {summary['run_key']!r} ({summary['rows_written']} rows)")
     print(f"         {label_query(parameters['database_url'], table, summary['run_key'])};")
+    print(f"         the latest run of each source table: view {latest_view_name(table)!r}")
     if summary.get("ids_aligned_to"):
         agreement = summary.get("id_agreement")
         print(f"         cluster ids aligned to run {summary['ids_aligned_to']!r}"
