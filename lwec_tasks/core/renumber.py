@@ -8,8 +8,10 @@ that as many objects as possible keep the label they had in the earlier run.
 Objects are matched by id (sort + ``searchsorted``, O(N log N)); the overlap
 counts of (new cluster, earlier cluster) pairs over shared objects form a
 contingency table, and a maximum-weight matching on it
-(:func:`scipy.optimize.linear_sum_assignment`) picks the renaming. Only the
-partition's names change, never its structure.
+(:func:`scipy.optimize.linear_sum_assignment`) picks the renaming
+(:func:`match_clusters`, which also serves callers that sum the contingency table
+over partitions without holding all ids). Only the partition's names change,
+never its structure.
 """
 
 from __future__ import annotations
@@ -83,32 +85,74 @@ def align_to_previous(labels, ids, previous_ids, previous_labels) -> Renumbering
 
     new_ids, new_codes = np.unique(labels, return_inverse=True)
     new_rows, previous_rows = shared_positions(keys, previous_keys)
-    n_shared = len(new_rows)
-    if n_shared == 0:
-        return Renumbering(
-            mapping={int(c): int(c) for c in new_ids}, labels=labels.copy(),
-            agreement=float("nan"), n_shared=0, n_matched=0,
-        )
-
     previous_ids_used, previous_codes = np.unique(previous_labels, return_inverse=True)
     overlap = _contingency(new_codes[new_rows], previous_codes[previous_rows], len(new_ids),
                            len(previous_ids_used))
+    matching = match_clusters(overlap, new_ids, previous_ids_used)
+    return Renumbering(
+        mapping={int(c): int(s) for c, s in zip(new_ids, matching.ids)},
+        labels=matching.ids[new_codes],
+        agreement=matching.agreement,
+        n_shared=matching.n_shared,
+        n_matched=matching.n_matched,
+    )
+
+
+@dataclass(frozen=True)
+class ClusterMatching:
+    """Stable ids for a new run's clusters, from their overlap with an earlier run's clusters.
+
+    Attributes
+    ----------
+    ids : (n_new,) int64 stable id of each new cluster (each row of the overlap table)
+    agreement : fraction of shared objects that keep their earlier id (nan when no object is shared)
+    n_shared : objects in both runs (the overlap table's total)
+    n_matched : new clusters given an earlier cluster's id
+    """
+
+    ids: np.ndarray
+    agreement: float
+    n_shared: int
+    n_matched: int
+
+
+def match_clusters(overlap, new_ids, previous_ids) -> ClusterMatching:
+    """The renaming of :func:`align_to_previous`, from the overlap table alone.
+
+    Parameters
+    ----------
+    overlap : (n_new, n_previous) non-negative integer counts of the objects in both runs, by (new cluster,
+        earlier cluster); summed over any split of the objects (e.g. partitions), it is the same table
+    new_ids : (n_new,) distinct ids of the new clusters (the rows), ascending
+    previous_ids : (n_previous,) every distinct id the earlier run uses (the columns), ascending — ids of
+        earlier clusters sharing no object with the new run included, since fresh ids must avoid them
+
+    Returns
+    -------
+    ClusterMatching
+        A maximum-weight matching of rows to columns (pairs with no overlap are not matches) gives a
+        matched row its column's id; unmatched rows get the smallest non-negative integers not in
+        ``previous_ids``, in row order. With no shared objects (an all-zero table), every cluster keeps
+        its own id, ``agreement`` nan and ``n_matched`` 0.
+    """
+    overlap = np.asarray(overlap, dtype=np.int64)
+    new_ids = np.asarray(new_ids, dtype=np.int64)
+    previous_ids = np.asarray(previous_ids, dtype=np.int64)
+    if overlap.shape != (len(new_ids), len(previous_ids)):
+        raise LwecInputError(f"overlap has shape {overlap.shape}; expected ({len(new_ids)}, {len(previous_ids)}): "
+                             "one row per new cluster, one column per earlier cluster")
+    n_shared = int(overlap.sum())
+    if n_shared == 0:
+        return ClusterMatching(ids=new_ids.copy(), agreement=float("nan"), n_shared=0, n_matched=0)
     rows, cols = linear_sum_assignment(overlap, maximize=True)
     keep = overlap[rows, cols] > 0
     stable = np.full(len(new_ids), -1, dtype=np.int64)
-    stable[rows[keep]] = previous_ids_used[cols[keep]]
+    stable[rows[keep]] = previous_ids[cols[keep]]
     unmatched = np.flatnonzero(~np.isin(np.arange(len(new_ids)), rows[keep]))
-    stable[unmatched] = fresh_ids(previous_ids_used, len(unmatched))
-
-    renumbered = stable[new_codes]
-    agreeing = int(np.count_nonzero(renumbered[new_rows] == previous_labels[previous_rows]))
-    return Renumbering(
-        mapping={int(c): int(s) for c, s in zip(new_ids, stable)},
-        labels=renumbered,
-        agreement=agreeing / n_shared,
-        n_shared=n_shared,
-        n_matched=int(keep.sum()),
-    )
+    stable[unmatched] = fresh_ids(previous_ids, len(unmatched))
+    agreeing = int(overlap[rows[keep], cols[keep]].sum())
+    return ClusterMatching(ids=stable, agreement=agreeing / n_shared, n_shared=n_shared,
+                           n_matched=int(keep.sum()))
 
 
 def shared_positions(keys: np.ndarray, previous_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.renumber import Renumbering, align_to_previous, fresh_ids, shared_positions
+from lwec_tasks.core.renumber import Renumbering, align_to_previous, fresh_ids, match_clusters, shared_positions
 
 
 @st.composite
@@ -192,3 +192,27 @@ def test_helpers():
 def test_bad_input_is_named(args, message):
     with pytest.raises(LwecInputError, match=message):
         align_to_previous(*args)
+
+
+@given(two_runs(), st.integers(1, 4))
+def test_matching_overlaps_summed_over_parts_gives_the_same_renaming(runs, n_parts):
+    """What a caller holding the objects in parts does: count the overlap per part, sum, match."""
+    labels, ids, previous_ids, previous_labels = runs
+    expected = align_to_previous(labels, ids, previous_ids, previous_labels)
+    new_ids, used = np.unique(labels), np.unique(previous_labels)
+    earlier = dict(zip(previous_ids.tolist(), previous_labels.tolist()))
+    overlap = np.zeros((len(new_ids), len(used)), dtype=np.int64)
+    for chunk in np.array_split(np.arange(len(ids)), n_parts):
+        for i in chunk:
+            if int(ids[i]) in earlier:
+                overlap[np.searchsorted(new_ids, labels[i]), np.searchsorted(used, earlier[int(ids[i])])] += 1
+    matching = match_clusters(overlap, new_ids, used)
+    assert dict(zip(new_ids.tolist(), matching.ids.tolist())) == expected.mapping
+    assert matching.n_shared == expected.n_shared and matching.n_matched == expected.n_matched
+    assert (math.isnan(matching.agreement) and math.isnan(expected.agreement)) or matching.agreement == \
+        expected.agreement
+
+
+def test_match_clusters_refuses_a_table_of_the_wrong_shape():
+    with pytest.raises(LwecInputError, match="overlap has shape"):
+        match_clusters(np.zeros((2, 3)), [0, 1], [0, 1])
