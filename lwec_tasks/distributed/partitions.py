@@ -358,6 +358,81 @@ def label_sizes(labels: np.ndarray, k: int) -> np.ndarray:
     return np.bincount(labels, minlength=k)
 
 
+@dataclass(frozen=True)
+class PreviousOverlap:
+    """A partition's objects by (new label, earlier run's label): ``counts`` (k, u) for the ``earlier`` (u,)
+    sorted distinct earlier labels met in the partition; objects the earlier run lacks are not counted."""
+
+    earlier: np.ndarray
+    counts: np.ndarray
+
+
+def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, labels_table: str, run_key: str,
+                     k: int) -> PreviousOverlap:
+    """Read the earlier run's labels of the partition's id range from the labels table and count the objects
+    per (new label in 0..k−1, earlier label) pair, matching objects by id."""
+    from lwec_tasks.io.history import labels_table_clause
+
+    table = labels_table_clause(labels_table)
+    statement = sa.select(table.c.id, table.c.label).where(
+        table.c.run_key == run_key, table.c.source_table == spec.table, *id_range(table, "id", spec.low, spec.high))
+    engine = worker_engine(spec.database_url)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(statement).all()
+    except _UNREACHABLE as error:
+        raise DatabaseUnreachableError(
+            f"{spec}: cannot read the earlier run's labels: {str(error.orig or error).splitlines()[0]}") from None
+    finally:
+        engine.dispose()
+    if not rows or not len(keys.ids):
+        return PreviousOverlap(np.zeros(0, dtype=np.int64), np.zeros((k, 0), dtype=np.int64))
+    where = pd.Index(keys.ids).get_indexer(pd.Index([row[0] for row in rows]))
+    found = where >= 0
+    earlier_labels = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))[found]
+    earlier, codes = np.unique(earlier_labels, return_inverse=True)
+    new = np.asarray(labels, dtype=np.int64)[where[found]]
+    counts = np.bincount(new * len(earlier) + codes, minlength=k * len(earlier)).reshape(k, len(earlier))
+    return PreviousOverlap(earlier, counts)
+
+
+def model_sums(codes_t: np.ndarray, labels: np.ndarray, cluster_ids: np.ndarray, offsets: np.ndarray,
+               eci: np.ndarray, cluster_vectors: np.ndarray | None, n_clusters_total: int) -> list[np.ndarray]:
+    """The partition's share of the labelling model's consensus state, for the written ``labels`` (each one
+    of the sorted ``cluster_ids``, consensus cluster j = its position there): [sizes (k,), then for LWEA
+    (``cluster_vectors`` None) the (n_c, k) overlap counts of base clusters with consensus clusters, for
+    LWGP the (k, q) sums of the normalised embedding rows per consensus cluster]. Sums over partitions."""
+    internal = np.searchsorted(cluster_ids, np.asarray(labels, dtype=np.int64))
+    k = len(cluster_ids)
+    sizes = np.bincount(internal, minlength=k).astype(np.float64)
+    if cluster_vectors is None:
+        counts = np.zeros((n_clusters_total, k))
+        for m in range(codes_t.shape[0]):
+            codes = codes_t[m].astype(np.int64) + offsets[m]
+            counts += np.bincount(codes * k + internal, minlength=counts.size).reshape(counts.shape)
+        return [sizes, counts]
+    rows = embed(codes_t, offsets, eci, cluster_vectors)
+    sums = np.stack([np.bincount(internal, weights=rows[:, j], minlength=k) for j in range(rows.shape[1])], axis=1)
+    return [sizes, sums]
+
+
+def first_labels(index: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct microclusters of the partition, the label of each one's first row)."""
+    micro, first = np.unique(index, return_index=True)
+    return micro, np.asarray(labels, dtype=np.int64)[first]
+
+
+def labels_given_back(codes_t: np.ndarray, labels: np.ndarray, offsets: np.ndarray, placement) -> int:
+    """How many of the partition's rows the labelling model ``placement`` gives their written label, placed
+    from their base cluster codes (a training row's nearest base centres are its codes)."""
+    codes = codes_t.T.astype(np.int64) + offsets[:-1]
+    placed = np.empty(len(codes), dtype=np.int64)
+    for start in range(0, len(codes), 16_384):
+        chunk = codes[start:start + 16_384]
+        placed[start:start + len(chunk)] = placement.cluster_ids[placement.consensus_of_codes(chunk)]
+    return int(np.count_nonzero(placed == np.asarray(labels, dtype=np.int64)))
+
+
 def truth_counts(keys: PartitionKeys, labels: np.ndarray) -> pd.Series:
     """Rows per (ground truth, label) pair, rows without ground truth left out."""
     if keys.truth is None:

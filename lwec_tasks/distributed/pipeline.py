@@ -39,6 +39,7 @@ from lwec_tasks.distributed.planning import (
     absolute_sqlite_url,
     create_staging_table,
     drop_table_quietly,
+    earlier_run_ids,
     id_bounds,
     id_statistics,
     partition_count,
@@ -53,7 +54,7 @@ from lwec_tasks.distributed.reductions import (
     split_entropy_terms,
     standard_scale,
 )
-from lwec_tasks.io import check_label_table, describe_source, id_key_type, mask_url, open_engine
+from lwec_tasks.io import check_label_table, describe_source, ensure_latest_view, id_key_type, mask_url, open_engine
 from lwec_tasks.io.connection import resolve_database_url
 from lwec_tasks.io.features import plan_columns
 
@@ -98,10 +99,14 @@ class DaskEnsemble:
 
 
 class DaskLabels:
-    """Consensus labels: ``labels`` (futures of (n_p,) labels), ``sizes`` (rows per cluster), ``quality``
-    (NMI/ARI against ground truth, or empty)."""
+    """Consensus labels: ``labels`` (futures of (n_p,) labels), ``sizes`` (rows per cluster id), ``quality``
+    (NMI/ARI against ground truth, or empty); what the labelling model needs of the consensus:
+    ``cluster_vectors`` (LWGP's (n_c, k) Tcut vectors, else None) and ``micro`` (LWEA's microclusters, else
+    None)."""
 
     def __init__(self, **values):
+        self.cluster_vectors = None
+        self.micro = None
         self.__dict__.update(values)
 
 
@@ -241,7 +246,7 @@ def base_clusterings(table: DaskTable, ensemble_size: int, seed: int | None, log
         codes=raw, ks=ks, offsets=np.concatenate([[0], np.cumsum(ks)]).astype(np.int64),
         cluster_sizes=np.concatenate([s[labels] for labels, s in zip(present, sizes)]).astype(np.int64),
         cluster_label=np.concatenate(present).astype(np.int64),
-        cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows)
+        cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows, models=models)
     log.info("Generated %d base clusterings of %d objects: %d clusters in total (k per clustering %d–%d)",
              len(ks), table.n_rows, ensemble.n_clusters_total, int(ks.min()), int(ks.max()))
     return ensemble
@@ -325,7 +330,9 @@ def lwgp_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: in
     else:
         labels = _kmeans_on_embedding(table, ensemble, shared_eci, session.share(cluster_vectors), int(k), seed_k,
                                       log)
-    return _finish(table, labels, int(k), log)
+    result = _finish(table, labels, int(k), log)
+    result.cluster_vectors = cluster_vectors
+    return result
 
 
 def _kmeans_on_embedding(table: DaskTable, ensemble: DaskEnsemble, eci, cluster_vectors, k: int, seed: int,
@@ -446,7 +453,9 @@ def lwea_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: in
     numbering = np.empty(len(ids), dtype=np.int64)
     numbering[np.argsort(positions, kind="stable")] = np.arange(len(ids))
     labels = session.map(part.renumber, raw, name="labels", ids=ids, labels=numbering)
-    return _finish(table, labels, int(k), log)
+    result = _finish(table, labels, int(k), log)
+    result.micro = micro
+    return result
 
 
 def _finish(table: DaskTable, labels: list, k: int, log) -> DaskLabels:
@@ -467,10 +476,133 @@ def _finish(table: DaskTable, labels: list, k: int, log) -> DaskLabels:
     return DaskLabels(labels=labels, sizes=sizes, quality=quality)
 
 
-def write_labels(table: DaskTable, labels: DaskLabels, output_table: str, run: RunMetadata, log) -> int:
+#: LWEA's labelling model keeps the microcluster lookup (see :mod:`lwec_tasks.core.placement`) up to this many
+#: microclusters (Ñ × M int32 in the model); beyond it the model places rows by the average-link rule alone.
+MODEL_MICROCLUSTER_LIMIT = 1_000_000
+
+
+def labelling_model(table: DaskTable, ensemble: DaskEnsemble, labels: DaskLabels, eci: np.ndarray, method: str,
+                    theta: float, n_clusters: int, seed: int | None, standardize: bool, log):
+    """The run's :class:`~lwec_tasks.core.placement.Placement` for the written ``labels``, as
+    :func:`~lwec_tasks.core.placement.build_placement` builds it locally, from small reductions: the base
+    k-means centres, the standardisation and the ECI the flow holds; per-partition cluster sizes and, for
+    LWEA, the (n_c × k) base/consensus overlap counts (plus the microcluster lookup up to
+    :data:`MODEL_MICROCLUSTER_LIMIT` microclusters), for LWGP the sums of each cluster's normalised
+    embedding rows (the consensus centres are their size-weighted means).
+    """
+    from lwec_tasks.core.placement import Placement, Standardisation
+
+    session = table.session
+    started = time.perf_counter()
+    centres, centre_codes = [], []
+    for m, model in enumerate(session.gather(ensemble.models)):
+        start, stop = int(ensemble.offsets[m]), int(ensemble.offsets[m + 1])
+        column_centres = np.ascontiguousarray(model.cluster_centers_, dtype=np.float64)
+        codes = np.full(len(column_centres), -1, dtype=np.int64)
+        codes[ensemble.cluster_label[start:stop]] = np.arange(start, stop)
+        centres.append(column_centres)
+        centre_codes.append(codes)
+    cluster_ids = np.flatnonzero(labels.sizes > 0).astype(np.int64)
+    vectors = labels.cluster_vectors if method == "lwgp" else None
+    parts = session.map(part.model_sums, ensemble.codes, labels.labels, name="model-sums", cluster_ids=cluster_ids,
+                        offsets=ensemble.offsets, eci=session.share(eci),
+                        cluster_vectors=None if vectors is None else session.share(vectors),
+                        n_clusters_total=ensemble.n_clusters_total)
+    sizes, sums = tree_reduce(session, parts, add_tables, "model-sums-sum").result()
+    state: dict[str, np.ndarray] = {}
+    if vectors is None:
+        state["shares"] = sums / sizes[None, :]
+        micro = labels.micro
+        if micro is not None and micro.size <= MODEL_MICROCLUSTER_LIMIT:
+            micro_labels = np.full(micro.size, -1, dtype=np.int64)
+            for ids, first in session.gather(session.map(part.first_labels, micro.index, labels.labels,
+                                                         name="micro-labels")):
+                unset = micro_labels[ids] < 0
+                micro_labels[ids[unset]] = first[unset]
+            rows = session.submit(operator.attrgetter("rows"), micro.table, name="micro-rows").result()
+            state["micro_codes"] = (rows.astype(np.int64) + ensemble.offsets[:-1]).astype(np.int32)
+            state["micro_labels"] = np.searchsorted(cluster_ids, micro_labels)
+    else:
+        state["vectors"] = np.ascontiguousarray(vectors)
+        state["centres"] = sums / sizes[:, None]
+    placement = Placement(
+        feature_columns=tuple(table.plan.feature_columns),
+        standardisation=Standardisation(table.mean, table.scale) if standardize else None,
+        centres=tuple(centres), centre_codes=tuple(centre_codes), eci=np.ascontiguousarray(eci, dtype=np.float64),
+        method=method, theta=float(theta), cluster_ids=cluster_ids, state=state, n_clusters=int(n_clusters),
+        seed=None if seed is None else int(seed))
+    shared = session.share(placement)
+    given_back = sum(session.gather(session.map(part.labels_given_back, ensemble.codes, labels.labels,
+                                                name="model-check", offsets=ensemble.offsets, placement=shared)))
+    share = given_back / max(table.n_rows, 1)
+    log.info("Labelling model built: %s placement over %d base clusterings, %d clusters (%.2f s); it gives back "
+             "%.1f%% of the run's labels", method.upper(), placement.ensemble_size, len(cluster_ids),
+             time.perf_counter() - started, 100 * share)
+    return placement, share
+
+
+class DaskStableIds:
+    """The ids a Dask run writes: ``ids`` (k,) the id of each consensus cluster 0..k−1, ``aligned_to`` the
+    earlier run's key (None: none, or turned off), ``agreement`` the share of the objects both runs labelled
+    that keep their id (None without an earlier run or shared object), ``n_shared`` those objects."""
+
+    def __init__(self, ids: np.ndarray, aligned_to: str | None = None, agreement: float | None = None,
+                 n_shared: int = 0):
+        self.ids, self.aligned_to, self.agreement, self.n_shared = ids, aligned_to, agreement, n_shared
+
+
+def stable_ids(table: DaskTable, labels: DaskLabels, output_table: str, source_table: str, run_key: str,
+               log) -> tuple[DaskLabels, DaskStableIds]:
+    """Renumber the labels to agree with the source table's latest earlier run in ``output_table``, as the
+    local path does (:func:`lwec_tasks.core.renumber.match_clusters`), without the ids leaving the workers.
+
+    The flow process finds the earlier run's key and cluster ids (two small queries); each worker reads the
+    earlier labels of its own id range and returns its (k × k_earlier) overlap counts; the flow sums them,
+    matches the clusters and the workers apply the (k,) renaming. Returns the renumbered labels (sizes
+    indexed by the new ids) and the ids; unchanged labels when there is no earlier run.
+    """
+    from lwec_tasks.core.renumber import match_clusters
+    from lwec_tasks.tasks.renumber import _cluster_ids
+
+    session = table.session
+    k = len(labels.sizes)
+    engine = open_engine(table.database_url)
+    try:
+        earlier = earlier_run_ids(engine, output_table, source_table, run_key)
+    finally:
+        engine.dispose()
+    if earlier is None:
+        log.info("No earlier run of table %r in %r: cluster ids are 0..%d", source_table, output_table, k - 1)
+        return labels, DaskStableIds(np.arange(k, dtype=np.int64))
+    overlaps = session.map(part.previous_overlap, table.specs, table.keys, labels.labels, name="earlier-overlap",
+                           labels_table=output_table, run_key=earlier.run_key, k=k)
+    Progress(log, f"overlap with run {earlier.run_key!r}").wait(overlaps, rows=table.counts)
+    parts = session.gather(overlaps)
+    previous_ids = np.union1d(earlier.cluster_ids, np.concatenate([p.earlier for p in parts] + [np.zeros(0, int)]))
+    overlap = np.zeros((k, len(previous_ids)), dtype=np.int64)
+    for p in parts:
+        overlap[:, np.searchsorted(previous_ids, p.earlier)] += p.counts
+    present = np.flatnonzero(labels.sizes > 0)
+    matching = match_clusters(overlap[present], present, previous_ids)
+    ids = _cluster_ids(dict(zip(present.tolist(), matching.ids.tolist())), k)
+    agreement = None if matching.n_shared == 0 else float(matching.agreement)
+    log.info("Cluster ids aligned to run %r: %d of %d clusters matched; %s of the %d objects both runs labelled "
+             "keep their id", earlier.run_key, matching.n_matched, k,
+             "none" if agreement is None else f"{agreement:.1%}", matching.n_shared)
+    shared_ids = session.share(ids)
+    renamed = session.map(part.lookup, labels.labels, name="stable-ids", values=shared_ids)
+    sizes = np.zeros(int(ids.max()) + 1, dtype=labels.sizes.dtype)
+    sizes[ids] = labels.sizes
+    return (DaskLabels(**{**labels.__dict__, "labels": renamed, "sizes": sizes}),
+            DaskStableIds(ids, earlier.run_key, agreement, matching.n_shared))
+
+
+def write_labels(table: DaskTable, labels: DaskLabels, output_table: str, run: RunMetadata, log,
+                 keep_runs: int | None = None) -> int:
     """Workers insert their labels into a fresh staging table; one transaction then replaces the run key's
-    rows of the labels table with them. The staging table is dropped in every case; when any worker fails,
-    the labels table is left as it was."""
+    rows of the labels table with them and, with ``keep_runs``, deletes the source table's runs beyond the
+    ``keep_runs`` most recent. The staging table is dropped in every case; when any worker fails, the labels
+    table is left as it was. Afterwards the view ``<output_table>_latest`` is created if missing."""
     session = table.session
     engine = open_engine(table.database_url)
     staging = staging_table_name(output_table)
@@ -480,10 +612,19 @@ def write_labels(table: DaskTable, labels: DaskLabels, output_table: str, run: R
                   for keys, values in zip(table.keys, labels.labels)]
         Progress(log, "write labels to the staging table").wait(writes, rows=table.counts, settle=True)
         started = time.perf_counter()
-        written = publish_labels(engine, output_table, staging, table.id_type, run, table.n_rows)
-        log.info("Published %d labels from the staging table into %r in one transaction (%.2f s)", written,
-                 output_table, time.perf_counter() - started)
-        return written
+        written, pruned = publish_labels(engine, output_table, staging, table.id_type, run, table.n_rows,
+                                         keep_runs=keep_runs)
+        log.info("Published %d labels from the staging table into %r in one transaction (%.2f s)%s", written,
+                 output_table, time.perf_counter() - started,
+                 f"; deleted {len(pruned)} run(s) of {run.source_table!r} beyond the latest {keep_runs}"
+                 if pruned else "")
     finally:
         drop_table_quietly(engine, staging)
         engine.dispose()
+    engine = open_engine(table.database_url)
+    try:
+        view = ensure_latest_view(engine, output_table)
+    finally:
+        engine.dispose()
+    log.info("View %r shows the latest run of each source table in %r", view, output_table)
+    return written

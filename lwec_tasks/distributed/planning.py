@@ -11,6 +11,7 @@ import os
 import uuid
 from dataclasses import dataclass
 
+import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
@@ -130,6 +131,37 @@ def drop_table_quietly(engine: sa.Engine, name: str, only_if_empty: bool = False
 
 
 @dataclass(frozen=True)
+class EarlierRunIds:
+    """The source table's latest earlier run in the labels table: its key and the (sorted) cluster ids it uses."""
+
+    run_key: str
+    cluster_ids: np.ndarray
+
+
+def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
+                    exclude_run_key: str) -> EarlierRunIds | None:
+    """The most recent run of ``source_table`` in ``labels_table`` other than ``exclude_run_key`` (recency as
+    :func:`lwec_tasks.io.history.runs_by_recency` orders runs), with its distinct labels; None when the table
+    does not exist or holds no such run. Two small queries: one row, then one row per cluster."""
+    from lwec_tasks.io.history import labels_table_clause, runs_by_recency
+
+    table = labels_table_clause(labels_table)
+    try:
+        with engine.connect() as connection:
+            if not sa.inspect(connection).has_table(labels_table):
+                return None
+            run_key = connection.execute(runs_by_recency(labels_table, source_table, exclude_run_key).limit(1)).scalar()
+            if run_key is None:
+                return None
+            labels = connection.execute(
+                sa.select(table.c.label).where(table.c.run_key == run_key, table.c.source_table == source_table)
+                .distinct()).scalars().all()
+    except _UNREACHABLE as error:
+        raise DatabaseUnreachableError(f"cannot reach database {mask_url(engine.url)}: {error.orig}") from None
+    return EarlierRunIds(run_key, np.unique(np.asarray(labels, dtype=np.int64)))
+
+
+@dataclass(frozen=True)
 class RunMetadata:
     """The values stored beside every label of a run."""
 
@@ -144,12 +176,20 @@ class RunMetadata:
 
 
 def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: sa.types.TypeEngine,
-                   run: RunMetadata, expected_rows: int) -> int:
+                   run: RunMetadata, expected_rows: int, keep_runs: int | None = None) -> tuple[int, list[str]]:
     """Replace the run key's rows of ``output_table`` by the staged labels, in one transaction.
 
     Creates the labels table when missing. The staged row count must equal ``expected_rows``, else nothing
-    changes. The staging table is left for the caller to drop.
+    changes. With ``keep_runs`` (default None: keep every run), the same transaction deletes the runs of
+    ``run.source_table`` beyond the ``keep_runs`` most recent, this one included
+    (:func:`lwec_tasks.io.history.prune_runs`). The staging table is left for the caller to drop.
+
+    Returns (rows published, run keys deleted by the pruning, most recent first).
     """
+    from lwec_tasks.io.history import check_keep, prune_runs
+
+    if keep_runs is not None:
+        keep_runs = check_keep(keep_runs, "keep_runs")
     table = label_table_schema(output_table, id_type)
     staged = sa.Table(staging, sa.MetaData(), sa.Column("id", id_type), sa.Column("label", sa.Integer))
     constants = {
@@ -180,10 +220,12 @@ def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: 
                 if inserted != expected_rows:
                     raise RuntimeError(f"staged {inserted} labels but the run has {expected_rows} rows; nothing "
                                        f"was published to {output_table!r}")
+                pruned = [] if keep_runs is None else prune_runs(connection, output_table, run.source_table,
+                                                                 keep_runs, keep_run_key=run.run_key)
         except BaseException:
             if created:
                 drop_table_quietly(engine, output_table, only_if_empty=True)
             raise
     except _UNREACHABLE as error:
         raise DatabaseUnreachableError(f"cannot write to database {mask_url(engine.url)}: {error.orig}") from None
-    return inserted
+    return inserted, pruned

@@ -16,16 +16,20 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
+from lwec_tasks.core.placement import Placement
 from lwec_tasks.distributed.cluster import DaskSession, connect
 from lwec_tasks.distributed.pipeline import (
     DaskEnsemble,
     DaskLabels,
+    DaskStableIds,
     DaskTable,
     base_clusterings,
+    labelling_model,
     load_table,
     lwea_labels,
     lwgp_labels,
     reliability,
+    stable_ids,
     write_labels,
 )
 from lwec_tasks.distributed.planning import RunMetadata
@@ -42,6 +46,7 @@ from lwec_tasks.tasks.retry import (
 )
 from lwec_tasks.tasks.summary import SUMMARY_ARTIFACT_KEY, summary_markdown
 from lwec_tasks.tasks.timings import record_stage_time, stage_timings
+from lwec_tasks.tasks.track import figure_uris
 from lwec_tasks.tracking import (
     TrackingError,
     cluster_size_bars,
@@ -51,6 +56,7 @@ from lwec_tasks.tracking import (
     run_page_url,
     run_writer,
 )
+from lwec_tasks.tracking.model import active_run_in, log_placement_model
 
 
 def consensus_on_dask(request: ConsensusRequest) -> dict:
@@ -64,8 +70,10 @@ def consensus_on_dask(request: ConsensusRequest) -> dict:
         ensemble = generate_dask_ensemble(table, request)
         cluster_reliability = dask_cluster_reliability(table, ensemble, request.theta)
         labels = dask_consensus_labels(table, ensemble, cluster_reliability, request)
+        labels, stable = dask_stable_ids(table, labels, request)
         written = write_dask_labels(table, labels, request)
-        facts = RunFacts(session, table, ensemble, labels)
+        model = dask_labelling_model(table, ensemble, labels, cluster_reliability, request)
+        facts = RunFacts(session, table, ensemble, labels, stable, model)
     tracked = log_dask_run_to_mlflow(request, facts, cluster_reliability, return_state=True)
     return publish_dask_summary(request, facts, written, allow_failure(tracked))
 
@@ -100,23 +108,45 @@ def dask_consensus_labels(table: DaskTable, ensemble: DaskEnsemble, cluster_reli
     return lwgp_labels(table, ensemble, cluster_reliability.eci, request.n_clusters, request.seed, log)
 
 
+@task(name="stable-cluster-ids", retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
+      retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def dask_stable_ids(table: DaskTable, labels: DaskLabels,
+                    request: ConsensusRequest) -> tuple[DaskLabels, DaskStableIds]:
+    """Renumber the labels on the workers to agree with the source table's latest earlier run (``stable_ids``)."""
+    if not request.stable_ids:
+        return labels, DaskStableIds(np.arange(len(labels.sizes), dtype=np.int64))
+    return stable_ids(table, labels, request.resolved_output_table, request.table, request.run_key,
+                      get_run_logger())
+
+
 @task(name="write-labels", retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
       retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, on_completion=[record_stage_time])
 def write_dask_labels(table: DaskTable, labels: DaskLabels, request: ConsensusRequest) -> int:
-    """Workers stage their labels; one transaction replaces the run key's rows (nothing changes on failure)."""
+    """Workers stage their labels; one transaction replaces the run key's rows and prunes the source table's
+    runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view."""
     run = RunMetadata(run_key=request.run_key, k=request.n_clusters, method=request.method, theta=request.theta,
                       ensemble_size=request.ensemble_size, seed=request.seed, source_table=request.table,
                       flow_run_id=flow_run.id)
-    written = write_labels(table, labels, request.resolved_output_table, run, get_run_logger())
+    written = write_labels(table, labels, request.resolved_output_table, run, get_run_logger(),
+                           keep_runs=request.keep_runs)
     get_run_logger().info("Wrote %d labels to table %r of %s (run key %r; earlier rows of this key replaced)",
                           written, request.resolved_output_table, mask_url(request.database_url), request.run_key)
     return written
 
 
+@task(name="build-labelling-model", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def dask_labelling_model(table: DaskTable, ensemble: DaskEnsemble, labels: DaskLabels,
+                         cluster_reliability: ClusterReliability, request: ConsensusRequest) -> tuple[Placement, float]:
+    """The run's labelling model (a Placement writing the stored ids) and the share of rows it gives back."""
+    return labelling_model(table, ensemble, labels, cluster_reliability.eci, request.method, request.theta,
+                           request.n_clusters, request.seed, request.standardize, get_run_logger())
+
+
 class RunFacts:
     """The small facts of a finished Dask run that the MLflow run and the summary report."""
 
-    def __init__(self, session: DaskSession, table: DaskTable, ensemble: DaskEnsemble, labels: DaskLabels):
+    def __init__(self, session: DaskSession, table: DaskTable, ensemble: DaskEnsemble, labels: DaskLabels,
+                 stable: DaskStableIds, model: tuple[Placement, float]):
         self.scheduler = session.address
         self.n_workers = session.n_workers
         self.n_partitions = table.n_partitions
@@ -131,6 +161,8 @@ class RunFacts:
         })
         self.sizes = labels.sizes
         self.quality = labels.quality
+        self.stable = stable
+        self.placement, self.model_given_back = model
 
 
 @task(name="log-to-mlflow", retries=TRACKING_RETRIES, retry_delay_seconds=TRACKING_RETRY_DELAYS,
@@ -148,6 +180,7 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
         "feature_count": len(facts.feature_columns), "feature_columns": ",".join(facts.feature_columns),
         "n_objects": facts.n_objects, "standardize": request.standardize, "drop_nonfinite": request.drop_nonfinite,
         "dask_scheduler": facts.scheduler, "dask_workers": facts.n_workers, "partitions": facts.n_partitions,
+        "stable_ids": request.stable_ids, "keep_runs": request.keep_runs, "ids_aligned_to": facts.stable.aligned_to,
     }
     metrics = {
         **facts.quality,
@@ -157,9 +190,13 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
         "n_base_clusters": facts.n_base_clusters, "n_microclusters": facts.n_microclusters,
         "n_clusters_found": int((sizes > 0).sum()), "largest_cluster_fraction": float(sizes.max() / sizes.sum()),
         "n_rows_read": facts.n_rows_read, "n_rows_dropped": facts.n_rows_dropped,
+        "id_agreement_with_previous_run": facts.stable.agreement,
+        "objects_shared_with_previous_run": facts.stable.n_shared if facts.stable.aligned_to else None,
+        "k": request.n_clusters, "model_labels_given_back": facts.model_given_back,
     }
     tags = {
         "lwec.run_key": request.run_key, "lwec.method": request.method, "lwec.executor": "dask",
+        **({"lwec.aligned_to_run_key": facts.stable.aligned_to} if facts.stable.aligned_to else {}),
         **{f"prefect.{key}": value for key, value in {
             "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run.ui_url}.items()
            if value},
@@ -171,12 +208,17 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
         run_id = writer.start_run(flow_run.name, params=params, metrics=metrics, tags=tags)
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         writer.log_dict(run_id, location, "labels_location.json")
-        writer.log_figure(run_id, eci_figure(eci, request.theta), "figures/eci_distribution.png")
-        writer.log_figure(run_id, cluster_size_bars(sizes, request.method), "figures/cluster_sizes.png")
+        figures = {"eci_distribution.png": eci_figure(eci, request.theta),
+                   "cluster_sizes.png": cluster_size_bars(sizes, request.method)}
+        for name, figure in figures.items():
+            writer.log_figure(run_id, figure, f"figures/{name}")
+        with active_run_in(tracking_uri, run_id):
+            uri = log_placement_model(facts.placement, None, request.register_model)
         writer.finish(run_id)
-    get_run_logger().info("Logged MLflow run %s in experiment %r at %s", run_id, request.experiment,
-                          mask_uri(tracking_uri))
-    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id)}
+    get_run_logger().info("Logged MLflow run %s in experiment %r at %s (labelling model %s)", run_id,
+                          request.experiment, mask_uri(tracking_uri), uri)
+    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": uri,
+            "figures": figure_uris(tracking_uri, run_id, figures)}
 
 
 @task(name="publish-summary", cache_policy=NO_CACHE)
@@ -189,9 +231,12 @@ def publish_dask_summary(request: ConsensusRequest, facts: RunFacts, rows_writte
     summary = {
         "run_key": request.run_key, "output_table": request.resolved_output_table, "rows_written": rows_written,
         "n_objects": facts.n_objects, "n_clusters_found": int((facts.sizes > 0).sum()),
-        "nmi": facts.quality.get("nmi"), "ari": facts.quality.get("ari"), "mlflow_experiment": request.experiment,
+        "k": request.n_clusters, "nmi": facts.quality.get("nmi"), "ari": facts.quality.get("ari"),
+        "ids_aligned_to": facts.stable.aligned_to, "id_agreement": facts.stable.agreement,
+        "mlflow_experiment": request.experiment,
         "mlflow_tracking_uri": mask_uri(resolve_tracking_uri(request.tracking_uri)), "mlflow_run_id": None,
-        "mlflow_run_url": None, "timings": stage_timings(flow_run.id, forget=True), "dask_scheduler": facts.scheduler,
+        "mlflow_run_url": None, "model_uri": None, "figures": {}, "timings": stage_timings(flow_run.id, forget=True),
+        "dask_scheduler": facts.scheduler,
     }
     if isinstance(logged, BaseException):
         summary["mlflow_error"] = str(logged)
@@ -200,6 +245,7 @@ def publish_dask_summary(request: ConsensusRequest, facts: RunFacts, rows_writte
             f"labels were written to table {summary['output_table']!r} (run key {request.run_key!r}, "
             f"{rows_written} rows), but {logged}") from None
     summary["mlflow_run_id"], summary["mlflow_run_url"] = logged["run_id"], logged["url"]
+    summary["model_uri"], summary["figures"] = logged["model_uri"], logged["figures"]
     _publish(request, summary)
     get_run_logger().info("Done on Dask: %d labels in table %r (run key %r); MLflow run %s in experiment %r",
                           rows_written, summary["output_table"], request.run_key, summary["mlflow_run_id"],

@@ -1,0 +1,174 @@
+"""What a Dask run does with the source table's earlier runs: retention, the latest-run view, stable ids.
+
+Each test runs on a SQLite file and on PostgreSQL (skipped without a server). The tables are small but cut
+into four id-range partitions (the partition size is lowered), so every reduction crosses partitions.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+from dask_helpers import blobs_table, labels_of
+
+from flows.consensus import consensus_flow
+from helpers.pipeline import unique
+
+pytestmark = pytest.mark.slow
+
+ROWS = 3000
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database(request, tmp_path, monkeypatch):
+    """(url, source table) of a fresh 3,000-row blobs table; the run is cut into four partitions."""
+    import lwec_tasks.distributed.planning as planning
+
+    monkeypatch.setattr(planning, "MIN_PARTITION_ROWS", 300)
+    monkeypatch.setenv(planning.PARTITION_ROWS_ENV, "800")
+    if request.param == "sqlite":
+        url, table = f"sqlite:///{tmp_path / 'history.db'}", "blobs"
+    else:
+        url, table = request.getfixturevalue("postgres_url"), unique("blobs")
+    blobs_table(url, table, ROWS, n_features=6, centers=5, cluster_std=2.5, seed=4)
+    yield url, table
+    if request.param == "postgres":
+        _drop_all(url, table)
+
+
+def _drop_all(url: str, table: str) -> None:
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as connection:
+            inspector = sa.inspect(connection)
+            preparer = connection.dialect.identifier_preparer
+            for view in inspector.get_view_names():
+                if view.startswith(table):
+                    connection.exec_driver_sql(f"DROP VIEW {preparer.quote(view)}")
+            for name in inspector.get_table_names():
+                if name.startswith(table):
+                    sa.Table(name, sa.MetaData()).drop(connection)
+    finally:
+        engine.dispose()
+
+
+def run_keys(url: str, labels_table: str, source_table: str) -> set[str]:
+    table = sa.table(labels_table, sa.column("run_key"), sa.column("source_table"))
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return set(connection.execute(sa.select(table.c.run_key).where(table.c.source_table == source_table)
+                                          .distinct()).scalars())
+    finally:
+        engine.dispose()
+
+
+def latest_view_rows(url: str, labels_table: str) -> list:
+    view = sa.table(f"{labels_table}_latest", sa.column("run_key"), sa.column("source_table"))
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(sa.select(view.c.source_table, view.c.run_key)).all()
+    finally:
+        engine.dispose()
+
+
+def dask_parameters(url, table, scheduler, store, **overrides) -> dict:
+    parameters = dict(database_url=url, table=table, n_clusters=5, method="lwgp", ensemble_size=6, seed=3,
+                      dask_address=scheduler, tracking_uri=store, experiment=unique("history"),
+                      output_table=f"{table}_labels")
+    return {**parameters, **overrides}
+
+
+def test_dask_runs_prune_earlier_runs_and_keep_a_latest_view(prefect_server, mlflow_store, dask_scheduler,
+                                                              database):
+    url, table = database
+    output = f"{table}_labels"
+    other = f"{table}_other"
+    blobs_table(url, other, 400, n_features=6, centers=3, seed=5)
+    consensus_flow(**dask_parameters(url, other, dask_scheduler, mlflow_store, output_table=output, keep_runs=1,
+                                     dask_address=None), run_name="other")
+
+    parameters = dask_parameters(url, table, dask_scheduler, mlflow_store)
+    for name in ("first", "second", "third"):
+        summary = consensus_flow(**parameters, run_name=name, keep_runs=2)
+        assert summary["rows_written"] == ROWS
+    assert run_keys(url, output, table) == {"second", "third"}
+    assert run_keys(url, output, other) == {"other"}  # another source table's runs are never pruned
+    rows = latest_view_rows(url, output)
+    assert len(rows) == ROWS + 400
+    assert {tuple(row) for row in rows} == {(table, "third"), (other, "other")}
+
+    consensus_flow(**parameters, run_name="fourth", keep_runs=None)  # keep every run
+    assert run_keys(url, output, table) == {"second", "third", "fourth"}
+    assert {tuple(row) for row in latest_view_rows(url, output)} == {(table, "fourth"), (other, "other")}
+    assert len(labels_of(url, output, "fourth")) == ROWS
+
+
+def test_a_second_dask_run_writes_the_ids_the_local_renumbering_gives(prefect_server, mlflow_store,
+                                                                       dask_scheduler, database):
+    from mlflow import MlflowClient
+
+    from lwec_tasks.core.renumber import align_to_previous
+
+    url, table = database
+    output = f"{table}_labels"
+    parameters = dask_parameters(url, table, dask_scheduler, mlflow_store)
+    first = consensus_flow(**parameters, run_name="first")
+    assert first["ids_aligned_to"] is None and first["id_agreement"] is None
+    # Another method, k and seed: the raw ids of the second run have no reason to agree with the first's.
+    second_run = {**parameters, "method": "lwea", "n_clusters": 6, "seed": 8}
+    second = consensus_flow(**second_run, run_name="second")
+    raw = consensus_flow(**second_run, run_name="raw", stable_ids=False)
+    assert raw["ids_aligned_to"] is None
+
+    earlier, aligned, unaligned = (labels_of(url, output, key) for key in ("first", "second", "raw"))
+    assert sorted(unaligned["label"].unique().tolist()) == list(range(6))  # stable_ids=False: 0..k−1
+    expected = align_to_previous(unaligned["label"].to_numpy(), unaligned["id"].to_numpy(),
+                                 earlier["id"].to_numpy(), earlier["label"].to_numpy())
+    assert aligned["id"].tolist() == unaligned["id"].tolist()
+    assert aligned["label"].tolist() == expected.labels.tolist()
+    assert expected.n_matched == 5 and expected.agreement > 0.5
+    assert second["ids_aligned_to"] == "first"
+    assert second["id_agreement"] == pytest.approx(expected.agreement)
+
+    run = MlflowClient(mlflow_store).get_run(second["mlflow_run_id"])
+    assert run.data.params["ids_aligned_to"] == "first" and run.data.params["stable_ids"] == "True"
+    assert run.data.tags["lwec.aligned_to_run_key"] == "first"
+    assert run.data.metrics["id_agreement_with_previous_run"] == pytest.approx(expected.agreement)
+    assert run.data.metrics["objects_shared_with_previous_run"] == ROWS
+    assert "lwec.aligned_to_run_key" not in MlflowClient(mlflow_store).get_run(raw["mlflow_run_id"]).data.tags
+
+
+@pytest.mark.parametrize("method", ["lwgp", "lwea"])
+def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server, mlflow_store, dask_scheduler,
+                                                                  database, method):
+    import pandas as pd
+    from mlflow import MlflowClient
+
+    from lwec_tasks.tracking import load_placement_model
+
+    url, table = database
+    output = f"{table}_labels"
+    parameters = dask_parameters(url, table, dask_scheduler, mlflow_store, method=method)
+    consensus_flow(**{**parameters, "n_clusters": 4}, run_name="earlier")
+    summary = consensus_flow(**parameters, run_name="modelled")  # ids aligned to "earlier": not 0..k−1
+    assert summary["model_uri"] == f"runs:/{summary['mlflow_run_id']}/model"
+    assert set(summary["figures"]) == {"eci_distribution.png", "cluster_sizes.png"}
+    assert set(summary["timings"]) == {"load", "generate", "eci", "consensus", "stable_ids", "write", "model"}
+
+    placement = load_placement_model(summary["model_uri"], mlflow_store)
+    assert placement.method == method and placement.n_clusters == 5
+    engine = sa.create_engine(url)
+    try:
+        source = pd.read_sql(sa.select(sa.table(table, *(sa.column(c) for c in ["id", *placement.feature_columns])))
+                             .order_by(sa.column("id")), engine)
+    finally:
+        engine.dispose()
+    written = labels_of(url, output, "modelled")
+    assert written["id"].tolist() == source["id"].tolist()
+    predicted = placement.predict(source[list(placement.feature_columns)].to_numpy())
+    given_back = float((predicted == written["label"].to_numpy()).mean())
+    assert given_back >= 0.95
+    run = MlflowClient(mlflow_store).get_run(summary["mlflow_run_id"])
+    assert run.data.metrics["model_labels_given_back"] == pytest.approx(given_back, abs=0.01)
+    assert run.data.tags["lwec.model_uri"] == summary["model_uri"]
