@@ -136,15 +136,17 @@ def report(rows: int, lwec: dict, naive: dict) -> str:
         return "" if value is None else f"{value:.1f}"
 
     lines = [f"### {rows:,} rows × {len(FEATURES)} features", "",
-             "| pipeline | read | fit / base clusterings | ECI | consensus | write | MLflow | whole | peak MB | NMI |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| pipeline | read | fit / base clusterings | ECI | consensus | stable ids | write | labelling model "
+             "| MLflow | whole | peak MB | NMI |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, result in (("lwec flow", lwec), ("naive pandas + MiniBatchKMeans", naive)):
         if "error" in result:
-            lines.append(f"| {name} | error: {result['error']} |||||||||")
+            lines.append(f"| {name} | error: {result['error']} |||||||||||")
             continue
         lines.append(
             f"| {name} | {cell(result, 'load')} | {cell(result, 'generate')} | {cell(result, 'eci')} | "
-            f"{cell(result, 'consensus')} | {cell(result, 'write')} | {cell(result, 'mlflow')} | "
+            f"{cell(result, 'consensus')} | {cell(result, 'stable_ids')} | {cell(result, 'write')} | "
+            f"{cell(result, 'model')} | {cell(result, 'mlflow')} | "
             f"{result['seconds']:.1f} | {result['peak_mb']:,.0f} | {result['nmi']:.4f} |"
         )
     if "error" not in lwec and "error" not in naive:

@@ -246,3 +246,16 @@ def _check_comparable(keys: np.ndarray, previous_keys: np.ndarray) -> None:
             f"ids ({keys.dtype}) and previous_ids ({previous_keys.dtype}) are of different kinds; "
             "both runs must identify objects the same way (numbers or strings)"
         )
+
+
+def ids_per_cluster(mapping: dict[int, int], k: int) -> np.ndarray:
+    """(k,) the id of each consensus cluster 0..k−1 under ``mapping`` (new id → stable id).
+
+    A cluster without objects (absent from ``mapping``) gets an id no other cluster has.
+    """
+    ids = np.array([mapping.get(c, -1) for c in range(k)], dtype=np.int64)
+    missing = np.flatnonzero(ids < 0)
+    if len(missing):
+        start = int(ids.max()) + 1 if len(missing) < k else 0
+        ids[missing] = np.arange(start, start + len(missing))
+    return ids

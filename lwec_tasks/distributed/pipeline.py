@@ -561,8 +561,7 @@ def stable_ids(table: DaskTable, labels: DaskLabels, output_table: str, source_t
     matches the clusters and the workers apply the (k,) renaming. Returns the renumbered labels (sizes
     indexed by the new ids) and the ids; unchanged labels when there is no earlier run.
     """
-    from lwec_tasks.core.renumber import match_clusters
-    from lwec_tasks.tasks.renumber import _cluster_ids
+    from lwec_tasks.core.renumber import ids_per_cluster, match_clusters
 
     session = table.session
     k = len(labels.sizes)
@@ -584,7 +583,7 @@ def stable_ids(table: DaskTable, labels: DaskLabels, output_table: str, source_t
         overlap[:, np.searchsorted(previous_ids, p.earlier)] += p.counts
     present = np.flatnonzero(labels.sizes > 0)
     matching = match_clusters(overlap[present], present, previous_ids)
-    ids = _cluster_ids(dict(zip(present.tolist(), matching.ids.tolist())), k)
+    ids = ids_per_cluster(dict(zip(present.tolist(), matching.ids.tolist())), k)
     agreement = None if matching.n_shared == 0 else float(matching.agreement)
     log.info("Cluster ids aligned to run %r: %d of %d clusters matched; %s of the %d objects both runs labelled "
              "keep their id", earlier.run_key, matching.n_matched, k,

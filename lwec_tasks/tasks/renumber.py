@@ -45,7 +45,7 @@ def stable_cluster_ids(request: ConsensusRequest, loaded: LoadedFeatures, labels
     in the labels table. Nothing changes when ``request.stable_ids`` is off or
     there is no earlier run.
     """
-    from lwec_tasks.core.renumber import align_to_previous
+    from lwec_tasks.core.renumber import align_to_previous, ids_per_cluster
 
     logger = get_run_logger()
     labels = np.asarray(labels, dtype=np.int64)
@@ -62,7 +62,7 @@ def stable_cluster_ids(request: ConsensusRequest, loaded: LoadedFeatures, labels
                     request.resolved_output_table, k - 1)
         return unchanged
     renumbered = align_to_previous(labels, loaded.features.ids, earlier.ids, earlier.labels)
-    ids = _cluster_ids(renumbered.mapping, k)
+    ids = ids_per_cluster(renumbered.mapping, k)
     agreement = None if math.isnan(renumbered.agreement) else float(renumbered.agreement)
     logger.info(
         "Cluster ids aligned to run %r: %d of %d clusters matched; %s of the %d objects both runs labelled keep "
@@ -71,12 +71,3 @@ def stable_cluster_ids(request: ConsensusRequest, loaded: LoadedFeatures, labels
     )
     return StableIds(ids[labels], ids, earlier.run_key, agreement, renumbered.n_shared)
 
-
-def _cluster_ids(mapping: dict[int, int], k: int) -> np.ndarray:
-    """(k,) id per consensus cluster; a cluster without objects (absent from ``mapping``) gets an unused id."""
-    ids = np.array([mapping.get(c, -1) for c in range(k)], dtype=np.int64)
-    missing = np.flatnonzero(ids < 0)
-    if len(missing):
-        start = int(ids.max()) + 1 if len(missing) < k else 0
-        ids[missing] = np.arange(start, start + len(missing))
-    return ids

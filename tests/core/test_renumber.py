@@ -5,11 +5,18 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.renumber import Renumbering, align_to_previous, fresh_ids, match_clusters, shared_positions
+from lwec_tasks.core.renumber import (
+    Renumbering,
+    align_to_previous,
+    fresh_ids,
+    ids_per_cluster,
+    match_clusters,
+    shared_positions,
+)
 
 
 @st.composite
@@ -216,3 +223,14 @@ def test_matching_overlaps_summed_over_parts_gives_the_same_renaming(runs, n_par
 def test_match_clusters_refuses_a_table_of_the_wrong_shape():
     with pytest.raises(LwecInputError, match="overlap has shape"):
         match_clusters(np.zeros((2, 3)), [0, 1], [0, 1])
+
+
+@settings(max_examples=50, deadline=None)
+@given(k=st.integers(1, 8), data=st.data())
+def test_ids_per_cluster_gives_empty_clusters_unused_ids(k, data):
+    present = data.draw(st.lists(st.integers(0, k - 1), unique=True))
+    targets = data.draw(st.lists(st.integers(0, 20), min_size=len(present), max_size=len(present), unique=True))
+    ids = ids_per_cluster(dict(zip(present, targets)), k)
+    assert len(set(ids.tolist())) == k and (ids >= 0).all()
+    for cluster, target in zip(present, targets):
+        assert ids[cluster] == target
