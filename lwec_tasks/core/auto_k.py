@@ -1,9 +1,19 @@
 """Automatic choice of the number of consensus clusters k.
 
-Criterion: cut the consensus (LWEA's dendrogram, or LWGP's one eigensolve)
-at every candidate k and keep the k whose partition has the highest
-modularity, with resolution γ, in the graph whose adjacency is the LWCA
-matrix ã (paper Eq. 10)::
+Criterion (the same for LWEA and LWGP, so both choose the same k on one
+ensemble): cut both consensus functions at every candidate k (LWEA's one
+dendrogram, LWGP's one eigensolve) and keep the k maximising
+
+    score(k) = ½ [Q_γ(π_LWEA,k) + Q_γ(π_LWGP,k)] + λ · NMI(π_LWEA,k, π_LWGP,k),
+
+γ = ``DEFAULT_RESOLUTION`` = 0.6, λ = ``DEFAULT_AGREEMENT`` = 0.15: a k at which
+the two consensus partitions are modular in the LWCA graph *and* agree with
+each other (structure both an agglomerative and a spectral consensus find;
+at a wrong k they tend to split or merge different groups). NMI is
+max-normalised, I(a; b) / max(H(a), H(b)).
+
+Q_γ is the modularity, with resolution γ, in the graph whose adjacency is the
+LWCA matrix ã (paper Eq. 10)::
 
     Q_γ(π) = Σ_c [ S_c / W − γ (D_c / W)² ],
     S_c = Σ_{i,j ∈ c} ã_ij,   D_c = Σ_{i ∈ c} d_i,   d_i = Σ_j ã_ij,   W = Σ_i d_i.
@@ -15,7 +25,14 @@ builds ã: with n_{C,c} = |C ∩ c|,
 
     S_c = (1/M) Σ_C ECI(C) n_{C,c}²,   d_i = (1/M) Σ_m ECI(Cls^m(o_i)) |Cls^m(o_i)|,
 
-one contingency table of the cut against all clusters, O(N·M) per k.
+one contingency table of the cut against all clusters, O(N·M) per k; the NMI
+is one more O(N) contingency table per k. The price is running the other
+consensus function too (LWGP for LWEA and vice versa), about twice the cost of
+one consensus over all candidate ks. The LWGP cuts are seeded by
+``random_state``; for LWEA with ``random_state=None`` they are seeded by 0, so
+LWEA's choice stays deterministic. A candidate k the other method cannot
+produce (only possible with user-given ``ks``, e.g. k above the number of
+clusters for LWGP) is scored by its own cut's Q_γ alone.
 """
 
 from __future__ import annotations
@@ -34,6 +51,8 @@ from lwec_tasks.core.validation import check_theta
 DEFAULT_K_MAX = 50
 #: Resolution γ of the modularity criterion (chosen on the paper's ten pools).
 DEFAULT_RESOLUTION = 0.6
+#: Weight λ of the LWEA–LWGP agreement (NMI) in the criterion (see the module docstring).
+DEFAULT_AGREEMENT = 0.15
 METHODS = ("lwea", "lwgp")
 AUTO = "auto"
 
@@ -168,9 +187,46 @@ def consensus_cuts(ensemble: Ensemble, method: str, ks: np.ndarray, theta: float
     return lwgp(ensemble, ks, theta=theta, random_state=random_state)
 
 
+def partition_nmi(a: np.ndarray, b: np.ndarray) -> float:
+    """Max-normalised NMI, I(a; b) / max(H(a), H(b)), of two labelings (1.0 if both are constant)."""
+    _, a = np.unique(a, return_inverse=True)
+    _, b = np.unique(b, return_inverse=True)
+    n = len(a)
+    ka, kb = int(a.max()) + 1, int(b.max()) + 1
+    joint = np.bincount(a * kb + b, minlength=ka * kb).astype(np.float64)
+    joint = joint[joint > 0] / n
+    pa = np.bincount(a).astype(np.float64) / n
+    pb = np.bincount(b).astype(np.float64) / n
+    ha, hb = -float((pa * np.log(pa)).sum()), -float((pb * np.log(pb)).sum())
+    if max(ha, hb) <= 0.0:
+        return 1.0
+    mutual = float((joint * np.log(joint)).sum()) + ha + hb
+    return max(0.0, mutual) / max(ha, hb)
+
+
+def joint_scores(
+    ensemble: Ensemble, eci: np.ndarray, cuts: np.ndarray, other_cuts: np.ndarray | None,
+    resolution: float = DEFAULT_RESOLUTION, agreement: float = DEFAULT_AGREEMENT,
+) -> np.ndarray:
+    """The criterion per candidate: ½ (Q_γ(cut) + Q_γ(other cut)) + λ NMI(cut, other cut).
+
+    ``cuts`` (N, C) are one method's cuts, ``other_cuts`` the other method's at the
+    same ks. ``other_cuts`` may be None or have fewer columns (ks beyond what the
+    other method can produce are the last ones); those candidates score Q_γ of
+    ``cuts`` alone. The formula is symmetric in the two methods. Returns (C,) float64.
+    """
+    scores = lwca_modularity(ensemble, eci, cuts, resolution)
+    n_pairs = 0 if other_cuts is None else other_cuts.shape[1]
+    if n_pairs:
+        other = lwca_modularity(ensemble, eci, other_cuts, resolution)
+        nmi = np.array([partition_nmi(cuts[:, j], other_cuts[:, j]) for j in range(n_pairs)])
+        scores[:n_pairs] = 0.5 * (scores[:n_pairs] + other) + agreement * nmi
+    return scores
+
+
 def auto_consensus(
     labels, method: str, theta: float = DEFAULT_THETA, ks=None, random_state=None,
-    resolution: float = DEFAULT_RESOLUTION,
+    resolution: float = DEFAULT_RESOLUTION, agreement: float = DEFAULT_AGREEMENT,
 ) -> tuple[KSelection, np.ndarray]:
     """Choose k and return (selection, (N,) consensus labels at the chosen k).
 
@@ -182,16 +238,21 @@ def auto_consensus(
     theta = check_theta(theta)
     ensemble = as_ensemble(labels)
     ks = check_ks(ks, ensemble, method)
+    other = "lwgp" if method == "lwea" else "lwea"
+    if method == "lwea" and random_state is None:
+        random_state = 0  # the LWGP cuts LWEA is compared with: deterministic
+    other_ks = ks[ks <= k_upper_bound(ensemble, other)]  # ks is sorted: a prefix
     cuts = consensus_cuts(ensemble, method, ks, theta, random_state)
-    scores = lwca_modularity(ensemble, ensemble_eci(ensemble, theta), cuts, resolution)
+    other_cuts = consensus_cuts(ensemble, other, other_ks, theta, random_state) if len(other_ks) else None
+    scores = joint_scores(ensemble, ensemble_eci(ensemble, theta), cuts, other_cuts, resolution, agreement)
     best = int(np.argmax(scores))  # ties: the smallest k
-    selection = KSelection(int(ks[best]), ks, scores, f"LWCA modularity (γ={resolution:g})")
-    return selection, cuts[:, best]
+    criterion = f"mean LWCA modularity (γ={resolution:g}) + {agreement:g}·NMI(LWEA, LWGP)"
+    return KSelection(int(ks[best]), ks, scores, criterion), cuts[:, best]
 
 
 def select_k(
     ensemble, method: str, theta: float = DEFAULT_THETA, ks=None, random_state=None,
-    resolution: float = DEFAULT_RESOLUTION,
+    resolution: float = DEFAULT_RESOLUTION, agreement: float = DEFAULT_AGREEMENT,
 ) -> KSelection:
     """Choose the number of consensus clusters from the ensemble alone.
 
@@ -201,11 +262,14 @@ def select_k(
     method : "lwea" or "lwgp" (case-insensitive)
     theta : float, default 0.4
     ks : sequence of int, default :func:`default_ks` (2..min(50, what ``method`` can produce))
-    random_state : None, int or RandomState; seeds LWGP's k-means (LWEA ignores it)
+    random_state : None, int or RandomState; seeds LWGP's k-means (for LWEA the
+        LWGP cuts the criterion compares with; None means 0 there)
     resolution : γ of the modularity, default ``DEFAULT_RESOLUTION``
+    agreement : λ, weight of the LWEA–LWGP NMI, default ``DEFAULT_AGREEMENT``
 
     Returns
     -------
-    KSelection: the k maximising Q_γ of the consensus cut in the LWCA graph.
+    KSelection: the k maximising ½ (Q_γ(LWEA cut) + Q_γ(LWGP cut)) + λ NMI(LWEA cut,
+    LWGP cut), Q_γ the modularity in the LWCA graph (module docstring).
     """
-    return auto_consensus(ensemble, method, theta, ks, random_state, resolution)[0]
+    return auto_consensus(ensemble, method, theta, ks, random_state, resolution, agreement)[0]
