@@ -191,6 +191,11 @@ def test_scores_equal_a_dense_reference(seed, n, m, method, theta):
         other = dense_lwca_modularity(labels, cuts_b[:, j], theta, DEFAULT_RESOLUTION)
         nmi = normalized_mutual_info_score(cuts_a[:, j], cuts_b[:, j], average_method="max")
         expected.append(0.5 * (own + other) + DEFAULT_AGREEMENT * nmi)
+    if method == "lwgp":  # LWGP: the cut closest to the LWEA cut at the joint choice k*
+        reference = cuts_a[:, int(np.argmax(expected))]
+        expected = [
+            normalized_mutual_info_score(cuts_b[:, j], reference, average_method="max") for j in range(len(ks))
+        ]
     np.testing.assert_allclose(selection.scores, expected, rtol=1e-9, atol=1e-12)
     assert selection.k == ks[int(np.argmax(expected))]
 
@@ -206,9 +211,31 @@ def test_partition_nmi_equals_scikit_learn(seed, n):
     assert partition_nmi(a, a) == pytest.approx(1.0)
 
 
-def test_the_criterion_is_the_same_for_both_methods():
+def test_lwgp_takes_the_cut_closest_to_the_lwea_cut_at_the_joint_choice():
     labels, _ = planted_ensemble(5, 2, noise=0.2)
     for_lwea = select_k(labels, "lwea", random_state=3)
     for_lwgp = select_k(labels, "lwgp", random_state=3)
-    assert for_lwea.k == for_lwgp.k
-    np.testing.assert_allclose(for_lwea.scores, for_lwgp.scores, rtol=1e-12)
+    np.testing.assert_array_equal(for_lwea.ks, for_lwgp.ks)  # both bounded by the microclusters here
+    reference = lwea(labels, for_lwea.k)
+    cuts = lwgp(labels, for_lwgp.ks, random_state=3)
+    expected = [partition_nmi(cuts[:, j], reference) for j in range(len(for_lwgp.ks))]
+    np.testing.assert_allclose(for_lwgp.scores, expected, rtol=1e-12)
+    assert for_lwgp.k == for_lwgp.ks[int(np.argmax(expected))]
+    assert "LWEA cut at k*" in for_lwgp.criterion and "modularity" in for_lwgp.criterion
+
+
+def test_lwgp_keeps_the_joint_choice_when_lwea_cannot_cut_there(monkeypatch):
+    from lwec_tasks.core import auto_k
+    from lwec_tasks.core.eci import ensemble_eci
+
+    real_bound = auto_k.k_upper_bound
+    # pretend LWEA can produce only k <= 3 (as LWGP can exceed LWEA's bound on large inputs)
+    monkeypatch.setattr(auto_k, "k_upper_bound", lambda e, m: 3 if m == "lwea" else real_bound(e, m))
+    labels, _ = planted_ensemble(5, 4)
+    ensemble = Ensemble(labels)
+    selection = select_k(labels, "lwgp", random_state=1)
+    ks = selection.ks
+    cuts = lwgp(labels, ks, random_state=1)
+    joint = auto_k.joint_scores(ensemble, ensemble_eci(ensemble, 0.4), cuts, lwea(labels, [2, 3]))
+    assert selection.k == ks[int(np.argmax(joint))] == 5  # k* = 5 > 3: kept, no LWEA cut to match
+    np.testing.assert_allclose(selection.scores, joint, rtol=1e-12)
