@@ -49,22 +49,25 @@ def consensus(ensemble: Ensemble, method: str, n_clusters, theta: float = DEFAUL
               random_state=None) -> Consensus:
     """LWEA or LWGP (``method`` "lwea"/"lwgp") into ``n_clusters`` (an int >= 2 or "auto") clusters.
 
-    The labels equal ``lwea(ensemble, k, theta)`` / ``lwgp(ensemble, k, theta, random_state)``.
+    The labels equal ``lwea(ensemble, k, theta)`` / ``lwgp(ensemble, k, theta, random_state)``;
+    for "auto", LWGP's are the cut the criterion scored, and LWEA's dendrogram is
+    built once more for its linkage.
     """
     theta = check_theta(theta)
     method = str(method).lower()
     if method not in ("lwea", "lwgp"):
         raise LwecInputError(f"method must be 'lwea' or 'lwgp', got {method!r}")
-    selection = None
+    selection, labels = None, None
     if isinstance(n_clusters, str) and n_clusters.lower() == AUTO:
-        from lwec_tasks.core.auto_k import select_k
+        from lwec_tasks.core.auto_k import auto_consensus
 
-        selection = select_k(ensemble, method, theta=theta, random_state=random_state)
+        selection, labels = auto_consensus(ensemble, method, theta=theta, random_state=random_state)
         k = int(selection.k)
     else:
         k = n_clusters
     if method == "lwgp":
-        labels = lwgp(ensemble, k, theta=theta, random_state=random_state)
+        if labels is None:
+            labels = lwgp(ensemble, k, theta=theta, random_state=random_state)
         return Consensus(np.asarray(labels, dtype=np.int64), int(k), selection, None)
     ks, _ = check_n_clusters(k, upper=ensemble.n_microclusters, upper_name="the number of microclusters")
     dendrogram = lwea_dendrogram(ensemble, ensemble_eci(ensemble, theta))

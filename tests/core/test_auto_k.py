@@ -239,3 +239,37 @@ def test_lwgp_keeps_the_joint_choice_when_lwea_cannot_cut_there(monkeypatch):
     joint = auto_k.joint_scores(ensemble, ensemble_eci(ensemble, 0.4), cuts, lwea(labels, [2, 3]))
     assert selection.k == ks[int(np.argmax(joint))] == 5  # k* = 5 > 3: kept, no LWEA cut to match
     np.testing.assert_allclose(selection.scores, joint, rtol=1e-12)
+
+
+def test_lwgp_falls_back_to_its_own_modularity_when_lwea_does_not_fit(monkeypatch):
+    from lwec_tasks.core import auto_k
+    from lwec_tasks.core.errors import LwecMemoryError
+
+    labels = planted_ensemble_for_fallback()
+    real_cuts = auto_k.consensus_cuts
+
+    def lwea_too_big(ensemble, method, ks, theta, random_state=None):
+        if method == "lwea":
+            raise LwecMemoryError("the microclusters' distance matrix does not fit")
+        return real_cuts(ensemble, method, ks, theta, random_state)
+
+    monkeypatch.setattr(auto_k, "consensus_cuts", lwea_too_big)
+    selection = auto_k.select_k(labels, "lwgp", random_state=1)
+    ensemble = Ensemble(labels)
+    cuts = real_cuts(ensemble, "lwgp", selection.ks, 0.4, 1)
+    own = auto_k.lwca_modularity(ensemble, auto_k.ensemble_eci(ensemble, 0.4), cuts, auto_k.DEFAULT_RESOLUTION)
+    assert selection.k == int(selection.ks[np.argmax(own)])
+    assert "LWGP cuts" in selection.criterion
+
+
+def planted_ensemble_for_fallback() -> np.ndarray:
+    """Six planted groups of 30 objects, each base clustering a noisy relabelling."""
+    rng = np.random.default_rng(3)
+    truth = np.repeat(np.arange(6), 30)
+    columns = []
+    for _ in range(8):
+        column = truth.copy()
+        flip = rng.random(len(truth)) < 0.05
+        column[flip] = rng.integers(0, 6, flip.sum())
+        columns.append(column)
+    return np.column_stack(columns)
