@@ -22,6 +22,7 @@ from lwec_tasks.io import (
     LabelRows,
     check_label_table,
     describe_source,
+    ensure_latest_view,
     id_key_type,
     mask_url,
     open_engine,
@@ -146,7 +147,10 @@ def place_rows(placement: Placement, rows: RowsToLabel) -> np.ndarray:
 )
 def write_assigned_labels(database_url: str, table: str, output_table: str, run_key: str, placement: Placement,
                           rows: RowsToLabel, labels: np.ndarray) -> int:
-    """Replace the rows of ``run_key`` in ``output_table`` (one transaction); returns rows written."""
+    """Replace the rows of ``run_key`` in ``output_table`` (one transaction); returns rows written.
+
+    Creates the ``<output_table>_latest`` view if missing, as the consensus flow does.
+    """
     label_rows = LabelRows(
         run_key=run_key, ids=rows.ids, labels=labels, k=placement.n_clusters, method=placement.method,
         theta=placement.theta, ensemble_size=placement.ensemble_size, seed=placement.seed,
@@ -155,6 +159,7 @@ def write_assigned_labels(database_url: str, table: str, output_table: str, run_
     engine = open_engine(database_url)
     try:
         written = write_labels(engine, output_table, label_rows, id_type=rows.id_type)
+        ensure_latest_view(engine, output_table)  # as the consensus flow: the latest run per source table
     finally:
         engine.dispose()
     get_run_logger().info("Wrote %d labels to table %r of %s (run key %r, earlier rows of this key replaced)",

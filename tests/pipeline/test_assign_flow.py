@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sklearn.preprocessing import StandardScaler
 
 from flows.assign import assign_flow
-from helpers.pipeline import blobs_frame, read_labels, table_exists, unique, write_frame
+from helpers.pipeline import blobs_frame, drop_labels_table, read_labels, table_exists, unique, write_frame
 from lwec_tasks import Ensemble, lwea, lwgp
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
@@ -107,10 +107,12 @@ def test_postgres_end_to_end_then_rerun_is_idempotent(prefect_server, store, pos
         assert_labels_written(postgres_url, summary, table_rows, placement, table)
         assign_flow(database_url=postgres_url, table=table, model_uri=uri)
         assert len(read_labels(postgres_url, summary["output_table"])) == len(table_rows)
+        latest = read_labels(postgres_url, f"{summary['output_table']}_latest")  # the view, as after a consensus
+        assert set(latest["run_key"]) == {summary["run_key"]} and len(latest) == len(table_rows)
     finally:
         engine = sa.create_engine(postgres_url)
         with engine.begin() as connection:
-            sa.Table(f"{table}_lwec_labels", sa.MetaData()).drop(connection, checkfirst=True)
+            drop_labels_table(connection, f"{table}_lwec_labels")
             sa.Table(table, sa.MetaData()).drop(connection, checkfirst=True)
         engine.dispose()
 
