@@ -55,12 +55,13 @@ class _LeafCut(MicroclusterDendrogram):
 
 
 def lwea_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.ndarray, k: int,
-                          n_objects: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                          n_objects: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Exact LWEA cut into k clusters, on microclusters with their counts as weights.
 
     Returns (leaf_cluster (Ñ,): a cluster id per microcluster, split: microclusters the cut splits,
     kept: how many of each one's objects — the first in table order — stay together; the rest are
-    singletons).
+    singletons, linkage: the dendrogram over the microclusters, (Ñ − 1, 4) scipy format, as
+    :func:`lwec_tasks.core.lwea.microcluster_linkage` builds it).
     """
     codes = micro.rows.astype(np.int64) + offsets[:-1]
     n_columns = codes.shape[1]
@@ -69,7 +70,7 @@ def lwea_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.nda
     intra = 1.0 - eci[codes].sum(axis=1) / n_columns
     cut = _LeafCut(linkage, intra, micro.counts, n_objects)
     leaf_cluster = cut.cut(int(k))
-    return leaf_cluster, cut.split, cut.kept
+    return leaf_cluster, cut.split, cut.kept, linkage
 
 
 def lwgp_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.ndarray,

@@ -58,6 +58,9 @@ from lwec_tasks.io import check_label_table, describe_source, ensure_latest_view
 from lwec_tasks.io.connection import resolve_database_url
 from lwec_tasks.io.features import plan_columns
 
+#: Rows kept (a seeded uniform sample) for the cluster map, as the local path's ``PICTURE_SAMPLE``.
+PICTURE_SAMPLE = 2_000
+
 #: scikit-learn's default relative tolerance of k-means, which LWGP's refinement on all rows uses.
 KMEANS_TOL = 1e-4
 
@@ -83,7 +86,9 @@ class DaskTable:
 class DaskEnsemble:
     """The base clusterings: ``codes`` (futures of (M, n_p) int32 per-column codes) and what the local
     Ensemble knows about its clusters (``ks``, ``offsets``, ``cluster_sizes``, ``cluster_label``,
-    ``cluster_column``); ``n_microclusters`` once they are counted."""
+    ``cluster_column``); ``n_microclusters`` once they are counted; for the cluster map ``sample`` (S,) the
+    sorted table positions of a seeded sample of S ≤ :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d)
+    their features as clustered."""
 
     def __init__(self, **values):
         self.n_microclusters = None
@@ -102,11 +107,12 @@ class DaskLabels:
     """Consensus labels: ``labels`` (futures of (n_p,) labels), ``sizes`` (rows per cluster id), ``quality``
     (NMI/ARI against ground truth, or empty); what the labelling model needs of the consensus:
     ``cluster_vectors`` (LWGP's (n_c, k) Tcut vectors, else None) and ``micro`` (LWEA's microclusters, else
-    None)."""
+    None); ``linkage`` LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format (else None)."""
 
     def __init__(self, **values):
         self.cluster_vectors = None
         self.micro = None
+        self.linkage = None
         self.__dict__.update(values)
 
 
@@ -215,18 +221,23 @@ def base_clusterings(table: DaskTable, ensemble_size: int, seed: int | None, log
     """M k-means base clusterings by the local rule: each model fitted on the rows the local path fits it on
     (all rows, or above ``LARGE_N`` a seeded sample per clustering), every partition assigned to the models.
 
-    The features are released from the workers' memory afterwards.
+    The features are released from the workers' memory afterwards; a seeded sample of at most
+    :data:`PICTURE_SAMPLE` of the gathered rows is kept for the cluster map (see :func:`picture_positions`).
     """
     session = table.session
     plan = base_plan(table.n_rows, ensemble_size, seed)
     positions = plan.positions
     rows = _gather_rows(session, table.rows, positions, table.offsets, part.standardised_rows, "base-sample",
                         mean=table.mean, scale=table.scale)
+    picture = picture_positions(positions, seed)
+    picture_rows = session.submit(part.take, rows, np.searchsorted(positions, picture), name="picture-rows")
     shared_positions = session.share(positions)
     models = [session.submit(fit_base_model, rows, shared_positions, session.share(sample), int(k), int(s),
                              name="fit-base") for k, s, sample in zip(plan.ks, plan.seeds, plan.samples)]
     Progress(log, f"fit {len(models)} k-means models on {len(plan.samples[0])} rows each").wait(
         models, rows=[len(sample) for sample in plan.samples])
+    sample_rows = picture_rows.result()
+    del picture_rows
     raw = session.map(part.assign_partition, table.rows, name="assign", mean=table.mean, scale=table.scale,
                       models=models)
     Progress(log, "assign rows to base clusters").wait(raw, rows=table.counts)
@@ -246,10 +257,30 @@ def base_clusterings(table: DaskTable, ensemble_size: int, seed: int | None, log
         codes=raw, ks=ks, offsets=np.concatenate([[0], np.cumsum(ks)]).astype(np.int64),
         cluster_sizes=np.concatenate([s[labels] for labels, s in zip(present, sizes)]).astype(np.int64),
         cluster_label=np.concatenate(present).astype(np.int64),
-        cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows, models=models)
+        cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows, models=models, sample=picture,
+        sample_rows=sample_rows)
     log.info("Generated %d base clusterings of %d objects: %d clusters in total (k per clustering %d–%d)",
              len(ks), table.n_rows, ensemble.n_clusters_total, int(ks.min()), int(ks.max()))
     return ensemble
+
+
+def picture_positions(positions: np.ndarray, seed: int | None) -> np.ndarray:
+    """A seeded sample of at most :data:`PICTURE_SAMPLE` of the sorted table ``positions``, sorted.
+
+    Drawn as the local path draws its picture sample, so when ``positions`` are all N rows (N ≤ ``LARGE_N``)
+    and the seed is given, these are the rows of the local run's cluster map.
+    """
+    rng = np.random.default_rng(base_seed(seed))
+    chosen = rng.choice(len(positions), size=min(PICTURE_SAMPLE, len(positions)), replace=False)
+    return np.asarray(positions, dtype=np.int64)[np.sort(chosen)]
+
+
+def sample_labels(table: DaskTable, labels: DaskLabels, positions: np.ndarray) -> np.ndarray:
+    """The labels at sorted table ``positions`` (the cluster map's rows), taken from the partitions; (S,)."""
+    if len(positions) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(_gather_rows(table.session, labels.labels, positions, table.offsets, part.take,
+                                   "picture-labels").result(), dtype=np.int64)
 
 
 def reliability(table: DaskTable, ensemble: DaskEnsemble, theta: float, log) -> tuple[np.ndarray, np.ndarray]:
@@ -432,7 +463,8 @@ def lwea_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: in
     cut = session.submit(lwea_on_microclusters, micro.table, ensemble.offsets, eci, int(k), table.n_rows,
                          name="lwea")
     leaf_cluster = session.submit(operator.getitem, cut, 0, name="lwea-leaves")
-    split, kept = session.gather([session.submit(operator.getitem, cut, j, name="lwea-splits") for j in (1, 2)])
+    split, kept, linkage = session.gather([session.submit(operator.getitem, cut, j, name="lwea-splits")
+                                           for j in (1, 2, 3)])
     log.info("Average linkage on %d microclusters in %.2f s", micro.size, time.perf_counter() - started)
     if len(split):
         counts = np.array(session.gather(session.map(part.split_counts, micro.index, name="split-counts",
@@ -454,7 +486,7 @@ def lwea_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: in
     numbering[np.argsort(positions, kind="stable")] = np.arange(len(ids))
     labels = session.map(part.renumber, raw, name="labels", ids=ids, labels=numbering)
     result = _finish(table, labels, int(k), log)
-    result.micro = micro
+    result.micro, result.linkage = micro, linkage
     return result
 
 

@@ -29,6 +29,7 @@ from lwec_tasks.distributed.pipeline import (
     lwea_labels,
     lwgp_labels,
     reliability,
+    sample_labels,
     stable_ids,
     write_labels,
 )
@@ -56,6 +57,7 @@ from lwec_tasks.tracking import (
     run_page_url,
     run_writer,
 )
+from lwec_tasks.tracking.figures import cluster_map_figure, dendrogram_figure
 from lwec_tasks.tracking.model import active_run_in, log_placement_model
 
 
@@ -143,7 +145,12 @@ def dask_labelling_model(table: DaskTable, ensemble: DaskEnsemble, labels: DaskL
 
 
 class RunFacts:
-    """The small facts of a finished Dask run that the MLflow run and the summary report."""
+    """The small facts of a finished Dask run that the MLflow run and the summary report.
+
+    For the figures: ``sample_rows`` (S, d) the cluster map's rows (S ≤ 2,000, as clustered) and
+    ``sample_labels`` (S,) their written labels, gathered from the workers after the stable ids;
+    ``linkage`` LWEA's dendrogram over the microclusters ((Ñ − 1, 4); None for LWGP).
+    """
 
     def __init__(self, session: DaskSession, table: DaskTable, ensemble: DaskEnsemble, labels: DaskLabels,
                  stable: DaskStableIds, model: tuple[Placement, float]):
@@ -163,6 +170,9 @@ class RunFacts:
         self.quality = labels.quality
         self.stable = stable
         self.placement, self.model_given_back = model
+        self.sample_rows = ensemble.sample_rows
+        self.sample_labels = sample_labels(table, labels, ensemble.sample)
+        self.linkage = labels.linkage
 
 
 @task(name="log-to-mlflow", retries=TRACKING_RETRIES, retry_delay_seconds=TRACKING_RETRY_DELAYS,
@@ -208,8 +218,7 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
         run_id = writer.start_run(flow_run.name, params=params, metrics=metrics, tags=tags)
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         writer.log_dict(run_id, location, "labels_location.json")
-        figures = {"eci_distribution.png": eci_figure(eci, request.theta),
-                   "cluster_sizes.png": cluster_size_bars(sizes, request.method)}
+        figures = dask_run_figures(request, facts, eci)
         for name, figure in figures.items():
             writer.log_figure(run_id, figure, f"figures/{name}")
         with active_run_in(tracking_uri, run_id):
@@ -219,6 +228,19 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
                           request.experiment, mask_uri(tracking_uri), uri)
     return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": uri,
             "figures": figure_uris(tracking_uri, run_id, figures)}
+
+
+def dask_run_figures(request: ConsensusRequest, facts: RunFacts, eci: np.ndarray) -> dict:
+    """Artifact name → Figure, as the local run's: ECI histogram, cluster sizes by id, PCA cluster map of the
+    sampled rows coloured by their written ids, and for LWEA the top of the dendrogram with its cut."""
+    figures = {
+        "eci_distribution.png": eci_figure(eci, request.theta),
+        "cluster_sizes.png": cluster_size_bars(facts.sizes, request.method),
+        "cluster_map.png": cluster_map_figure(facts.sample_rows, facts.sample_labels, request.method),
+    }
+    if facts.linkage is not None and len(facts.linkage):
+        figures["dendrogram.png"] = dendrogram_figure(facts.linkage, request.n_clusters)
+    return figures
 
 
 @task(name="publish-summary", cache_policy=NO_CACHE)

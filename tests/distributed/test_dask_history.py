@@ -6,6 +6,7 @@ into four id-range partitions (the partition size is lowered), so every reductio
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 from dask_helpers import blobs_table, labels_of
@@ -105,9 +106,10 @@ def test_dask_runs_prune_earlier_runs_and_keep_a_latest_view(prefect_server, mlf
 
 
 def test_a_second_dask_run_writes_the_ids_the_local_renumbering_gives(prefect_server, mlflow_store,
-                                                                       dask_scheduler, database):
+                                                                       dask_scheduler, database, monkeypatch):
     from mlflow import MlflowClient
 
+    import lwec_tasks.tasks.distributed as dask_tasks
     from lwec_tasks.core.renumber import align_to_previous
 
     url, table = database
@@ -117,7 +119,9 @@ def test_a_second_dask_run_writes_the_ids_the_local_renumbering_gives(prefect_se
     assert first["ids_aligned_to"] is None and first["id_agreement"] is None
     # Another method, k and seed: the raw ids of the second run have no reason to agree with the first's.
     second_run = {**parameters, "method": "lwea", "n_clusters": 6, "seed": 8}
+    pictured = _record_cluster_map(monkeypatch, dask_tasks)
     second = consensus_flow(**second_run, run_name="second")
+    monkeypatch.undo()
     raw = consensus_flow(**second_run, run_name="raw", stable_ids=False)
     assert raw["ids_aligned_to"] is None
 
@@ -129,6 +133,11 @@ def test_a_second_dask_run_writes_the_ids_the_local_renumbering_gives(prefect_se
     assert aligned["label"].tolist() == expected.labels.tolist()
     assert expected.n_matched == 5 and expected.agreement > 0.5
     assert second["ids_aligned_to"] == "first"
+    # The cluster map is coloured by the renumbered (written) ids, not the raw ones.
+    positions = pictured["positions"]
+    np.testing.assert_array_equal(pictured["labels"], aligned["label"].to_numpy()[positions])
+    assert np.any(pictured["labels"] != unaligned["label"].to_numpy()[positions])
+    assert "dendrogram.png" in second["figures"] and "cluster_map.png" in second["figures"]
     assert second["id_agreement"] == pytest.approx(expected.agreement)
 
     run = MlflowClient(mlflow_store).get_run(second["mlflow_run_id"])
@@ -141,19 +150,27 @@ def test_a_second_dask_run_writes_the_ids_the_local_renumbering_gives(prefect_se
 
 @pytest.mark.parametrize("method", ["lwgp", "lwea"])
 def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server, mlflow_store, dask_scheduler,
-                                                                  database, method):
+                                                                  database, method, monkeypatch):
     import pandas as pd
     from mlflow import MlflowClient
 
+    import lwec_tasks.tasks.distributed as dask_tasks
     from lwec_tasks.tracking import load_placement_model
 
     url, table = database
     output = f"{table}_labels"
     parameters = dask_parameters(url, table, dask_scheduler, mlflow_store, method=method)
     consensus_flow(**{**parameters, "n_clusters": 4}, run_name="earlier")
+    pictured = _record_cluster_map(monkeypatch, dask_tasks)
     summary = consensus_flow(**parameters, run_name="modelled")  # ids aligned to "earlier": not 0..k−1
     assert summary["model_uri"] == f"runs:/{summary['mlflow_run_id']}/model"
-    assert set(summary["figures"]) == {"eci_distribution.png", "cluster_sizes.png"}
+    figures = {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png"}
+    if method == "lwea":
+        figures.add("dendrogram.png")
+    assert set(summary["figures"]) == figures
+    logged = MlflowClient(mlflow_store).list_artifacts(summary["mlflow_run_id"], "figures")
+    assert {artifact.path for artifact in logged} == {f"figures/{name}" for name in figures}
+    assert all(artifact.file_size > 0 for artifact in logged)
     assert set(summary["timings"]) == {"load", "generate", "eci", "consensus", "stable_ids", "write", "model"}
 
     placement = load_placement_model(summary["model_uri"], mlflow_store)
@@ -166,9 +183,40 @@ def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server
         engine.dispose()
     written = labels_of(url, output, "modelled")
     assert written["id"].tolist() == source["id"].tolist()
+    # The cluster map: the local run's seeded sample of the standardised rows, coloured by the written ids.
+    positions, rows, sample_labels, legend = pictured["positions"], pictured["rows"], pictured["labels"], \
+        pictured["legend"]
+    assert len(positions) == min(ROWS, 2000) and np.all(np.diff(positions) > 0)
+    np.testing.assert_array_equal(sample_labels, written["label"].to_numpy()[positions])
+    features = source[list(placement.feature_columns)].to_numpy()
+    np.testing.assert_allclose(rows, ((features - features.mean(axis=0)) / features.std(axis=0))[positions],
+                               atol=1e-9)
+    assert legend == [str(i) for i in np.unique(sample_labels)]
+    assert set(legend) <= {str(i) for i in written["label"].unique()}
+    assert summary["ids_aligned_to"] == "earlier"  # the ids gathered for the map are the renumbered ones
     predicted = placement.predict(source[list(placement.feature_columns)].to_numpy())
     given_back = float((predicted == written["label"].to_numpy()).mean())
     assert given_back >= 0.95
     run = MlflowClient(mlflow_store).get_run(summary["mlflow_run_id"])
     assert run.data.metrics["model_labels_given_back"] == pytest.approx(given_back, abs=0.01)
     assert run.data.tags["lwec.model_uri"] == summary["model_uri"]
+
+
+def _record_cluster_map(monkeypatch, dask_tasks) -> dict:
+    """Record the flow's cluster-map input (sample positions, rows, gathered labels) and the figure's legend."""
+    recorded = {}
+    gather, draw = dask_tasks.sample_labels, dask_tasks.cluster_map_figure
+
+    def sample_labels(table, labels, positions):
+        recorded["positions"] = np.asarray(positions)
+        return gather(table, labels, positions)
+
+    def cluster_map_figure(rows, labels, method):
+        figure = draw(rows, labels, method)
+        recorded["rows"], recorded["labels"] = np.asarray(rows), np.asarray(labels)
+        recorded["legend"] = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+        return figure
+
+    monkeypatch.setattr(dask_tasks, "sample_labels", sample_labels)
+    monkeypatch.setattr(dask_tasks, "cluster_map_figure", cluster_map_figure)
+    return recorded

@@ -82,6 +82,7 @@ def test_lwea_on_microclusters_with_row_mapping_equals_lwea():
     from sklearn.preprocessing import StandardScaler
 
     from lwec_tasks.core.eci import ensemble_eci
+    from lwec_tasks.core.lwea import microcluster_linkage
 
     X, _ = make_blobs(3000, n_features=4, centers=4, cluster_std=3, random_state=2)
     ensemble = Ensemble(generate_base_clusterings(StandardScaler().fit_transform(X), 6, random_state=3))
@@ -90,7 +91,8 @@ def test_lwea_on_microclusters_with_row_mapping_equals_lwea():
     eci = ensemble_eci(ensemble, 0.05)
     offsets = np.array([0, 1000, 1700])
     for k in (4, 8, 12):
-        leaf, split, kept = lwea_on_microclusters(merged, ensemble.offsets, eci, k, ensemble.n_objects)
+        leaf, split, kept, linkage = lwea_on_microclusters(merged, ensemble.offsets, eci, k, ensemble.n_objects)
+        np.testing.assert_allclose(linkage, microcluster_linkage(ensemble, eci))  # the dendrogram figure's input
         index = [microcluster_index(c, merged) for c in codes]
         counts = np.array([part.split_counts(i, split) for i in index]).reshape(len(codes), len(split))
         before = np.vstack([np.zeros((1, len(split)), np.int64), np.cumsum(counts, axis=0)[:-1]])
@@ -107,6 +109,44 @@ def test_lwea_on_microclusters_with_row_mapping_equals_lwea():
 def chunks_of(ensemble, bounds):
     codes_t = np.ascontiguousarray(ensemble.codes.T)
     return [codes_t[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def test_the_cluster_map_sample_is_the_local_runs_and_its_labels_are_taken_at_its_positions():
+    from lwec_tasks.core.seeds import base_seed
+    from lwec_tasks.distributed.pipeline import PICTURE_SAMPLE, DaskLabels, DaskTable, picture_positions, sample_labels
+    from lwec_tasks.tasks.cluster import PICTURE_SAMPLE as LOCAL_PICTURE_SAMPLE
+
+    assert PICTURE_SAMPLE == LOCAL_PICTURE_SAMPLE
+    n = 3000
+    local = np.sort(np.random.default_rng(base_seed(7)).choice(n, size=PICTURE_SAMPLE, replace=False))
+    np.testing.assert_array_equal(picture_positions(np.arange(n), 7), local)  # all rows gathered: the local rows
+    gathered = np.sort(np.random.default_rng(1).choice(10 * n, size=n, replace=False))  # a sampled regime
+    sample = picture_positions(gathered, 7)
+    assert len(sample) == PICTURE_SAMPLE and np.all(np.diff(sample) > 0) and np.isin(sample, gathered).all()
+    np.testing.assert_array_equal(picture_positions(gathered[:50], 7), gathered[:50])
+
+    labels = np.random.default_rng(2).integers(0, 9, size=BOUNDS[-1]) * 3 + 1  # ids not 0..k−1
+    parts = [labels[a:b] for a, b in zip(BOUNDS[:-1], BOUNDS[1:])]
+    table = DaskTable(session=_InProcess(), offsets=np.array(BOUNDS))
+    for positions in (np.array([0, 129, 130, 131, 999]), picture_positions(np.arange(BOUNDS[-1]), 3),
+                      np.zeros(0, np.int64)):
+        taken = sample_labels(table, DaskLabels(labels=parts), positions)
+        np.testing.assert_array_equal(taken, labels[positions])
+
+
+class _InProcess:
+    """The part of a DaskSession that :func:`~lwec_tasks.distributed.pipeline.sample_labels` uses, run in-process."""
+
+    def submit(self, function, *args, name=None, **kwargs):
+        return _Done(function(*(a.result() if isinstance(a, _Done) else a for a in args), **kwargs))
+
+
+class _Done:
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
 
 
 def test_moments_combine_to_the_whole_columns_and_scale_like_standard_scaler():
