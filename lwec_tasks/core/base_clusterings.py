@@ -94,32 +94,8 @@ def generate_base_clusterings(
     random_state=None,
     n_jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> BaseClusterings:
-    """Build an ensemble of k-means base clusterings and keep their centres.
-
-    Parameters as :func:`generate_base_clusterings`; the labels are the same.
-
-    Parameters
-    ----------
-    X : array-like or DataFrame of shape (N, d), finite numbers
-    n_clusterings : int, default 10
-        M, the number of base clusterings.
-    k_min, k_max : int
-        Each clustering's k is drawn uniformly from [k_min, k_max]; ``k_max``
-        defaults to ⌊√N⌋ (paper §V-A), capped at :data:`LARGE_N_K_MAX` when
-        N > :data:`LARGE_N`.
-    random_state : None, int or RandomState
-        The same seed gives the same labels, whatever ``n_jobs``.
-    n_jobs : int, optional
-        Fits run at once; default: every core this process may use.
-    progress : callable(m, k), optional
-        Called as each clustering m (0-based) with k clusters finishes (from a worker thread).
-
-    Returns
-    -------
-    ndarray of shape (N, M), int64 labels 0..k−1 per column
-    (:func:`fit_base_clusterings` also returns the centres).
-    """
+) -> np.ndarray:
+    """The labels of :func:`fit_base_clusterings` (same parameters): ndarray (N, M), int64 0..k−1 per column."""
     return fit_base_clusterings(X, n_clusterings, k_min, k_max, random_state, n_jobs, progress).labels
 
 
@@ -131,8 +107,8 @@ def fit_base_clusterings(
     random_state=None,
     n_jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> np.ndarray:
-    """Build an ensemble of k-means base clusterings.
+) -> BaseClusterings:
+    """Build an ensemble of k-means base clusterings and keep their centres.
 
     Parameters
     ----------
