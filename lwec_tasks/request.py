@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from lwec_tasks.core.auto_k import AUTO, is_auto
 from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
 from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.errors import LwecInputError
@@ -35,8 +36,6 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri",
                              "dask_address", "stable_ids", "keep_runs", "register_model"})
 _UTC = UTC
-#: The value of ``n_clusters`` that asks for k to be chosen from the ensemble.
-AUTO = "auto"
 
 
 def _named(check):
@@ -79,7 +78,7 @@ def _integer(minimum: int, optional: bool = False):
 
 
 def _n_clusters(name: str, value):
-    if isinstance(value, str) and value.strip().lower() == AUTO:
+    if is_auto(value):
         return AUTO
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)

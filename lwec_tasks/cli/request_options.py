@@ -10,6 +10,7 @@ import argparse
 import types
 import typing
 
+from lwec_tasks.core.auto_k import AUTO, is_auto
 from lwec_tasks.methods import PIPELINE_METHODS
 from lwec_tasks.request import ConsensusRequest
 
@@ -29,7 +30,7 @@ def _csv_list(text: str) -> list[str]:
 
 def number_of_clusters(text: str) -> int | str:
     """``-k``: an integer, or "auto" to choose k from the ensemble."""
-    return "auto" if text.strip().lower() == "auto" else int(text)
+    return AUTO if is_auto(text) else int(text)
 
 
 def _optional_int(text: str) -> int | None:

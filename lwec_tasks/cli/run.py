@@ -117,6 +117,7 @@ def _credentials_out_of_parameters(parameters: dict) -> dict:
 
 def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     """Tell the user where the labels and the MLflow run went."""
+    from lwec_tasks.core.auto_k import is_auto
     from lwec_tasks.io import latest_view_name, mask_url
     from lwec_tasks.tracking import mask_uri, resolve_tracking_uri
 
@@ -124,7 +125,7 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     table = summary["output_table"]
     print()
     asked = parameters["n_clusters"]
-    k = f"k=auto → {summary.get('k')}" if asked == "auto" else f"k={asked}"
+    k = f"k=auto → {summary.get('k')}" if is_auto(asked) else f"k={asked}"
     print(f"Done in {seconds:.1f} s: {summary['n_objects']} rows → {summary['n_clusters_found']} clusters "
           f"({parameters['method'].upper()}, {k})")
     if summary.get("nmi") is not None:

@@ -9,22 +9,16 @@ anything twice.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lwec_tasks.core.auto_k import KSelection, auto_consensus, is_auto
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.lwea import lwea_dendrogram
 from lwec_tasks.core.lwgp import lwgp
 from lwec_tasks.core.validation import check_n_clusters, check_theta
-
-if TYPE_CHECKING:
-    from lwec_tasks.core.auto_k import KSelection
-
-#: ``n_clusters`` value that asks for k to be chosen from the ensemble.
-AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -58,9 +52,7 @@ def consensus(ensemble: Ensemble, method: str, n_clusters, theta: float = DEFAUL
     if method not in ("lwea", "lwgp"):
         raise LwecInputError(f"method must be 'lwea' or 'lwgp', got {method!r}")
     selection, labels = None, None
-    if isinstance(n_clusters, str) and n_clusters.lower() == AUTO:
-        from lwec_tasks.core.auto_k import auto_consensus
-
+    if is_auto(n_clusters):
         selection, labels = auto_consensus(ensemble, method, theta=theta, random_state=random_state)
         k = int(selection.k)
     else:
