@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from prefect import get_run_logger, task
@@ -19,14 +21,31 @@ from lwec_tasks.tasks.timings import record_stage_time
 INPUT_EXAMPLE_ROWS = 5
 
 
+@dataclass(frozen=True)
+class LabellingModel:
+    """The run's labelling model and what is logged with it.
+
+    Attributes
+    ----------
+    placement : maps raw feature rows to the written ids
+    input_example : a few raw training rows named by the feature columns (the MLflow input example)
+    labels_given_back : share of the sampled training rows given back the id the run wrote
+    """
+
+    placement: Placement
+    input_example: pd.DataFrame
+    labels_given_back: float
+
+
 @task(name="build-labelling-model", cache_policy=NO_CACHE, on_completion=[record_stage_time])
 def labelling_model(request: ConsensusRequest, loaded: LoadedFeatures, base: BaseEnsemble,
-                    reliability: ClusterReliability, result: Consensus, stable: StableIds) -> Placement:
+                    reliability: ClusterReliability, result: Consensus, stable: StableIds) -> LabellingModel:
     """The :class:`~lwec_tasks.core.placement.Placement` of this run, mapping raw feature rows to the written ids.
 
     It holds the standardisation, the M base k-means centres, the ECI and the
     consensus state (LWGP: Tcut's cluster vectors and the embedding centres;
-    LWEA: each base cluster's share of every consensus cluster).
+    LWEA: each base cluster's share of every consensus cluster). It is checked
+    on the run's sample of rows (:data:`~lwec_tasks.tasks.cluster.PICTURE_SAMPLE`).
     """
     from lwec_tasks.core.placement import build_placement
 
@@ -34,26 +53,18 @@ def labelling_model(request: ConsensusRequest, loaded: LoadedFeatures, base: Bas
         loaded.features, base, base.ensemble, reliability.eci, stable.labels, request.method, request.theta,
         loaded.features.feature_columns, n_clusters=result.k, seed=request.seed,
     )
+    rows = raw_sample_rows(placement, base)
+    given_back = float(np.mean(placement.predict(rows) == stable.labels[base.sample]))
     get_run_logger().info("Labelling model built: %s placement over %d base clusterings; it gives back %.1f%% of "
                           "the run's labels on %d sampled rows", request.method.upper(), placement.ensemble_size,
-                          100 * labels_given_back(placement, base, stable), len(base.sample))
-    return placement
+                          100 * given_back, len(base.sample))
+    example = pd.DataFrame(rows[:INPUT_EXAMPLE_ROWS], columns=list(placement.feature_columns))
+    return LabellingModel(placement, example, given_back)
 
 
-def labels_given_back(placement: Placement, base: BaseEnsemble, stable: StableIds) -> float:
-    """Share of the sampled training rows to which ``placement`` gives back the id the run wrote."""
-    return float(np.mean(placement.predict(input_rows(placement, base)) == stable.labels[base.sample]))
-
-
-def input_rows(placement: Placement, base: BaseEnsemble) -> np.ndarray:
+def raw_sample_rows(placement: Placement, base: BaseEnsemble) -> np.ndarray:
     """The sampled training rows (S, d) as raw feature values (the standardisation undone)."""
     rows = np.array(base.sample_rows, dtype=np.float64)
     if placement.standardisation is not None:
         rows = rows * placement.standardisation.scale + placement.standardisation.mean
     return rows
-
-
-def input_example(placement: Placement, base: BaseEnsemble) -> pd.DataFrame:
-    """A few raw training rows, named by the feature columns: the model's MLflow input example."""
-    rows = input_rows(placement, base)[:INPUT_EXAMPLE_ROWS]
-    return pd.DataFrame(rows, columns=list(placement.feature_columns))

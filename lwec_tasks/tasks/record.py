@@ -6,12 +6,11 @@ import numpy as np
 import pandas as pd
 
 from lwec_tasks.core.consensus import Consensus
-from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.cluster import BaseEnsemble, ClusterReliability
 from lwec_tasks.tasks.load import LoadedFeatures
-from lwec_tasks.tasks.model import input_example, labels_given_back
+from lwec_tasks.tasks.model import LabellingModel
 from lwec_tasks.tasks.renumber import StableIds
 from lwec_tasks.tracking import RunRecord
 from lwec_tasks.tracking.figures import (
@@ -21,9 +20,6 @@ from lwec_tasks.tracking.figures import (
     eci_figure,
     k_selection_figure,
 )
-
-#: Artifact names of the figures (under ``figures/`` in the MLflow run).
-FIGURES = ("eci_distribution.png", "cluster_sizes.png", "cluster_map.png", "dendrogram.png", "k_selection.png")
 
 
 def agreement_with_truth(truth: np.ndarray | None, labels: np.ndarray) -> dict[str, float]:
@@ -47,7 +43,7 @@ def run_record(
     reliability: ClusterReliability,
     result: Consensus,
     stable: StableIds,
-    model: Placement,
+    model: LabellingModel,
     timings: dict[str, float],
     flow_run: dict[str, str | None],
 ) -> RunRecord:
@@ -103,7 +99,7 @@ def run_record(
         "k": result.k,
         "id_agreement_with_previous_run": stable.agreement,
         "objects_shared_with_previous_run": stable.n_shared if stable.aligned_to else None,
-        "model_labels_given_back": labels_given_back(model, base, stable),
+        "model_labels_given_back": model.labels_given_back,
     }
     tags = {
         "lwec.run_key": request.run_key,
@@ -123,7 +119,7 @@ def run_record(
         "eci": eci,
     })
     return RunRecord(params, metrics, tags, label_table, clusters, run_figures(request, base, eci, result, stable),
-                     model=model, model_input_example=input_example(model, base),
+                     model=model.placement, model_input_example=model.input_example,
                      register_model_name=request.register_model)
 
 

@@ -7,15 +7,15 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from lwec_tasks.core.consensus import Consensus
-from lwec_tasks.core.placement import Placement
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.cluster import BaseEnsemble, ClusterReliability
 from lwec_tasks.tasks.load import LoadedFeatures
+from lwec_tasks.tasks.model import LabellingModel
 from lwec_tasks.tasks.record import run_record
 from lwec_tasks.tasks.renumber import StableIds
 from lwec_tasks.tasks.retry import TRACKING_RETRIES, TRACKING_RETRY_DELAYS, retry_if_tracking_unreachable
 from lwec_tasks.tasks.timings import stage_timings
-from lwec_tasks.tracking import log_run, mask_uri, resolve_tracking_uri, run_page_url
+from lwec_tasks.tracking import log_run, mask_uri, model_uri, resolve_tracking_uri, run_page_url
 
 
 @task(
@@ -26,7 +26,7 @@ from lwec_tasks.tracking import log_run, mask_uri, resolve_tracking_uri, run_pag
     cache_policy=NO_CACHE,
 )
 def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, base: BaseEnsemble,
-                  reliability: ClusterReliability, result: Consensus, stable: StableIds, model: Placement) -> dict:
+                  reliability: ClusterReliability, result: Consensus, stable: StableIds, model: LabellingModel) -> dict:
     """Log the run as one MLflow run.
 
     Returns ``{"run_id", "url" (its page in the MLflow UI), "model_uri" (the
@@ -43,7 +43,7 @@ def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, base: BaseE
         run_id, request.experiment, mask_uri(tracking_uri), len(record.params), len(record.metrics),
         len(record.figures),
     )
-    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": f"runs:/{run_id}/model",
+    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": model_uri(run_id),
             "figures": figure_uris(tracking_uri, run_id, record.figures)}
 
 
