@@ -25,14 +25,13 @@ from lwec_tasks.core.lwgp import _ROW_NORM_EPS
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
 from lwec_tasks.distributed.base_clusterings import assign_base_labels
 from lwec_tasks.distributed.reductions import Microclusters, Moments, microcluster_index, pair_table, pair_tables
-from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url, open_engine
+from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url, open_engine
 from lwec_tasks.io.features import _id_values, _numeric_column
 
 #: Rows per INSERT batch when a worker writes its labels.
 WRITE_BATCH = 20_000
 #: Seconds a SQLite writer waits for the file lock held by another worker (SQLite has one writer at a time).
 SQLITE_LOCK_WAIT_SECONDS = 600
-_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,7 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
                 streaming = connection.execution_options(stream_results=True)
                 chunks = list(pd.read_sql(statement, streaming, chunksize=spec.chunk_size))
             frame = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame({name: [] for name in columns})
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(f"{spec}: cannot read: {str(error.orig or error).splitlines()[0]}") from None
     finally:
         engine.dispose()
@@ -380,7 +379,7 @@ def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarra
     try:
         with engine.connect() as connection:
             rows = connection.execute(statement).all()
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(
             f"{spec}: cannot read the earlier run's labels: {str(error.orig or error).splitlines()[0]}") from None
     finally:
@@ -462,7 +461,7 @@ def write_partition(database_url: str, staging: str, keys: PartitionKeys, labels
                 for start in range(0, len(records), WRITE_BATCH):
                     connection.execute(sa.insert(table), records[start:start + WRITE_BATCH])
             written = len(records)
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(
             f"cannot write labels to {mask_url(engine.url)}: {str(error.orig or error).splitlines()[0]}") from None
     finally:

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import SourceTable
-from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
-from lwec_tasks.io.sink import label_table_schema
+from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url
+from lwec_tasks.io.sink import label_table_schema, replace_run_key
 
 #: Target rows per partition (a partition is read, held and processed by one worker task at a time);
 #: the environment variable ``LWEC_DASK_PARTITION_ROWS`` of the flow process overrides it.
@@ -25,7 +25,6 @@ PARTITION_ROWS = 500_000
 PARTITION_ROWS_ENV = "LWEC_DASK_PARTITION_ROWS"
 #: No partition is made smaller than this to keep every worker thread busy.
 MIN_PARTITION_ROWS = 10_000
-_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ def id_statistics(engine: sa.Engine, source: SourceTable, id_column: str) -> IdS
     try:
         with engine.connect() as connection:
             n_rows, n_ids, low, high = connection.execute(statement).one()
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(f"cannot reach database {mask_url(engine.url)}: {error.orig}") from None
     if n_ids < n_rows:
         raise LwecInputError(f"id column {id_column!r} has {n_rows - n_ids} missing values")
@@ -89,7 +88,7 @@ def id_bounds(engine: sa.Engine, source: SourceTable, id_column: str, stats: IdS
         try:
             with engine.connect() as connection:
                 cuts = [row[0] for row in connection.execute(statement)][1:]
-        except _UNREACHABLE as error:
+        except UNREACHABLE_ERRORS as error:
             raise DatabaseUnreachableError(f"cannot reach database {mask_url(engine.url)}: {error.orig}") from None
     edges = [None, *cuts, None]
     return list(zip(edges[:-1], edges[1:]))
@@ -116,16 +115,13 @@ def create_staging_table(engine: sa.Engine, name: str, id_type: sa.types.TypeEng
         table.create(connection)
 
 
-def drop_table_quietly(engine: sa.Engine, name: str, only_if_empty: bool = False) -> None:
-    """Drop ``name`` if it exists (only when empty, if asked); errors are swallowed (best effort)."""
+def drop_table_quietly(engine: sa.Engine, name: str) -> None:
+    """Drop ``name`` if it exists; errors are swallowed (best effort)."""
     try:
         with engine.begin() as connection:
             if not sa.inspect(connection).has_table(name):
                 return
-            table = sa.Table(name, sa.MetaData(), autoload_with=connection)
-            if only_if_empty and connection.execute(sa.select(sa.func.count()).select_from(table)).scalar_one():
-                return
-            table.drop(connection)
+            sa.Table(name, sa.MetaData(), autoload_with=connection).drop(connection)
     except sa.exc.SQLAlchemyError:
         pass
 
@@ -156,7 +152,7 @@ def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
             labels = connection.execute(
                 sa.select(table.c.label).where(table.c.run_key == run_key, table.c.source_table == source_table)
                 .distinct()).scalars().all()
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(f"cannot reach database {mask_url(engine.url)}: {error.orig}") from None
     return EarlierRunIds(run_key, np.unique(np.asarray(labels, dtype=np.int64)))
 
@@ -186,7 +182,7 @@ def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: 
 
     Returns (rows published, run keys deleted by the pruning, most recent first).
     """
-    from lwec_tasks.io.history import check_keep, prune_runs
+    from lwec_tasks.io.history import check_keep
 
     if keep_runs is not None:
         keep_runs = check_keep(keep_runs, "keep_runs")
@@ -205,27 +201,15 @@ def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: 
     }
     names = [c.name for c in table.columns]
     source_columns = [staged.c.id if n == "id" else staged.c.label if n == "label" else constants[n] for n in names]
-    created = False
-    try:
-        try:
-            with engine.begin() as connection:
-                created = not sa.inspect(connection).has_table(output_table)
-                if created:
-                    table.create(connection)
-                connection.execute(sa.delete(table).where(table.c.run_key == run.run_key))
-                connection.execute(sa.insert(table).from_select(names, sa.select(*source_columns)))
-                # Counted, not taken from the cursor: drivers report -1 for INSERT … SELECT.
-                inserted = connection.execute(sa.select(sa.func.count()).select_from(table)
-                                              .where(table.c.run_key == run.run_key)).scalar_one()
-                if inserted != expected_rows:
-                    raise RuntimeError(f"staged {inserted} labels but the run has {expected_rows} rows; nothing "
-                                       f"was published to {output_table!r}")
-                pruned = [] if keep_runs is None else prune_runs(connection, output_table, run.source_table,
-                                                                 keep_runs, keep_run_key=run.run_key)
-        except BaseException:
-            if created:
-                drop_table_quietly(engine, output_table, only_if_empty=True)
-            raise
-    except _UNREACHABLE as error:
-        raise DatabaseUnreachableError(f"cannot write to database {mask_url(engine.url)}: {error.orig}") from None
-    return inserted, pruned
+
+    def insert(connection: sa.Connection) -> int:
+        connection.execute(sa.insert(table).from_select(names, sa.select(*source_columns)))
+        # Counted, not taken from the cursor: drivers report -1 for INSERT … SELECT.
+        inserted = connection.execute(sa.select(sa.func.count()).select_from(table)
+                                      .where(table.c.run_key == run.run_key)).scalar_one()
+        if inserted != expected_rows:
+            raise RuntimeError(f"staged {inserted} labels but the run has {expected_rows} rows; nothing "
+                               f"was published to {output_table!r}")
+        return inserted
+
+    return replace_run_key(engine, table, run.run_key, run.source_table, keep_runs, insert)

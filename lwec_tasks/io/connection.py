@@ -26,6 +26,10 @@ class DatabaseUnreachableError(ConnectionError):
     """The database could not be reached (worth retrying, unlike bad input)."""
 
 
+#: SQLAlchemy errors that mean the database did not answer (as opposed to refusing a statement).
+UNREACHABLE_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
+
+
 #: pip package that provides each database driver module SQLAlchemy may import.
 DRIVER_PACKAGES = {
     "psycopg": "psycopg[binary]",

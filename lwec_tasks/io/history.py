@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import unescape_percents
-from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
+from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url
 from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS
 
 #: Suffix of the latest-run view's name: ``<labels_table>_latest``.
@@ -36,7 +36,6 @@ _DELETE_BATCH = 500
 #: Rows fetched per round trip when reading a run.
 _FETCH_ROWS = 65_536
 
-_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
 @dataclass(frozen=True)
@@ -111,7 +110,7 @@ def latest_earlier_run(
             if run_key is None:
                 return None
             ids, labels = _read_run(connection, table, source_table, run_key)
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise _unreachable(engine, error) from None
     return EarlierRun(run_key=run_key, ids=ids, labels=labels)
 
@@ -204,7 +203,7 @@ def prune_runs(
     try:
         with engine_or_connection.begin() as connection:
             return _prune(connection, labels_table, source_table, keep, keep_run_key)
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise _unreachable(engine_or_connection, error) from None
 
 
@@ -318,7 +317,7 @@ def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
             if dialect.name != "sqlite" and view in inspector.get_view_names():
                 return view
             _execute_without_parameters(connection, create_view_sql(dialect, view, latest_labels_query(labels_table)))
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise _unreachable(engine, error) from None
     return view
 

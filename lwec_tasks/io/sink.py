@@ -10,7 +10,9 @@ the previous rows untouched. PostgreSQL and SQLite get the rows in bulk
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import sqlalchemy as sa
@@ -18,7 +20,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import fast_path_enabled
 from lwec_tasks.io.bulk_write import copy_labels, write_sqlite
-from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
+from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url
 from lwec_tasks.io.identifiers import check_new_table_name
 
 #: Columns of a labels table, in order.
@@ -28,6 +30,7 @@ LABEL_TABLE_COLUMNS = (
 )
 
 _INSERT_BATCH = 10_000
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ def check_label_table(engine: sa.Engine, name: str, source_table: str) -> None:
         if not inspector.has_table(name):
             return
         columns = [column["name"] for column in inspector.get_columns(name)]
-    except (sa.exc.OperationalError, sa.exc.InterfaceError) as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(
             f"cannot reach database {mask_url(engine.url)}: {error.orig}"
         ) from None
@@ -184,7 +187,6 @@ def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: i
         "written_at": dt.datetime.now(dt.UTC),
     }
     labels = labels.astype(np.int64)
-    unreachable = (sa.exc.OperationalError, sa.exc.InterfaceError)
     if fast:
         try:
             written = write_sqlite(engine, table, common, ids, labels)
@@ -192,35 +194,53 @@ def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: i
                 # ADBC commits its own transaction, so the prune follows it in another: a failed
                 # write still deletes nothing, and a failed prune only leaves older runs in place.
                 prune_runs(engine, table_name, rows.source_table, keep_runs, keep_run_key=rows.run_key)
-        except unreachable as error:
+        except UNREACHABLE_ERRORS as error:
             raise DatabaseUnreachableError(
                 f"cannot write to database {mask_url(engine.url)}: {error.orig}"
             ) from None
         if written is not None:
             return written
+
+    def insert(connection: sa.Connection) -> None:
+        if not (fast and copy_labels(connection, table, common, ids, labels)):
+            _insert_rows(connection, table, common, ids, labels)
+
+    replace_run_key(engine, table, rows.run_key, rows.source_table, keep_runs, insert)
+    return len(ids)
+
+
+def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_table: str, keep_runs: int | None,
+                    insert: Callable[[sa.Connection], T]) -> tuple[T, list[str]]:
+    """In one transaction: create the labels ``table`` if missing, delete the rows of ``run_key``, call
+    ``insert(connection)`` to add the new ones, and delete the runs of ``source_table`` beyond the
+    ``keep_runs`` most recent, this one included (None keeps every run; :func:`lwec_tasks.io.history.prune_runs`).
+
+    Returns (what ``insert`` returned, the run keys deleted, most recent first). On any failure
+    nothing changes; a table created here is dropped again if still empty (SQLite and MySQL commit
+    DDL at once). Lost connections raise :class:`DatabaseUnreachableError`.
+    """
+    from lwec_tasks.io.history import prune_runs  # history imports this module
+
     created = False
     try:
         try:
             with engine.begin() as connection:
-                created = not sa.inspect(connection).has_table(table_name)
+                created = not sa.inspect(connection).has_table(table.name)
                 if created:
                     table.create(connection)
-                connection.execute(sa.delete(table).where(table.c.run_key == rows.run_key))
-                if keep_runs is not None:
-                    prune_runs(connection, table_name, rows.source_table, keep_runs, keep_run_key=rows.run_key)
-                if not (fast and copy_labels(connection, table, common, ids, labels)):
-                    _insert_rows(connection, table, common, ids, labels)
+                connection.execute(sa.delete(table).where(table.c.run_key == run_key))
+                inserted = insert(connection)
+                pruned = [] if keep_runs is None else prune_runs(connection, table.name, source_table, keep_runs,
+                                                                 keep_run_key=run_key)
         except BaseException:
-            # Some databases (SQLite, MySQL) commit DDL at once, so a failed first
-            # write would leave an empty table behind: remove the table made here.
             if created:
                 _drop_quietly(engine, table)
             raise
-    except unreachable as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(
             f"cannot write to database {mask_url(engine.url)}: {error.orig}"
         ) from None
-    return len(ids)
+    return inserted, pruned
 
 
 def _insert_rows(connection: sa.Connection, table: sa.Table, common: dict, ids: np.ndarray,

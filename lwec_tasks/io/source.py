@@ -10,13 +10,12 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import read_fast
-from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url
+from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url
 from lwec_tasks.io.identifiers import name_list
 
 #: Rows per chunk of the portable read (``pandas.read_sql``); the fast paths stream in blocks of their own.
 DEFAULT_CHUNK_SIZE = 50_000
 
-_UNREACHABLE = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def describe_source(engine: sa.Engine, table: str) -> SourceTable:
                 f"existing tables: {name_list(existing) if existing else 'none'}"
             )
         reflected = sa.Table(table, sa.MetaData(), autoload_with=engine)
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(_unreachable_message(engine, error)) from None
     numeric = tuple(
         column.name
@@ -108,7 +107,7 @@ def read_rows(
     names = _order_by_names(source, order_by)
     try:
         frame = read_fast(engine, source.table, list(columns), names, chunk_size)
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(_unreachable_message(engine, error)) from None
     if frame is not None:
         return frame
@@ -132,7 +131,7 @@ def read_rows_portable(
         with engine.connect() as connection:
             streaming = connection.execution_options(stream_results=True)
             chunks = list(pd.read_sql(statement, streaming, chunksize=chunk_size))
-    except _UNREACHABLE as error:
+    except UNREACHABLE_ERRORS as error:
         raise DatabaseUnreachableError(_unreachable_message(engine, error)) from None
     if not chunks:
         return pd.DataFrame({name: pd.Series(dtype=float) for name in columns})
