@@ -50,14 +50,12 @@ from lwec_tasks.tasks.timings import record_stage_time, stage_timings
 from lwec_tasks.tasks.track import figure_uris
 from lwec_tasks.tracking import (
     TrackingError,
-    cluster_size_bars,
-    eci_figure,
     mask_uri,
     resolve_tracking_uri,
     run_page_url,
     run_writer,
 )
-from lwec_tasks.tracking.figures import cluster_map_figure, dendrogram_figure
+from lwec_tasks.tracking.figures import consensus_figures
 from lwec_tasks.tracking.model import active_run_in, log_placement_model
 
 
@@ -218,7 +216,8 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
         run_id = writer.start_run(flow_run.name, params=params, metrics=metrics, tags=tags)
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         writer.log_dict(run_id, location, "labels_location.json")
-        figures = dask_run_figures(request, facts, eci)
+        figures = consensus_figures(request.method, request.theta, eci, facts.sizes, facts.sample_rows,
+                                    facts.sample_labels, request.n_clusters, facts.linkage)
         for name, figure in figures.items():
             writer.log_figure(run_id, figure, f"figures/{name}")
         with active_run_in(tracking_uri, run_id):
@@ -228,19 +227,6 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
                           request.experiment, mask_uri(tracking_uri), uri)
     return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": uri,
             "figures": figure_uris(tracking_uri, run_id, figures)}
-
-
-def dask_run_figures(request: ConsensusRequest, facts: RunFacts, eci: np.ndarray) -> dict:
-    """Artifact name → Figure, as the local run's: ECI histogram, cluster sizes by id, PCA cluster map of the
-    sampled rows coloured by their written ids, and for LWEA the top of the dendrogram with its cut."""
-    figures = {
-        "eci_distribution.png": eci_figure(eci, request.theta),
-        "cluster_sizes.png": cluster_size_bars(facts.sizes, request.method),
-        "cluster_map.png": cluster_map_figure(facts.sample_rows, facts.sample_labels, request.method),
-    }
-    if facts.linkage is not None and len(facts.linkage):
-        figures["dendrogram.png"] = dendrogram_figure(facts.linkage, request.n_clusters)
-    return figures
 
 
 @task(name="publish-summary", cache_policy=NO_CACHE)

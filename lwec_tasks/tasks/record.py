@@ -13,13 +13,7 @@ from lwec_tasks.tasks.load import LoadedFeatures
 from lwec_tasks.tasks.model import LabellingModel
 from lwec_tasks.tasks.renumber import StableIds
 from lwec_tasks.tracking import RunRecord
-from lwec_tasks.tracking.figures import (
-    cluster_map_figure,
-    cluster_size_figure,
-    dendrogram_figure,
-    eci_figure,
-    k_selection_figure,
-)
+from lwec_tasks.tracking.figures import consensus_figures
 
 
 def agreement_with_truth(truth: np.ndarray | None, labels: np.ndarray) -> dict[str, float]:
@@ -118,24 +112,9 @@ def run_record(
         "uncertainty_bits": reliability.uncertainty,
         "eci": eci,
     })
-    return RunRecord(params, metrics, tags, label_table, clusters, run_figures(request, base, eci, result, stable),
+    return RunRecord(params, metrics, tags, label_table, clusters, consensus_figures(
+        request.method, request.theta, eci, np.bincount(labels), base.sample_rows, labels[base.sample], result.k,
+        result.linkage, result.selection),
                      model=model.placement, model_input_example=model.input_example,
                      register_model_name=request.register_model)
 
-
-def run_figures(request: ConsensusRequest, base: BaseEnsemble, eci: np.ndarray, result: Consensus,
-                stable: StableIds) -> dict:
-    """Artifact name → Figure: ECI histogram (``eci`` (n_c,)), cluster sizes by id, PCA cluster map, and
-    when they apply the LWEA dendrogram top with its cut and the automatic-k criterion against k."""
-    figures = {
-        "eci_distribution.png": eci_figure(eci, request.theta),
-        "cluster_sizes.png": cluster_size_figure(stable.labels, request.method),
-        "cluster_map.png": cluster_map_figure(base.sample_rows, stable.labels[base.sample], request.method),
-    }
-    if result.linkage is not None and len(result.linkage):
-        figures["dendrogram.png"] = dendrogram_figure(result.linkage, result.k)
-    if result.selection is not None:
-        selection = result.selection
-        figures["k_selection.png"] = k_selection_figure(selection.ks, selection.scores, selection.k,
-                                                        selection.criterion, request.method)
-    return figures

@@ -11,6 +11,30 @@ from matplotlib.figure import Figure
 DENDROGRAM_LEAVES = 30
 
 
+def consensus_figures(method: str, theta: float, eci: np.ndarray, sizes: np.ndarray, sample_rows: np.ndarray,
+                      sample_labels: np.ndarray, k: int, linkage: np.ndarray | None = None,
+                      selection=None) -> dict[str, Figure]:
+    """Artifact name → Figure for one consensus run, local or on Dask.
+
+    ``eci`` (n_c,) per base cluster; ``sizes`` (max id + 1,) objects per written id;
+    ``sample_rows`` (S, d) sampled standardised rows and ``sample_labels`` (S,) their
+    written ids; ``linkage`` LWEA's dendrogram over microclusters (None for LWGP),
+    cut into ``k``; ``selection`` the automatic choice of k (ks, scores, k,
+    criterion), None when k was given.
+    """
+    figures = {
+        "eci_distribution.png": eci_figure(eci, theta),
+        "cluster_sizes.png": cluster_size_bars(sizes, method),
+        "cluster_map.png": cluster_map_figure(sample_rows, sample_labels, method),
+    }
+    if linkage is not None and len(linkage):
+        figures["dendrogram.png"] = dendrogram_figure(linkage, k)
+    if selection is not None:
+        figures["k_selection.png"] = k_selection_figure(selection.ks, selection.scores, selection.k,
+                                                        selection.criterion, method)
+    return figures
+
+
 def eci_figure(eci: np.ndarray, theta: float) -> Figure:
     """Histogram of the ECI of every base cluster, shape (n_c,)."""
     figure = Figure(figsize=(6, 4), layout="constrained")

@@ -204,8 +204,10 @@ def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server
 
 def _record_cluster_map(monkeypatch, dask_tasks) -> dict:
     """Record the flow's cluster-map input (sample positions, rows, gathered labels) and the figure's legend."""
+    from lwec_tasks.tracking import figures
+
     recorded = {}
-    gather, draw = dask_tasks.sample_labels, dask_tasks.cluster_map_figure
+    gather, draw = dask_tasks.sample_labels, figures.cluster_map_figure
 
     def sample_labels(table, labels, positions):
         recorded["positions"] = np.asarray(positions)
@@ -218,5 +220,5 @@ def _record_cluster_map(monkeypatch, dask_tasks) -> dict:
         return figure
 
     monkeypatch.setattr(dask_tasks, "sample_labels", sample_labels)
-    monkeypatch.setattr(dask_tasks, "cluster_map_figure", cluster_map_figure)
+    monkeypatch.setattr(figures, "cluster_map_figure", cluster_map_figure)
     return recorded
