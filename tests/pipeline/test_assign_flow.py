@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import sqlalchemy as sa
 from sklearn.preprocessing import StandardScaler
 
 from flows.assign import assign_flow
-from helpers.pipeline import blobs_frame, drop_labels_table, read_labels, table_exists, unique, write_frame
+from helpers.pipeline import blobs_frame, read_labels, table_exists, unique, write_frame
+from helpers.throwaway_tables import throwaway_features_table
 from lwec_tasks import Ensemble, lwea, lwgp
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
@@ -99,9 +99,7 @@ def test_training_rows_get_the_runs_labels_and_ids_by_position(prefect_server, s
 def test_postgres_end_to_end_then_rerun_is_idempotent(prefect_server, store, postgres_url, frames, models):
     _, table_rows = frames
     uri, placement = models["lwea"]
-    table = unique("fresh")
-    write_frame(postgres_url, table, table_rows)
-    try:
+    with throwaway_features_table(postgres_url, "fresh", table_rows) as table:
         summary = assign_flow(database_url=postgres_url, table=table, model_uri=uri)
         assert summary["output_table"] == f"{table}_lwec_labels"
         assert_labels_written(postgres_url, summary, table_rows, placement, table)
@@ -109,12 +107,6 @@ def test_postgres_end_to_end_then_rerun_is_idempotent(prefect_server, store, pos
         assert len(read_labels(postgres_url, summary["output_table"])) == len(table_rows)
         latest = read_labels(postgres_url, f"{summary['output_table']}_latest")  # the view, as after a consensus
         assert set(latest["run_key"]) == {summary["run_key"]} and len(latest) == len(table_rows)
-    finally:
-        engine = sa.create_engine(postgres_url)
-        with engine.begin() as connection:
-            drop_labels_table(connection, f"{table}_lwec_labels")
-            sa.Table(table, sa.MetaData()).drop(connection, checkfirst=True)
-        engine.dispose()
 
 
 def test_bad_input_fails_clearly_and_writes_nothing(prefect_server, store, sqlite_url, frames, models):

@@ -16,17 +16,8 @@ import numpy as np
 import pytest
 from mlflow import MlflowClient
 
-from helpers.pipeline import (
-    PROJECT_ROOT,
-    blobs_frame,
-    client_for,
-    expected_labels,
-    read_labels,
-    start,
-    stop,
-    wait_for,
-    write_frame,
-)
+from helpers.pipeline import PROJECT_ROOT, client_for, expected_labels, read_labels, start, stop, wait_for
+from helpers.serving import blobs_workspace, start_serving
 
 pytestmark = pytest.mark.slow
 
@@ -37,10 +28,7 @@ FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 @pytest.fixture
 def workspace(tmp_path):
     """A features table and an MLflow store in a temp dir."""
-    database = f"sqlite:///{tmp_path / 'features.db'}"
-    frame = blobs_frame()
-    write_frame(database, "blobs", frame)
-    return database, frame, f"sqlite:///{tmp_path / 'mlflow.db'}"
+    return blobs_workspace(tmp_path)
 
 
 def trigger_like_the_ui(api_url: str, deployment_name: str, parameters: dict, timeout: float = 240):
@@ -76,10 +64,7 @@ def form_parameters(database, experiment, output_table):
 def test_served_deployments_run_from_the_ui(prefect_api, workspace, tmp_path):
     api_url, env = prefect_api.url, prefect_api.env
     database, frame, tracking_uri = workspace
-    log = tmp_path / "serve.log"
-    server = start([sys.executable, str(PROJECT_ROOT / "deployments" / "serve.py"), "--database-url", database,
-                    "--table", "blobs", "--n-clusters", "3", "--label-column", "target"],
-                   {**env, "MLFLOW_TRACKING_URI": tracking_uri}, log, tmp_path)
+    server, log = start_serving(env, workspace, tmp_path)
     try:
         with client_for(api_url) as client:
             wait_for(lambda: client.read_deployment_by_name("lwec-consensus/on-demand"), 120,

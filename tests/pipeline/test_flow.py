@@ -14,9 +14,9 @@ from mlflow import MlflowClient
 from prefect.exceptions import ParameterTypeError
 
 from flows.consensus import consensus_flow
+from helpers.blobs import blobs_run_parameters, write_blobs_table
 from helpers.pipeline import (
     blobs_frame,
-    drop_labels_table,
     expected_labels,
     free_port,
     mlflow_runs,
@@ -25,6 +25,7 @@ from helpers.pipeline import (
     unique,
     write_frame,
 )
+from helpers.throwaway_tables import throwaway_features_table
 from lwec_tasks.cli import main as lwec_main
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import DatabaseUnreachableError
@@ -35,15 +36,11 @@ FEATURES = ["f0", "f1", "f2", "f3"]
 
 @pytest.fixture
 def blobs(sqlite_url):
-    frame = blobs_frame()
-    write_frame(sqlite_url, "blobs", frame)
-    return sqlite_url, frame
+    return sqlite_url, write_blobs_table(sqlite_url)
 
 
 def run(url, store, **overrides):
-    parameters = dict(database_url=url, table="blobs", n_clusters=3, label_column="target", ensemble_size=6,
-                      seed=3, experiment=unique("e2e"), tracking_uri=store)
-    parameters.update(overrides)
+    parameters = blobs_run_parameters(url, store, "e2e", **overrides)
     return consensus_flow(**parameters), parameters
 
 
@@ -123,9 +120,7 @@ def test_lwgp_without_standardising_explicit_columns_and_run_name(prefect_server
 @pytest.mark.postgres
 def test_postgres_end_to_end_then_rerun_is_idempotent(prefect_server, mlflow_store, postgres_url):
     frame = blobs_frame()
-    table = unique("blobs")
-    write_frame(postgres_url, table, frame)
-    try:
+    with throwaway_features_table(postgres_url, "blobs", frame) as table:
         summary, parameters = run(postgres_url, mlflow_store, table=table)
         assert summary["output_table"] == f"{table}_lwec_labels"
         params = MlflowClient(mlflow_store).get_run(summary["mlflow_run_id"]).data.params
@@ -137,12 +132,6 @@ def test_postgres_end_to_end_then_rerun_is_idempotent(prefect_server, mlflow_sto
         np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
         run(postgres_url, mlflow_store, table=table, experiment=parameters["experiment"])
         assert len(read_labels(postgres_url, summary["output_table"])) == len(frame)
-    finally:
-        engine = sa.create_engine(postgres_url)
-        with engine.begin() as connection:
-            drop_labels_table(connection, f"{table}_lwec_labels")
-            sa.Table(table, sa.MetaData()).drop(connection, checkfirst=True)
-        engine.dispose()
 
 
 # ---- bad input: a clear error, and nothing written (no labels table, no MLflow run) ----

@@ -10,23 +10,19 @@ import sqlalchemy as sa
 from mlflow import MlflowClient
 
 from flows.consensus import consensus_flow
-from helpers.pipeline import blobs_frame, expected_labels, read_labels, unique, write_frame
+from helpers.blobs import blobs_run_parameters, write_blobs_table
+from helpers.pipeline import expected_labels, read_labels, unique
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 
 
 @pytest.fixture
 def blobs(sqlite_url):
-    frame = blobs_frame(n=300, centers=4, seed=11)
-    write_frame(sqlite_url, "blobs", frame)
-    return sqlite_url, frame
+    return sqlite_url, write_blobs_table(sqlite_url, n=300, centers=4, seed=11)
 
 
 def run(url, store, **overrides):
-    parameters = dict(database_url=url, table="blobs", n_clusters=4, label_column="target", ensemble_size=6,
-                      seed=3, experiment=unique("ops"), tracking_uri=store)
-    parameters.update(overrides)
-    return consensus_flow(**parameters)
+    return consensus_flow(**blobs_run_parameters(url, store, "ops", **{"n_clusters": 4, **overrides}))
 
 
 def best_renumbering(new: np.ndarray, previous: np.ndarray) -> tuple[np.ndarray, float]:

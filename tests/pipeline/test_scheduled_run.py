@@ -9,25 +9,14 @@ it writes is checked against the library's labels.
 from __future__ import annotations
 
 import contextlib
-import subprocess
-import sys
 from datetime import UTC
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from helpers.pipeline import (
-    PROJECT_ROOT,
-    blobs_frame,
-    client_for,
-    expected_labels,
-    read_labels,
-    start,
-    stop,
-    wait_for,
-    write_frame,
-)
+from helpers.blobs import BLOBS_TABLE
+from helpers.pipeline import client_for, expected_labels, read_labels, stop, wait_for
+from helpers.serving import blobs_workspace, start_serving
 from lwec_tasks.io.identifiers import default_output_table
 
 pytestmark = pytest.mark.slow
@@ -35,22 +24,12 @@ pytestmark = pytest.mark.slow
 NIGHTLY = "lwec-consensus/nightly"
 SERVED = (NIGHTLY, "lwec-consensus/on-demand")
 EVERY_MINUTE = "* * * * *"
-TABLE = "blobs"
 FEATURES = ["f0", "f1", "f2", "f3"]
 # The flow's defaults, which the nightly deployment does not override.
 ENSEMBLE_SIZE, SEED = 10, 0
 # One minute boundary, plus the scheduler's and the runner's polling, plus the flow itself.
 SCHEDULED_RUN_TIMEOUT = 150
 SCHEDULER_ERROR = "Can't evaluate bulk DML"
-
-
-def serve_every_minute(prefect_api, database: str, tmp_path: Path) -> tuple[subprocess.Popen, Path]:
-    """Start ``deployments/serve.py`` with the nightly deployment scheduled every minute; returns (process, log)."""
-    log = tmp_path / "serve.log"
-    args = [sys.executable, str(PROJECT_ROOT / "deployments" / "serve.py"), "--database-url", database,
-            "--table", TABLE, "--n-clusters", "3", "--label-column", "target", "--cron", EVERY_MINUTE]
-    env = {**prefect_api.env, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
-    return start(args, env, log, tmp_path), log
 
 
 def served_nightly(client):
@@ -84,11 +63,9 @@ def delete_deployments(api_url: str, names) -> None:
 
 
 def test_nightly_schedule_fires_and_writes_labels(prefect_api, tmp_path):
-    database = f"sqlite:///{tmp_path / 'features.db'}"
-    frame = blobs_frame()
-    write_frame(database, TABLE, frame)
-
-    server, log = serve_every_minute(prefect_api, database, tmp_path)
+    workspace = blobs_workspace(tmp_path)
+    # The nightly deployment, scheduled every minute.
+    server, log = start_serving(prefect_api.env, workspace, tmp_path, "--cron", EVERY_MINUTE)
     try:
         with client_for(prefect_api.url) as client:
             # Another test may have left a nightly deployment with the default schedule on the shared server.
@@ -108,9 +85,9 @@ def test_nightly_schedule_fires_and_writes_labels(prefect_api, tmp_path):
 
     # Each night has its own run key, from the scheduled start's UTC date.
     run_key = f"nightly-{flow_run.expected_start_time.astimezone(UTC):%Y-%m-%d}"
-    stored = read_labels(database, default_output_table(TABLE), run_key=run_key)
-    expected = expected_labels(frame, FEATURES, k=3, ensemble_size=ENSEMBLE_SIZE, seed=SEED)
-    assert sorted(stored["id"]) == sorted(frame["id"])
+    stored = read_labels(workspace.database, default_output_table(BLOBS_TABLE), run_key=run_key)
+    expected = expected_labels(workspace.frame, FEATURES, k=3, ensemble_size=ENSEMBLE_SIZE, seed=SEED)
+    assert sorted(stored["id"]) == sorted(workspace.frame["id"])
     np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
     # A later minute's run may have replaced the rows before the serving process stopped.
     assert len(set(stored["flow_run_id"])) == 1 and set(stored["flow_run_id"]) <= completed

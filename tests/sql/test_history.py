@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import postgres_url_or_skip, read_labels, unique
+from helpers.pipeline import read_labels, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import (
     EarlierRun,
@@ -23,15 +23,6 @@ from lwec_tasks.io import (
 )
 from lwec_tasks.io.bulk_read import unescape_percents
 from lwec_tasks.io.sink import write_labels_portable
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request, tmp_path):
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'history.db'}"
-        sa.create_engine(url).connect().close()  # create the file
-        return url
-    return postgres_url_or_skip()
 
 
 @pytest.fixture

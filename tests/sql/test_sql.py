@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import blobs_frame, free_port, postgres_url_or_skip, read_labels, unique, write_frame
+from helpers.pipeline import blobs_frame, free_port, read_labels, unique, write_frame
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import (
     DatabaseUnreachableError,
@@ -21,13 +21,6 @@ from lwec_tasks.io import (
     read_rows,
     write_labels,
 )
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'io.db'}"
-    return postgres_url_or_skip()
 
 
 @pytest.fixture

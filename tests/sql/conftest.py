@@ -1,0 +1,18 @@
+"""The database each SQL test runs against: a SQLite file, and the PostgreSQL test server when one is reachable."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from helpers.pipeline import postgres_url_or_skip
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request, tmp_path):
+    """The URL of a new SQLite database file under ``tmp_path``, or of the PostgreSQL test server (skips when none)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'test.db'}"
+        sa.create_engine(url).connect().close()  # create the file
+        return url
+    return postgres_url_or_skip()
