@@ -5,7 +5,6 @@ Statements are built with SQLAlchemy Core from reflected or validated names; not
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import os
 import uuid
@@ -17,7 +16,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import SourceTable
 from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url
-from lwec_tasks.io.sink import label_table_schema, replace_run_key
+from lwec_tasks.io.sink import RunMetadata, label_table_schema, replace_run_key
 
 #: Target rows per partition (a partition is read, held and processed by one worker task at a time);
 #: the environment variable ``LWEC_DASK_PARTITION_ROWS`` of the flow process overrides it.
@@ -157,20 +156,6 @@ def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
     return EarlierRunIds(run_key, np.unique(np.asarray(labels, dtype=np.int64)))
 
 
-@dataclass(frozen=True)
-class RunMetadata:
-    """The values stored beside every label of a run."""
-
-    run_key: str
-    k: int
-    method: str
-    theta: float
-    ensemble_size: int
-    seed: int | None
-    source_table: str
-    flow_run_id: str | None
-
-
 def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: sa.types.TypeEngine,
                    run: RunMetadata, expected_rows: int, keep_runs: int | None = None) -> tuple[int, list[str]]:
     """Replace the run key's rows of ``output_table`` by the staged labels, in one transaction.
@@ -188,17 +173,7 @@ def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: 
         keep_runs = check_keep(keep_runs, "keep_runs")
     table = label_table_schema(output_table, id_type)
     staged = sa.Table(staging, sa.MetaData(), sa.Column("id", id_type), sa.Column("label", sa.Integer))
-    constants = {
-        "run_key": sa.literal(run.run_key, sa.String(64)),
-        "k": sa.literal(int(run.k), sa.Integer),
-        "method": sa.literal(run.method, sa.String(16)),
-        "theta": sa.literal(float(run.theta), sa.Float),
-        "ensemble_size": sa.literal(int(run.ensemble_size), sa.Integer),
-        "seed": sa.literal(None if run.seed is None else int(run.seed), sa.BigInteger),
-        "source_table": sa.literal(run.source_table, sa.String(255)),
-        "flow_run_id": sa.literal(run.flow_run_id, sa.String(64)),
-        "written_at": sa.literal(dt.datetime.now(dt.UTC), sa.DateTime(timezone=True)),
-    }
+    constants = {name: sa.literal(value, table.c[name].type) for name, value in run.column_values().items()}
     names = [c.name for c in table.columns]
     source_columns = [staged.c.id if n == "id" else staged.c.label if n == "label" else constants[n] for n in names]
 

@@ -30,6 +30,15 @@ class DatabaseUnreachableError(ConnectionError):
 UNREACHABLE_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
 
+def unreachable_error(engine: sa.Engine, error: sa.exc.DBAPIError) -> DatabaseUnreachableError:
+    """The error to raise for ``error`` (one of :data:`UNREACHABLE_ERRORS`): the database, its password
+    masked, and the first line of the driver's reason."""
+    reason = str(error.orig if error.orig is not None else error).strip().splitlines()
+    return DatabaseUnreachableError(
+        f"cannot reach database {mask_url(engine.url)}: {reason[0] if reason else type(error).__name__}"
+    )
+
+
 #: pip package that provides each database driver module SQLAlchemy may import.
 DRIVER_PACKAGES = {
     "psycopg": "psycopg[binary]",

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import unescape_percents
-from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url
+from lwec_tasks.io.connection import UNREACHABLE_ERRORS, unreachable_error
 from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS
 
 #: Suffix of the latest-run view's name: ``<labels_table>_latest``.
@@ -111,7 +111,7 @@ def latest_earlier_run(
                 return None
             ids, labels = _read_run(connection, table, source_table, run_key)
     except UNREACHABLE_ERRORS as error:
-        raise _unreachable(engine, error) from None
+        raise unreachable_error(engine, error) from None
     return EarlierRun(run_key=run_key, ids=ids, labels=labels)
 
 
@@ -204,7 +204,7 @@ def prune_runs(
         with engine_or_connection.begin() as connection:
             return _prune(connection, labels_table, source_table, keep, keep_run_key)
     except UNREACHABLE_ERRORS as error:
-        raise _unreachable(engine_or_connection, error) from None
+        raise unreachable_error(engine_or_connection, error) from None
 
 
 def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep: int,
@@ -318,7 +318,7 @@ def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
                 return view
             _execute_without_parameters(connection, create_view_sql(dialect, view, latest_labels_query(labels_table)))
     except UNREACHABLE_ERRORS as error:
-        raise _unreachable(engine, error) from None
+        raise unreachable_error(engine, error) from None
     return view
 
 
@@ -367,10 +367,3 @@ def _is_labels_table(connection: sa.Connection, labels_table: str) -> bool:
             f"labels_table {labels_table!r} is not an lwec labels table (missing columns {missing})"
         )
     return True
-
-
-def _unreachable(engine: sa.Engine, error: sa.exc.DBAPIError) -> DatabaseUnreachableError:
-    reason = str(error.orig if error.orig is not None else error).strip().splitlines()
-    return DatabaseUnreachableError(
-        f"cannot reach database {mask_url(engine.url)}: {reason[0] if reason else type(error).__name__}"
-    )

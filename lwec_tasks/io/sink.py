@@ -33,21 +33,19 @@ _INSERT_BATCH = 10_000
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class LabelRows:
-    """One run's labels and the metadata stored beside each row.
+@dataclass(frozen=True, kw_only=True)
+class RunMetadata:
+    """The values stored beside every label of a run.
 
     Attributes
     ----------
     run_key : identifies the run; rows of an earlier write with the same key are replaced
-    ids : (N,) object ids (values of the source's id column, or row positions)
-    labels : (N,) consensus labels 0..k−1
-    k, method, theta, ensemble_size, seed, source_table, flow_run_id : run metadata
+    k, method, theta, ensemble_size, seed : the consensus run's parameters
+    source_table : the table whose rows were labelled
+    flow_run_id : the Prefect flow run that wrote the labels (None outside a flow run)
     """
 
     run_key: str
-    ids: np.ndarray
-    labels: np.ndarray
     k: int
     method: str
     theta: float
@@ -55,6 +53,38 @@ class LabelRows:
     seed: int | None
     source_table: str
     flow_run_id: str | None = None
+
+    def column_values(self) -> dict:
+        """The labels-table columns other than ``id`` and ``label``, by name, stamped ``written_at`` now.
+
+        Numbers are plain Python ``int`` and ``float`` (sqlite3 would store numpy integers as BLOBs).
+        """
+        return {
+            "run_key": self.run_key,
+            "k": int(self.k),
+            "method": self.method,
+            "theta": float(self.theta),
+            "ensemble_size": int(self.ensemble_size),
+            "seed": None if self.seed is None else int(self.seed),
+            "source_table": self.source_table,
+            "flow_run_id": self.flow_run_id,
+            "written_at": dt.datetime.now(dt.UTC),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelRows(RunMetadata):
+    """One run's labels and the metadata stored beside each row.
+
+    Attributes
+    ----------
+    ids : (N,) object ids (values of the source's id column, or row positions)
+    labels : (N,) consensus labels 0..k−1
+    run_key, k, method, theta, ensemble_size, seed, source_table, flow_run_id : see :class:`RunMetadata`
+    """
+
+    ids: np.ndarray
+    labels: np.ndarray
 
 
 def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -> sa.types.TypeEngine:
@@ -165,6 +195,7 @@ def write_labels_portable(
 
 
 def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: int | None = None) -> int:
+    """:func:`write_labels` with the bulk paths (``fast``) or with ``executemany`` inserts only."""
     from lwec_tasks.io.history import check_keep, prune_runs  # history imports this module
 
     if keep_runs is not None:
@@ -175,17 +206,7 @@ def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: i
         raise LwecInputError(f"ids {ids.shape} and labels {labels.shape} must be equal-length vectors")
     id_type = id_key_type(ids, id_type)
     table = label_table_schema(table_name, id_type)
-    common = {
-        "run_key": rows.run_key,
-        "k": int(rows.k),
-        "method": rows.method,
-        "theta": float(rows.theta),
-        "ensemble_size": int(rows.ensemble_size),
-        "seed": None if rows.seed is None else int(rows.seed),
-        "source_table": rows.source_table,
-        "flow_run_id": rows.flow_run_id,
-        "written_at": dt.datetime.now(dt.UTC),
-    }
+    common = rows.column_values()
     labels = labels.astype(np.int64)
     if fast:
         try:

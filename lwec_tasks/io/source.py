@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import read_fast
-from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url
+from lwec_tasks.io.connection import UNREACHABLE_ERRORS, mask_url, unreachable_error
 from lwec_tasks.io.identifiers import name_list
 
 #: Rows per chunk of the portable read (``pandas.read_sql``); the fast paths stream in blocks of their own.
@@ -70,7 +70,7 @@ def describe_source(engine: sa.Engine, table: str) -> SourceTable:
             )
         reflected = sa.Table(table, sa.MetaData(), autoload_with=engine)
     except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(_unreachable_message(engine, error)) from None
+        raise unreachable_error(engine, error) from None
     numeric = tuple(
         column.name
         for column in reflected.columns
@@ -103,15 +103,14 @@ def read_rows(
     paths decline, are read by :func:`read_rows_portable`. Both give the same
     frame: values, dtypes and row order.
     """
-    source.check_columns(columns, "columns")
-    names = _order_by_names(source, order_by)
+    names = _checked_order_by(source, columns, order_by)
     try:
         frame = read_fast(engine, source.table, list(columns), names, chunk_size)
     except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(_unreachable_message(engine, error)) from None
+        raise unreachable_error(engine, error) from None
     if frame is not None:
         return frame
-    return read_rows_portable(engine, source, columns, order_by=order_by, chunk_size=chunk_size)
+    return _read_portable(engine, source.table, columns, names, chunk_size)
 
 
 def read_rows_portable(
@@ -122,23 +121,12 @@ def read_rows_portable(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> pd.DataFrame:
     """:func:`read_rows` through ``pandas.read_sql``, streaming ``chunk_size`` rows at a time (any database)."""
+    return _read_portable(engine, source.table, columns, _checked_order_by(source, columns, order_by), chunk_size)
+
+
+def _checked_order_by(source: SourceTable, columns: Sequence[str], order_by: str | Sequence[str] | None) -> list[str]:
+    """The ``order_by`` column names as a list, after checking that they and ``columns`` are in the table."""
     source.check_columns(columns, "columns")
-    names = _order_by_names(source, order_by)
-    statement = sa.select(*(source.table.c[name] for name in columns))
-    if names:
-        statement = statement.order_by(*(source.table.c[name] for name in names))
-    try:
-        with engine.connect() as connection:
-            streaming = connection.execution_options(stream_results=True)
-            chunks = list(pd.read_sql(statement, streaming, chunksize=chunk_size))
-    except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(_unreachable_message(engine, error)) from None
-    if not chunks:
-        return pd.DataFrame({name: pd.Series(dtype=float) for name in columns})
-    return pd.concat(chunks, ignore_index=True)
-
-
-def _order_by_names(source: SourceTable, order_by: str | Sequence[str] | None) -> list[str]:
     if order_by is None:
         return []
     names = [order_by] if isinstance(order_by, str) else list(order_by)
@@ -146,9 +134,18 @@ def _order_by_names(source: SourceTable, order_by: str | Sequence[str] | None) -
     return names
 
 
-def _unreachable_message(engine: sa.Engine, error: sa.exc.DBAPIError) -> str:
-    reason = str(error.orig if error.orig is not None else error).strip().splitlines()
-    return (
-        f"cannot reach database {mask_url(engine.url)}: "
-        f"{reason[0] if reason else type(error).__name__}"
-    )
+def _read_portable(engine: sa.Engine, table: sa.Table, columns: Sequence[str], order_by: list[str],
+                   chunk_size: int) -> pd.DataFrame:
+    """``columns`` of every row of ``table`` sorted by ``order_by``, through ``pandas.read_sql`` in chunks."""
+    statement = sa.select(*(table.c[name] for name in columns))
+    if order_by:
+        statement = statement.order_by(*(table.c[name] for name in order_by))
+    try:
+        with engine.connect() as connection:
+            streaming = connection.execution_options(stream_results=True)
+            chunks = list(pd.read_sql(statement, streaming, chunksize=chunk_size))
+    except UNREACHABLE_ERRORS as error:
+        raise unreachable_error(engine, error) from None
+    if not chunks:
+        return pd.DataFrame({name: pd.Series(dtype=float) for name in columns})
+    return pd.concat(chunks, ignore_index=True)

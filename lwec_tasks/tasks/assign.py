@@ -30,7 +30,7 @@ from lwec_tasks.io import (
     write_labels,
 )
 from lwec_tasks.io.features import plan_columns, prepare_features
-from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
+from lwec_tasks.tasks.retry import database_task
 
 
 @dataclass(frozen=True)
@@ -84,13 +84,7 @@ def load_model(model_uri: str) -> Placement:
     return placement
 
 
-@task(
-    name="read-rows-to-label",
-    retries=DB_RETRIES,
-    retry_delay_seconds=DB_RETRY_DELAYS,
-    retry_condition_fn=retry_if_unreachable,
-    cache_policy=NO_CACHE,
-)
+@database_task("read-rows-to-label")
 def read_rows_to_label(database_url: str, table: str, feature_columns: Sequence[str], id_column: str | None,
                        output_table: str) -> RowsToLabel:
     """Reflect ``table``, check its columns and ``output_table``, read the rows; nothing is written.
@@ -138,13 +132,7 @@ def place_rows(placement: Placement, rows: RowsToLabel) -> np.ndarray:
     return labels
 
 
-@task(
-    name="write-assigned-labels",
-    retries=DB_RETRIES,
-    retry_delay_seconds=DB_RETRY_DELAYS,
-    retry_condition_fn=retry_if_unreachable,
-    cache_policy=NO_CACHE,
-)
+@database_task("write-assigned-labels")
 def write_assigned_labels(database_url: str, table: str, output_table: str, run_key: str, placement: Placement,
                           rows: RowsToLabel, labels: np.ndarray) -> int:
     """Replace the rows of ``run_key`` in ``output_table`` (one transaction); returns rows written.

@@ -37,14 +37,7 @@ from lwec_tasks.distributed.planning import RunMetadata
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.cluster import ClusterReliability
-from lwec_tasks.tasks.retry import (
-    DB_RETRIES,
-    DB_RETRY_DELAYS,
-    TRACKING_RETRIES,
-    TRACKING_RETRY_DELAYS,
-    retry_if_tracking_unreachable,
-    retry_if_unreachable,
-)
+from lwec_tasks.tasks.retry import database_task, tracking_task
 from lwec_tasks.tasks.summary import SUMMARY_ARTIFACT_KEY, summary_markdown
 from lwec_tasks.tasks.timings import record_stage_time, stage_timings
 from lwec_tasks.tasks.track import figure_uris
@@ -78,8 +71,7 @@ def consensus_on_dask(request: ConsensusRequest) -> dict:
     return publish_dask_summary(request, facts, written, allow_failure(tracked))
 
 
-@task(name="load-features", retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
-      retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, on_completion=[record_stage_time])
+@database_task("load-features", on_completion=[record_stage_time])
 def load_partitions(session: DaskSession, request: ConsensusRequest) -> DaskTable:
     """Check the table and have the workers read it in id-range partitions (kept in their memory)."""
     return load_table(session, request, get_run_logger())
@@ -108,8 +100,7 @@ def dask_consensus_labels(table: DaskTable, ensemble: DaskEnsemble, cluster_reli
     return lwgp_labels(table, ensemble, cluster_reliability.eci, request.n_clusters, request.seed, log)
 
 
-@task(name="stable-cluster-ids", retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
-      retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, on_completion=[record_stage_time])
+@database_task("stable-cluster-ids", on_completion=[record_stage_time])
 def dask_stable_ids(table: DaskTable, labels: DaskLabels,
                     request: ConsensusRequest) -> tuple[DaskLabels, DaskStableIds]:
     """Renumber the labels on the workers to agree with the source table's latest earlier run (``stable_ids``)."""
@@ -119,8 +110,7 @@ def dask_stable_ids(table: DaskTable, labels: DaskLabels,
                       get_run_logger())
 
 
-@task(name="write-labels", retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
-      retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, on_completion=[record_stage_time])
+@database_task("write-labels", on_completion=[record_stage_time])
 def write_dask_labels(table: DaskTable, labels: DaskLabels, request: ConsensusRequest) -> int:
     """Workers stage their labels; one transaction replaces the run key's rows and prunes the source table's
     runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view."""
@@ -173,8 +163,7 @@ class RunFacts:
         self.linkage = labels.linkage
 
 
-@task(name="log-to-mlflow", retries=TRACKING_RETRIES, retry_delay_seconds=TRACKING_RETRY_DELAYS,
-      retry_condition_fn=retry_if_tracking_unreachable, cache_policy=NO_CACHE)
+@tracking_task("log-to-mlflow")
 def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
                            cluster_reliability: ClusterReliability) -> dict[str, str]:
     """One MLflow run with the local run's params, metrics, tags, ECI table and figures."""

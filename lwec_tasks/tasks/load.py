@@ -8,13 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import sqlalchemy as sa
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from lwec_tasks.io import check_label_table, describe_source, id_key_type, mask_url, open_engine, read_rows
 from lwec_tasks.io.features import PreparedFeatures, plan_columns, prepare_features
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
+from lwec_tasks.tasks.retry import database_task
 from lwec_tasks.tasks.timings import record_stage_time
 
 
@@ -51,14 +50,7 @@ class LoadedFeatures:
     matrix: FeatureMatrix
 
 
-@task(
-    name="load-features",
-    retries=DB_RETRIES,
-    retry_delay_seconds=DB_RETRY_DELAYS,
-    retry_condition_fn=retry_if_unreachable,
-    cache_policy=NO_CACHE,
-    on_completion=[record_stage_time],
-)
+@database_task("load-features", on_completion=[record_stage_time])
 def load_features(request: ConsensusRequest) -> LoadedFeatures:
     """Reflect the source table, check every column and the output table, read and prepare the rows.
 

@@ -6,13 +6,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 
 from lwec_tasks.io import latest_earlier_run, open_engine
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.load import LoadedFeatures
-from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
+from lwec_tasks.tasks.retry import database_task
 from lwec_tasks.tasks.timings import record_stage_time
 
 
@@ -36,8 +35,7 @@ class StableIds:
     n_shared: int
 
 
-@task(name="stable-cluster-ids", retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
-      retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, on_completion=[record_stage_time])
+@database_task("stable-cluster-ids", on_completion=[record_stage_time])
 def stable_cluster_ids(request: ConsensusRequest, loaded: LoadedFeatures, labels: np.ndarray, k: int) -> StableIds:
     """Renumber ``labels`` (N,) in 0..k−1 by a maximum-overlap matching with the latest earlier run.
 

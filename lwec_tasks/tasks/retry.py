@@ -1,8 +1,14 @@
-"""Retry policies for tasks that talk to a database or an MLflow store: retry only when it did not answer."""
+"""Retry policies for tasks that talk to a database or an MLflow store: retry only when it did not answer.
+
+:func:`database_task` and :func:`tracking_task` declare such tasks with their policy.
+"""
 
 from __future__ import annotations
 
 import re
+
+import prefect
+from prefect.cache_policies import NO_CACHE
 
 from lwec_tasks.io import DatabaseUnreachableError
 
@@ -45,3 +51,17 @@ def retry_if_tracking_unreachable(task, task_run, state) -> bool:
 
     error = _raised(state)
     return isinstance(error, (TrackingError, ConnectionError)) and bool(_UNREACHABLE.search(str(error)))
+
+
+def database_task(name: str, **options):
+    """``prefect.task`` decorator for a task that talks to the database: never cached, retried
+    :data:`DB_RETRIES` times only when the database did not answer. ``options``: further task options."""
+    return prefect.task(name=name, retries=DB_RETRIES, retry_delay_seconds=DB_RETRY_DELAYS,
+                        retry_condition_fn=retry_if_unreachable, cache_policy=NO_CACHE, **options)
+
+
+def tracking_task(name: str, **options):
+    """``prefect.task`` decorator for a task that logs to MLflow: never cached, retried
+    :data:`TRACKING_RETRIES` times only when the store did not answer. ``options``: further task options."""
+    return prefect.task(name=name, retries=TRACKING_RETRIES, retry_delay_seconds=TRACKING_RETRY_DELAYS,
+                        retry_condition_fn=retry_if_tracking_unreachable, cache_policy=NO_CACHE, **options)

@@ -5,25 +5,17 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 from prefect.runtime import flow_run
 
 from lwec_tasks.io import LabelRows, ensure_latest_view, mask_url, open_engine, write_labels
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.load import LoadedFeatures
-from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS, retry_if_unreachable
+from lwec_tasks.tasks.retry import database_task
 from lwec_tasks.tasks.timings import record_stage_time
 
 
-@task(
-    name="write-labels",
-    retries=DB_RETRIES,
-    retry_delay_seconds=DB_RETRY_DELAYS,
-    retry_condition_fn=retry_if_unreachable,
-    cache_policy=NO_CACHE,
-    on_completion=[record_stage_time],
-)
+@database_task("write-labels", on_completion=[record_stage_time])
 def write_label_rows(request: ConsensusRequest, loaded: LoadedFeatures, labels: np.ndarray, k: int) -> int:
     """Replace this run's rows (its run key) of the labels table in one transaction; returns rows written.
 

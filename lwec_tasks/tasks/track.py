@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from prefect import get_run_logger, task
-from prefect.cache_policies import NO_CACHE
+from prefect import get_run_logger
 from prefect.runtime import flow_run
 
 from lwec_tasks.core.consensus import Consensus
@@ -13,18 +12,12 @@ from lwec_tasks.tasks.load import LoadedFeatures
 from lwec_tasks.tasks.model import LabellingModel
 from lwec_tasks.tasks.record import run_record
 from lwec_tasks.tasks.renumber import StableIds
-from lwec_tasks.tasks.retry import TRACKING_RETRIES, TRACKING_RETRY_DELAYS, retry_if_tracking_unreachable
+from lwec_tasks.tasks.retry import tracking_task
 from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tracking import log_run, mask_uri, model_uri, resolve_tracking_uri, run_page_url
 
 
-@task(
-    name="log-to-mlflow",
-    retries=TRACKING_RETRIES,
-    retry_delay_seconds=TRACKING_RETRY_DELAYS,
-    retry_condition_fn=retry_if_tracking_unreachable,
-    cache_policy=NO_CACHE,
-)
+@tracking_task("log-to-mlflow")
 def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, base: BaseEnsemble,
                   reliability: ClusterReliability, result: Consensus, stable: StableIds, model: LabellingModel) -> dict:
     """Log the run as one MLflow run.
