@@ -28,7 +28,16 @@ KMEANS_REPLICATES = 3
 KMEANS_MAX_ITER = 100
 
 
-def _weighted_kmeans_cuts(ensemble: Ensemble, points, weights, ks, random_state) -> list[np.ndarray]:
+def _kmeans_consensus(labels, n_clusters, random_state, weighted_points) -> np.ndarray:
+    """Weighted k-means on one point per microcluster, for every requested k.
+
+    ``weighted_points(ensemble)`` gives the (Ñ, n_c) points and the (Ñ,) float64
+    weights; each k-means is seeded from ``random_state`` and k. Returns (N,) or
+    (N, len(n_clusters)), each object labelled by its microcluster.
+    """
+    ensemble = as_ensemble(labels)
+    ks, scalar = requested_ks(ensemble, n_clusters)
+    points, weights = weighted_points(ensemble)
     base = base_seed(random_state)
     columns = []
     for k in ks:
@@ -40,7 +49,21 @@ def _weighted_kmeans_cuts(ensemble: Ensemble, points, weights, ks, random_state)
         )
         micro_labels = model.fit_predict(points, sample_weight=weights)
         columns.append(micro_labels[ensemble.microcluster_of])
-    return columns
+    return shaped(columns, scalar)
+
+
+def _indicator_rows(ensemble: Ensemble) -> tuple[sp.csr_matrix, np.ndarray]:
+    """KCC's points: the microclusters' indicator rows b_i, weighted by microcluster size."""
+    points = microcluster_incidence(ensemble).astype(np.float64)
+    return points, ensemble.microcluster_sizes.astype(np.float64)
+
+
+def _degree_scaled_indicator_rows(ensemble: Ensemble) -> tuple[sp.csr_matrix, np.ndarray]:
+    """SEC's points: b_i / d_i, weighted by d_i times the microcluster size (d_i = Σ_m |Cls^m(o_i)|)."""
+    incidence = microcluster_incidence(ensemble).astype(np.float64)
+    degree = ensemble.cluster_sizes[ensemble.microcluster_codes].sum(axis=1).astype(np.float64)
+    points = sp.diags(1.0 / degree) @ incidence
+    return points.tocsr(), degree * ensemble.microcluster_sizes
 
 
 def kcc(labels, n_clusters, random_state=None) -> np.ndarray:
@@ -56,30 +79,14 @@ def kcc(labels, n_clusters, random_state=None) -> np.ndarray:
     -------
     ndarray (N,) or (N, len(n_clusters)).
     """
-    ensemble = as_ensemble(labels)
-    ks, scalar = requested_ks(ensemble, n_clusters)
-    points = microcluster_incidence(ensemble).astype(np.float64)
-    weights = ensemble.microcluster_sizes.astype(np.float64)
-    return shaped(_weighted_kmeans_cuts(ensemble, points, weights, ks, random_state), scalar)
+    return _kmeans_consensus(labels, n_clusters, random_state, _indicator_rows)
 
 
 def sec(labels, n_clusters, random_state=None) -> np.ndarray:
     """Spectral ensemble clustering, computed as its equivalent weighted k-means.
 
-    Parameters
-    ----------
-    labels : array-like (N, M) or Ensemble
-    n_clusters : int or sequence of int, each in 2..Ñ
-    random_state : None, int or RandomState — seeds k-means for each k
-
-    Returns
-    -------
-    ndarray (N,) or (N, len(n_clusters)).
+    Parameters and result as :func:`kcc`: ``labels`` (N, M) or Ensemble,
+    ``n_clusters`` an int or ints in 2..Ñ, ``random_state`` seeding k-means for
+    each k; returns (N,) or (N, len(n_clusters)).
     """
-    ensemble = as_ensemble(labels)
-    ks, scalar = requested_ks(ensemble, n_clusters)
-    incidence = microcluster_incidence(ensemble).astype(np.float64)
-    degree = ensemble.cluster_sizes[ensemble.microcluster_codes].sum(axis=1).astype(np.float64)
-    points = sp.diags(1.0 / degree) @ incidence
-    weights = degree * ensemble.microcluster_sizes
-    return shaped(_weighted_kmeans_cuts(ensemble, points.tocsr(), weights, ks, random_state), scalar)
+    return _kmeans_consensus(labels, n_clusters, random_state, _degree_scaled_indicator_rows)

@@ -58,7 +58,6 @@ dendrogram of 29,000 microclusters).
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -67,7 +66,7 @@ import numpy as np
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
-from lwec_tasks.core.validation import check_theta
+from lwec_tasks.core.validation import check_k_range, check_theta
 
 DEFAULT_K_MAX = 50
 #: Resolution γ of the modularity criterion (chosen on the paper's ten pools).
@@ -146,16 +145,14 @@ def check_ks(ks, ensemble: Ensemble, method: str) -> np.ndarray:
     values = list(np.asarray(ks).ravel()) if isinstance(ks, np.ndarray) else list(ks)
     if not values:
         raise LwecInputError("ks is empty; give at least one k (e.g. range(2, 31))")
-    upper = k_upper_bound(ensemble, method)
-    for k in values:
-        if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
-            raise LwecInputError(f"ks must contain integers, got {k!r}")
-        if k < 2:
-            raise LwecInputError(f"ks must contain only ks >= 2, got {int(k)}")
-        if k > upper:
-            raise LwecInputError(
-                f"ks contains {int(k)}, more clusters than {method.upper()} can produce here ({upper})"
-            )
+    check_k_range(
+        values,
+        k_upper_bound(ensemble, method),
+        not_integer="ks must contain integers, got {k!r}",
+        below_two="ks must contain only ks >= 2, got {k}",
+        above_upper="ks contains {k}, more clusters than {method} can produce here ({upper})",
+        method=method.upper(),
+    )
     return np.unique(np.asarray(values, dtype=np.int64))
 
 

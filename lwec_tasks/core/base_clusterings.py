@@ -27,6 +27,7 @@ from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.feature_checks import as_float_features, check_finite_features
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.validation import check_integer
 
@@ -48,22 +49,13 @@ def _check_features(X) -> np.ndarray:
         names = [str(c) for c in X.columns]
         X = X.to_numpy(dtype=np.float64)
     else:
-        X = np.asarray(X)
-        if X.dtype.kind not in "iuf":
-            raise LwecInputError(f"features must be numeric, got dtype {X.dtype}")
+        X = as_float_features(np.asarray(X))
         names = [f"column {j}" for j in range(X.shape[1])] if X.ndim == 2 else []
-        X = X.astype(np.float64, copy=False)
     if X.ndim != 2:
         raise LwecInputError(f"features must be 2-D (N objects × d features), got shape {X.shape}")
     if X.shape[0] < 2 or X.shape[1] < 1:
         raise LwecInputError(f"features need at least 2 rows and 1 column, got shape {X.shape}")
-    bad = ~np.isfinite(X)
-    if bad.any():
-        column = int(np.argmax(bad.any(axis=0)))
-        raise LwecInputError(
-            f"features column {names[column]!r} has {int(bad[:, column].sum())} NaN/inf value(s)"
-            f" ({int(bad.sum())} in all)"
-        )
+    check_finite_features(X, names)
     return X
 
 

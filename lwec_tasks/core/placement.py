@@ -64,6 +64,7 @@ import numpy as np
 
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.feature_checks import as_float_features, check_finite_features
 
 #: Rows placed per step of :meth:`Placement.predict` (bounds its memory for millions of rows).
 PREDICT_CHUNK = 16_384
@@ -290,16 +291,8 @@ class Placement:
                 f"expected rows of {len(self.feature_columns)} features ({', '.join(self.feature_columns)}), "
                 f"got shape {X.shape}"
             )
-        if X.dtype.kind not in "iuf":
-            raise LwecInputError(f"features must be numeric, got dtype {X.dtype}")
-        X = X.astype(np.float64, copy=False)
-        bad = ~np.isfinite(X)
-        if bad.any():
-            column = int(np.argmax(bad.any(axis=0)))
-            raise LwecInputError(
-                f"feature column {self.feature_columns[column]!r} has {int(bad[:, column].sum())} missing or "
-                f"non-finite value(s) (first at row {int(np.argmax(bad[:, column]))}); such rows cannot be labelled"
-            )
+        X = as_float_features(X)
+        check_finite_features(X, self.feature_columns, "; such rows cannot be labelled")
         return X
 
     # ---- persistence -------------------------------------------------------------------------------

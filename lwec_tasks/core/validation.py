@@ -50,13 +50,29 @@ def check_n_clusters(
     else:
         choices = 'an int or a sequence of ints, or "auto"' if auto else "an int or a sequence of ints"
         raise LwecInputError(f"n_clusters must be {choices}, got {n_clusters!r}")
-    for k in ks:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise LwecInputError(f"n_clusters must contain integers, got {k!r}")
-        if k < 2:
-            raise LwecInputError(f"n_clusters must be >= 2, got {k}")
-        if k > upper:
-            raise LwecInputError(
-                f"n_clusters={k} is larger than {upper_name} ({upper})"
-            )
+    check_k_range(
+        ks,
+        upper,
+        not_integer="n_clusters must contain integers, got {k!r}",
+        below_two="n_clusters must be >= 2, got {k}",
+        above_upper="n_clusters={k} is larger than {upper_name} ({upper})",
+        upper_name=upper_name,
+    )
     return np.asarray(ks, dtype=np.int64), scalar
+
+
+def check_k_range(ks, upper: int, *, not_integer: str, below_two: str, above_upper: str, **fields) -> None:
+    """Raise :class:`LwecInputError` at the first k of ``ks`` that is not an integer in ``2..upper``.
+
+    ``ks`` is any iterable; bools (Python or numpy) are not integers here. The
+    three messages are :meth:`str.format` templates, so each caller keeps its
+    own wording: fields ``k`` (the offending value, as an int for ``below_two``
+    and ``above_upper``), ``upper`` and any keyword given in ``fields``.
+    """
+    for k in ks:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
+            raise LwecInputError(not_integer.format(k=k, upper=upper, **fields))
+        if k < 2:
+            raise LwecInputError(below_two.format(k=int(k), upper=upper, **fields))
+        if k > upper:
+            raise LwecInputError(above_upper.format(k=int(k), upper=upper, **fields))

@@ -16,6 +16,8 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from lwec_tasks.core.pair_kernels import row_split_entropy
+
 # --- column moments (standardisation, k-means tolerance) ---------------------------------------------------
 
 @dataclass(frozen=True)
@@ -105,22 +107,13 @@ def add_tables(*parts: list) -> list:
 def _csr_split_entropies(indptr, indices, data, sizes_a, sizes_b, out_a, out_b):
     """Row and column entropies (bits) of one contingency table in CSR form (sorted indices).
 
-    The same arithmetic, in the same order, as the local kernel on the dense table, so ECI matches bit
-    for bit.
+    The local kernel's per-row arithmetic (:func:`lwec_tasks.core.pair_kernels.row_split_entropy`) on the
+    same cells in the same order, so ECI matches bit for bit.
     """
-    k_b = sizes_b.shape[0]
-    column_h = np.zeros(k_b)
+    column_h = np.zeros(sizes_b.shape[0])
     for r in range(sizes_a.shape[0]):
-        row_h = 0.0
-        for j in range(indptr[r], indptr[r + 1]):
-            t = np.float64(data[j])
-            if t > 0.0:
-                c = indices[j]
-                q = t / sizes_a[r]
-                row_h -= q * np.log2(q)
-                q = t / sizes_b[c]
-                column_h[c] -= q * np.log2(q)
-        out_a[r] = row_h
+        start, stop = indptr[r], indptr[r + 1]
+        out_a[r] = row_split_entropy(indices[start:stop], data[start:stop], sizes_a[r], sizes_b, column_h)
     out_b[:] = column_h
 
 

@@ -63,6 +63,30 @@ def _rows_from_result(result: dict, **extra) -> list[dict]:
     return rows
 
 
+def _vary_protocol(
+    pool: Pool,
+    parameter: str,
+    values: Sequence,
+    row_value: Callable,
+    symbol: str,
+    progress: Callable[[str], None] | None,
+    **protocol,
+) -> list[dict]:
+    """:func:`reproduce` on ``pool`` once per value of its argument ``parameter``; the others are ``protocol``.
+
+    Rows as :func:`_rows_from_result`, keyed by ``parameter`` = ``row_value(value)``
+    (e.g. ``float``); ``progress``, if given, hears "<pool>: <symbol> = <value>"
+    before each run.
+    """
+    rows = []
+    for value in values:
+        if progress:
+            progress(f"{pool.name}: {symbol} = {value}")
+        result = reproduce(pool, **protocol, **{parameter: value})
+        rows += _rows_from_result(result, **{parameter: row_value(value)})
+    return rows
+
+
 def theta_sweep(
     pool: Pool,
     thetas: Sequence[float] = PAPER_THETAS,
@@ -77,15 +101,8 @@ def theta_sweep(
     """Scores for every θ (same draws for every θ); rows keyed by dataset, theta, method, metric, criterion."""
     if not thetas:
         raise LwecInputError("give at least one θ")
-    rows = []
-    for theta in thetas:
-        if progress:
-            progress(f"{pool.name}: θ = {theta}")
-        result = reproduce(
-            pool, runs=runs, ensemble_size=ensemble_size, theta=theta, seed=seed, methods=methods, ks=ks
-        )
-        rows += _rows_from_result(result, theta=float(theta))
-    return rows
+    return _vary_protocol(pool, "theta", thetas, float, "θ", progress,
+                          methods=methods, runs=runs, ensemble_size=ensemble_size, seed=seed, ks=ks)
 
 
 def ensemble_size_sweep(
@@ -107,13 +124,8 @@ def ensemble_size_sweep(
         raise LwecInputError(
             f"ensemble size(s) {too_big} exceed the {pool.n_candidates} clusterings in pool {pool.name!r}"
         )
-    rows = []
-    for size in sizes:
-        if progress:
-            progress(f"{pool.name}: M = {size}")
-        result = reproduce(pool, runs=runs, ensemble_size=size, theta=theta, seed=seed, methods=methods, ks=ks)
-        rows += _rows_from_result(result, ensemble_size=int(size))
-    return rows
+    return _vary_protocol(pool, "ensemble_size", sizes, int, "M", progress,
+                          methods=methods, runs=runs, theta=theta, seed=seed, ks=ks)
 
 
 def t_test(ours: Sequence[float], theirs: Sequence[float], alpha: float = ALPHA) -> tuple[float, str]:
