@@ -67,5 +67,5 @@ def stable_cluster_ids(request: ConsensusRequest, loaded: LoadedFeatures, labels
         "their id", earlier.run_key, renumbered.n_matched, k,
         "none" if agreement is None else f"{agreement:.1%}", renumbered.n_shared,
     )
-    return StableIds(ids[labels], ids, earlier.run_key, agreement, renumbered.n_shared)
+    return StableIds(renumbered.labels, ids, earlier.run_key, agreement, renumbered.n_shared)
 
