@@ -14,6 +14,12 @@ Prefect API in ``PREFECT_API_URL`` and runs their flow runs until stopped (Ctrl-
 * ``lwec-assign/assign`` — no schedule; labels a table's rows with a consensus
   run's logged model (parameters from the form: database URL, table, model URI, ...).
 
+The forms of the on-demand deployments start from the yaml's parameters, whose
+``database_url`` is ``env:LWEC_DATABASE_URL``: a ``--database-url`` given here
+becomes ``LWEC_DATABASE_URL`` of this process, which its flow runs inherit, so
+the forms name that database without storing its URL in Prefect (a URL holding
+a password reaches the nightly deployment the same way).
+
 MLflow runs go to ``$MLFLOW_TRACKING_URI``, and the assign flow reads its
 models from there (set it: the default is a SQLite file in the working
 directory of this process).
@@ -22,6 +28,7 @@ directory of this process).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -37,9 +44,13 @@ from prefect.schedules import Cron  # noqa: E402
 from flows.assign import assign_flow  # noqa: E402
 from flows.consensus import consensus_flow  # noqa: E402
 from lwec_tasks.cli.request_options import add_request_options, request_parameters  # noqa: E402
+from lwec_tasks.io.connection import is_reference  # noqa: E402
+from lwec_tasks.masking import url_has_credentials  # noqa: E402
 
 DEFINITIONS = PROJECT_ROOT / "deployments" / "prefect.yaml"
 ENTRYPOINT = "flows/consensus.py:consensus_flow"
+#: The environment variable the deployments' ``env:`` database URL names (a worker's, or this process's).
+DATABASE_VARIABLE = "LWEC_DATABASE_URL"
 #: The flow of each entrypoint served here.
 FLOWS = {ENTRYPOINT: consensus_flow, "flows/assign.py:assign_flow": assign_flow}
 
@@ -84,10 +95,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def database_into_environment(overrides: dict) -> dict:
+    """``overrides`` after putting their ``database_url`` (a URL, not a reference) into ``$LWEC_DATABASE_URL``.
+
+    Flow runs served from this process inherit its environment, so the on-demand forms' default
+    ``env:LWEC_DATABASE_URL`` names the database given here. A URL holding a password is replaced by
+    ``env:LWEC_DATABASE_URL`` in the returned overrides, so it is not stored with the nightly deployment.
+    """
+    url = overrides.get("database_url")
+    if not url or is_reference(url):
+        return overrides
+    os.environ[DATABASE_VARIABLE] = url
+    if url_has_credentials(url):
+        return {**overrides, "database_url": f"env:{DATABASE_VARIABLE}"}
+    return overrides
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
+    overrides = database_into_environment(request_parameters(args))
     # Keep the deployments active when this process stops, so the schedule resumes with the next serve.
-    serve(*build_deployments(request_parameters(args), args.cron, args.timezone), pause_on_shutdown=False)
+    serve(*build_deployments(overrides, args.cron, args.timezone), pause_on_shutdown=False)
 
 
 if __name__ == "__main__":

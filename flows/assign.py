@@ -18,7 +18,7 @@ import numpy as np
 from prefect import flow, get_run_logger
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io import check_new_table_name, default_output_table, mask_url
+from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, parse_table_name
 from lwec_tasks.tasks.assign import (
     assign_run_key,
     check_feature_columns,
@@ -47,14 +47,17 @@ def assign_flow(
 
     Args:
         database_url: SQLAlchemy URL of the database holding the table (or env:VAR / block:NAME / secret:NAME).
-        table: Table (or view) whose rows are labelled.
+        table: Table (or view) whose rows are labelled: table or schema.table; a name containing a dot in double
+            quotes: "my.table" or analytics."my.table".
         model_uri: MLflow model URI of a consensus run's model, e.g. runs:/<run id>/model or models:/<name>/<version>.
         feature_columns: The model's feature columns (any order); default the model's own. Other columns are refused.
         id_column: Column identifying each row; default the single-column primary key, else a column named id,
             else row positions.
-        output_table: Table receiving the labels; default <table>_lwec_labels.
+        output_table: Table receiving the labels (table or schema.table); default <table>_lwec_labels in the
+            table's schema.
     """
     _check_parameters(database_url, table, model_uri, id_column)
+    table = str(parse_table_name(table))
     output_table = check_new_table_name(output_table) if output_table is not None else default_output_table(table)
     placement = load_model(model_uri)
     columns = check_feature_columns(placement, feature_columns)

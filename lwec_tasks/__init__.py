@@ -7,15 +7,40 @@ pipeline tasks and I/O edges live in their own modules and the flows in
 
 __version__ = "0.1.0"
 
-from lwec_tasks.core.base_clusterings import generate_base_clusterings
-from lwec_tasks.core.eci import cluster_uncertainty, eci
-from lwec_tasks.core.ensemble import Ensemble
-from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
-from lwec_tasks.core.estimators import LWEA, LWGP
-from lwec_tasks.core.lwca import lwca
-from lwec_tasks.core.lwea import lwea, lwea_linkage
-from lwec_tasks.core.lwgp import lwgp
-from lwec_tasks.core.metrics import ari, nmi, score_cuts
+import importlib
+
+#: Public name → module that defines it. Loaded on first use (PEP 562), so a
+#: command that only checks its input does not import numba and scikit-learn.
+_EXPORTS = {
+    "generate_base_clusterings": "lwec_tasks.core.base_clusterings",
+    "cluster_uncertainty": "lwec_tasks.core.eci",
+    "eci": "lwec_tasks.core.eci",
+    "Ensemble": "lwec_tasks.core.ensemble",
+    "LwecInputError": "lwec_tasks.core.errors",
+    "LwecMemoryError": "lwec_tasks.core.errors",
+    "LWEA": "lwec_tasks.core.estimators",
+    "LWGP": "lwec_tasks.core.estimators",
+    "lwca": "lwec_tasks.core.lwca",
+    "lwea": "lwec_tasks.core.lwea",
+    "lwea_linkage": "lwec_tasks.core.lwea",
+    "lwgp": "lwec_tasks.core.lwgp",
+    "ari": "lwec_tasks.core.metrics",
+    "nmi": "lwec_tasks.core.metrics",
+    "score_cuts": "lwec_tasks.core.metrics",
+}
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'lwec_tasks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "LWEA",

@@ -13,26 +13,36 @@ the command-line choices and the dispatch all come from it.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
-from lwec_tasks.baselines import cspa, eac, hbgf, kcc, mcla, sec, weac
-from lwec_tasks.core.eci import DEFAULT_THETA
+from lwec_tasks.core.defaults import DEFAULT_THETA
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.lwea import lwea
-from lwec_tasks.core.lwgp import lwgp
 
 
-def _lwea(labels, n_clusters, random_state=None, theta: float = DEFAULT_THETA) -> np.ndarray:
+def _lwea(labels, n_clusters, random_state=None, theta: float = DEFAULT_THETA):
     """LWEA (deterministic; ``random_state`` is accepted and ignored)."""
+    from lwec_tasks.core.lwea import lwea
+
     return lwea(labels, n_clusters, theta=theta)
 
 
-def _lwgp(labels, n_clusters, random_state=None, theta: float = DEFAULT_THETA) -> np.ndarray:
+def _lwgp(labels, n_clusters, random_state=None, theta: float = DEFAULT_THETA):
+    from lwec_tasks.core.lwgp import lwgp
+
     return lwgp(labels, n_clusters, theta=theta, random_state=random_state)
+
+
+def _baseline(name: str) -> Callable:
+    """``lwec_tasks.baselines.<name>``, imported on the first call (the registry is read by the
+    command line, which should not pay for scikit-learn and METIS to parse its options)."""
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module("lwec_tasks.baselines"), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 @dataclass(frozen=True)
@@ -59,13 +69,13 @@ METHODS: dict[str, Method] = {
                pipeline=True),
         Method("LWGP", _lwgp, True, True, "Tcut on the locally weighted object–cluster bipartite graph",
                pipeline=True),
-        Method("EAC", eac, False, False, "average linkage on the co-association matrix"),
-        Method("WEAC", weac, False, False, "average linkage on the NCAI-weighted co-association matrix"),
-        Method("HBGF", hbgf, False, True, "Tcut on the unweighted object–cluster bipartite graph"),
-        Method("CSPA", cspa, False, True, "METIS on the co-association graph"),
-        Method("MCLA", mcla, False, True, "METIS on the cluster Jaccard graph, then majority association"),
-        Method("SEC", sec, False, True, "spectral ensemble clustering as weighted k-means"),
-        Method("KCC", kcc, False, True, "k-means consensus with the categorical utility"),
+        Method("EAC", _baseline("eac"), False, False, "average linkage on the co-association matrix"),
+        Method("WEAC", _baseline("weac"), False, False, "average linkage on the NCAI-weighted co-association matrix"),
+        Method("HBGF", _baseline("hbgf"), False, True, "Tcut on the unweighted object–cluster bipartite graph"),
+        Method("CSPA", _baseline("cspa"), False, True, "METIS on the co-association graph"),
+        Method("MCLA", _baseline("mcla"), False, True, "METIS on the cluster Jaccard graph, then majority association"),
+        Method("SEC", _baseline("sec"), False, True, "spectral ensemble clustering as weighted k-means"),
+        Method("KCC", _baseline("kcc"), False, True, "k-means consensus with the categorical utility"),
     )
 }
 

@@ -18,14 +18,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from lwec_tasks.core.auto_k import AUTO, is_auto
-from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
-from lwec_tasks.core.eci import DEFAULT_THETA
+from lwec_tasks.core.defaults import AUTO, DEFAULT_ENSEMBLE_SIZE, DEFAULT_THETA, is_auto
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.validation import check_integer, check_theta
-from lwec_tasks.io.history import latest_view_name
-from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
-from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
+from lwec_tasks.io.identifiers import check_new_table_name, default_output_table, latest_view_name
+from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.methods import PIPELINE_METHODS, describe_pipeline_methods, pipeline_method
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.:{}-]{1,64}")
@@ -50,6 +48,11 @@ def _text(name: str, value):
     if not isinstance(value, str) or not value.strip():
         raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
     return value
+
+
+def _table(name: str, value):
+    """A table name in its canonical spelling (``schema.table``; see :mod:`lwec_tasks.io.names`)."""
+    return str(parse_table_name(_text(name, value), name))
 
 
 def _optional_column(name: str, value):
@@ -148,7 +151,9 @@ class ConsensusRequest(BaseModel):
                     "postgresql+psycopg://user:password@host/db; 'env:VAR' reads it from environment variable "
                     "VAR, 'block:NAME' from a prefect-sqlalchemy SqlAlchemyConnector block, 'secret:NAME' from a "
                     "Prefect Secret block")]
-    table: Annotated[str, _checked(_text), Field(description="Table (or view) with one row per object")]
+    table: Annotated[str, _checked(_table), Field(
+        description="Table (or view) with one row per object: table or schema.table; a name containing a dot "
+                    'in double quotes: "my.table" or analytics."my.table"')]
     n_clusters: Annotated[int | Literal["auto"], _checked(_n_clusters), Field(
         description="Number of consensus clusters k (at least 2), or 'auto' to choose k from the ensemble "
                     "(k = 2..min(50, …); see docs/pipeline.md)")]
@@ -168,7 +173,8 @@ class ConsensusRequest(BaseModel):
         description="Random seed; empty (CLI: none) for a fresh random run")] = 0
     experiment: Annotated[str, _checked(_text), Field(description="MLflow experiment name")] = "lwec"
     output_table: Annotated[str | None, _checked(_output_table), Field(
-        description="Labels table to create or update; default <table>_lwec_labels")] = None
+        description="Labels table to create or update (table or schema.table); default <table>_lwec_labels in "
+                    "the table's schema")] = None
     standardize: Annotated[bool, _checked(_flag), Field(
         description="Standardise each feature to mean 0, variance 1")] = True
     drop_nonfinite: Annotated[bool, _checked(_flag), Field(

@@ -2,7 +2,12 @@
 
 Each sub-command lives in its own module in this package and exposes
 ``register(subparsers)``, which adds its parser and sets ``handler`` to a
-function taking the parsed arguments and returning an exit code.
+function taking the parsed arguments and returning an exit code. Only the
+module of the command being run is imported.
+
+Failures end the output with one line, ``lwec COMMAND: error: ...``: bad input
+(exit status 2) and unreachable services (1) for every command, and every other
+failure (1) for commands with ``--verbose``, which adds the traceback.
 """
 
 from __future__ import annotations
@@ -18,14 +23,17 @@ from lwec_tasks.core.errors import LwecInputError
 COMMAND_MODULES = ("demo", "run", "assign", "reproduce", "study", "bench")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The ``lwec`` parser; given ``argv`` that names a command, with that command's parser only."""
+    command = next((arg for arg in argv or () if not arg.startswith("-")), None)
+    modules = (command,) if command in COMMAND_MODULES else COMMAND_MODULES
     parser = argparse.ArgumentParser(
         prog="lwec",
         description="Locally weighted ensemble clustering (LWEA / LWGP) pipelines.",
     )
     parser.add_argument("--version", action="version", version=f"lwec {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in modules:
         try:
             module = importlib.import_module(f"lwec_tasks.cli.{name}")
         except ModuleNotFoundError as error:
@@ -37,16 +45,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 0
     try:
         return int(args.handler(args) or 0)
-    except LwecInputError as error:
-        print(f"lwec {args.command}: error: {error}", file=sys.stderr)
-        return 2
+    except Exception as error:  # noqa: BLE001 - re-raised unless the command reports it in one line
+        if not isinstance(error, LwecInputError | ConnectionError) and not hasattr(args, "verbose"):
+            raise
+        from lwec_tasks.cli.console import report_failure
+
+        return report_failure(args.command, error, verbose=getattr(args, "verbose", False))
 
 
 if __name__ == "__main__":

@@ -3,16 +3,15 @@
 One option per parameter of :func:`flows.assign.assign_flow`. The model is
 looked up in the MLflow store of ``$MLFLOW_TRACKING_URI`` (or ``--tracking-uri``).
 Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
-server started for this process.
+server started for this process. The table and the Prefect API are checked
+before the flow starts, and a failure is the last line printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-import traceback
 
 
 def _csv_list(text: str) -> list[str]:
@@ -47,38 +46,52 @@ def register(subparsers) -> None:
 
 
 def assign_command(args: argparse.Namespace) -> int:
-    from lwec_tasks.cli.run import _credentials_out_of_parameters, apply_prefect_defaults
+    """Check, run the assign flow, print where the labels went. Failures reach :func:`lwec_tasks.cli.main`,
+    which prints them in one line (the traceback too with ``--verbose``)."""
+    from lwec_tasks.cli.run import apply_prefect_defaults
 
     apply_prefect_defaults()  # before anything imports Prefect
-    from lwec_tasks.core.errors import LwecInputError
-    from lwec_tasks.io.connection import check_driver, is_reference
-
     parameters = {name: getattr(args, name) for name in
                   ("database_url", "table", "model_uri", "feature_columns", "id_column", "output_table")}
     if args.tracking_uri:
         os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
     started = time.perf_counter()
-    try:
-        if not is_reference(parameters["database_url"]) or parameters["database_url"].startswith("env:"):
-            check_driver(parameters["database_url"])
+    summary = run_checked_assign(parameters, verbose=args.verbose)
+    print_outcome(summary, parameters, time.perf_counter() - started)
+    return 0
+
+
+def run_checked_assign(parameters: dict, verbose: bool = False) -> dict:
+    """The assign flow's summary, after the checks :func:`lwec_tasks.cli.run.run_checked_flow` makes: the table
+    before Prefect is imported, then the Prefect API; a temporary Prefect server is stopped when done."""
+    from lwec_tasks.cli.prefect_server import stopped_when_done
+    from lwec_tasks.cli.run import _credentials_out_of_parameters, needs_prefect_to_resolve
+    from lwec_tasks.cli.services import check_prefect_api
+
+    resolved_by_prefect = needs_prefect_to_resolve(parameters["database_url"])
+    if not resolved_by_prefect:
+        check_before_prefect(parameters)
+    check_prefect_api()
+    with stopped_when_done():
+        if resolved_by_prefect:
+            import lwec_tasks.tasks.credentials  # noqa: F401 - resolves block: and secret: references
+
+            check_before_prefect(parameters)
         from flows.assign import assign_flow
 
-        if not args.verbose:
+        if not verbose:
             from lwec_tasks.cli.console import hide_tracebacks_on_console
 
             hide_tracebacks_on_console()
-        summary = assign_flow(**_credentials_out_of_parameters(parameters))
-    except LwecInputError:
-        if args.verbose:
-            traceback.print_exc()
-        raise
-    except Exception as error:  # noqa: BLE001 - the CLI reports every failure the same way
-        if args.verbose:
-            traceback.print_exc()
-        print(f"lwec: assign failed: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
-    print_outcome(summary, parameters, time.perf_counter() - started)
-    return 0
+        return assign_flow(**_credentials_out_of_parameters(parameters))
+
+
+def check_before_prefect(parameters: dict) -> None:
+    """Refuse, in seconds, a missing driver, a database that does not answer, a missing table or column, an
+    output table that is a view (:func:`lwec_tasks.preflight.check_assign_request`)."""
+    from lwec_tasks.preflight import check_assign_request
+
+    check_assign_request(**parameters)
 
 
 def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:

@@ -1,9 +1,51 @@
-"""Console output of the command line: Prefect's log lines without tracebacks."""
+"""Console output of the command line: one-line errors, printed last, and Prefect's log lines without tracebacks."""
 
 from __future__ import annotations
 
 import copy
 import logging
+import sys
+import traceback
+
+#: Longest error line printed; a longer message is cut (``--verbose`` prints it whole, with its traceback).
+MAX_ERROR_CHARACTERS = 1000
+
+
+def one_line(text: str, limit: int = MAX_ERROR_CHARACTERS) -> str:
+    """``text`` on one line: line breaks and runs of blanks become single spaces; cut to ``limit`` characters."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def describe(error: BaseException) -> str:
+    """What went wrong, for an operator: the message of errors that name their problem (bad input, a service
+    that did not answer), else the error's type and message."""
+    from lwec_tasks.core.errors import LwecInputError
+
+    if isinstance(error, LwecInputError | ConnectionError) and str(error):
+        return one_line(str(error))
+    return one_line(f"{type(error).__name__}: {error}")
+
+
+def exit_code(error: BaseException) -> int:
+    """2 for bad input (:class:`~lwec_tasks.core.errors.LwecInputError`), 1 for every other failure."""
+    from lwec_tasks.core.errors import LwecInputError
+
+    return 2 if isinstance(error, LwecInputError) else 1
+
+
+def report_failure(command: str, error: BaseException, verbose: bool = False) -> int:
+    """Print ``error`` as one line, ``lwec COMMAND: error: ...``, after any traceback (``verbose``); return the
+    exit code.
+
+    Commands that run a flow do so in :func:`~lwec_tasks.cli.prefect_server.stopped_when_done`, so that this
+    line is also the last of their output.
+    """
+    if verbose:
+        traceback.print_exception(error)
+    sys.stdout.flush()
+    print(f"lwec {command}: error: {describe(error)}", file=sys.stderr, flush=True)
+    return exit_code(error)
 
 
 class _WithoutTraceback(logging.Formatter):

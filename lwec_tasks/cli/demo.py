@@ -98,7 +98,7 @@ def run_demo(args: argparse.Namespace) -> int:
         experiment=args.experiment,
         tracking_uri=tracking_uri,
     )
-    code, summary = run_flow_reporting(parameters)
+    code, summary = run_flow_reporting(parameters, command="demo")
     if summary is not None:
         print_outcome(summary, parameters, seconds=time.perf_counter() - started)
     return code

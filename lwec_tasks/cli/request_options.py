@@ -10,7 +10,7 @@ import argparse
 import types
 import typing
 
-from lwec_tasks.core.auto_k import AUTO, is_auto
+from lwec_tasks.core.defaults import AUTO, is_auto
 from lwec_tasks.methods import PIPELINE_METHODS
 from lwec_tasks.request import ConsensusRequest
 

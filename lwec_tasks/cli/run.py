@@ -3,14 +3,15 @@
 One option per parameter of :func:`flows.consensus.consensus_flow`, generated
 from :class:`~lwec_tasks.request.ConsensusRequest`.
 Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
-server started for this process.
+server started for this process. The parameters, the table and the services
+the run needs are checked before that (:func:`run_checked_flow`), and a
+failure is the last line printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 from lwec_tasks.cli.request_options import add_request_options, request_parameters
@@ -60,37 +61,69 @@ def run_command(args: argparse.Namespace) -> int:
     return code
 
 
-def run_flow_reporting(parameters: dict, verbose: bool = False) -> tuple[int, dict | None]:
+def run_flow_reporting(parameters: dict, verbose: bool = False, command: str = "run") -> tuple[int, dict | None]:
     """Check ``parameters``, run the flow, and return (exit code, summary or None).
 
-    Bad parameters and a missing database driver raise
-    :class:`~lwec_tasks.core.errors.LwecInputError` before Prefect starts; failures
-    during the run are printed to stderr with exit code 1 (2 for bad input found
-    while reading the table). Prefect's console log shows tracebacks only when
-    ``verbose``.
+    A failure is printed as the last line of the output, ``lwec COMMAND: error: ...``, with exit code 2 for
+    bad input (:class:`~lwec_tasks.core.errors.LwecInputError`) and 1 otherwise. Tracebacks (in Prefect's
+    console log, and the error's own just before that line) are printed only when ``verbose``.
     """
-    apply_prefect_defaults()  # before the imports below, which import Prefect
-    from lwec_tasks.core.errors import LwecInputError
-    from lwec_tasks.io.connection import check_driver, is_reference
-    from lwec_tasks.request import ConsensusRequest
-
-    ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
-    if not is_reference(parameters["database_url"]) or parameters["database_url"].startswith("env:"):
-        check_driver(parameters["database_url"])
-    from flows.consensus import consensus_flow
-
-    if not verbose:
-        from lwec_tasks.cli.console import hide_tracebacks_on_console
-
-        hide_tracebacks_on_console()
+    from lwec_tasks.cli.console import report_failure
 
     try:
-        return 0, consensus_flow(**_credentials_out_of_parameters(parameters))
-    except LwecInputError:
-        raise
+        return 0, run_checked_flow(parameters, verbose)
     except Exception as error:  # noqa: BLE001 - the CLI reports every failure the same way
-        print(f"lwec: run failed: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1, None
+        return report_failure(command, error, verbose), None
+
+
+def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
+    """The consensus flow's summary, after checking everything that can be checked before it starts.
+
+    The parameters, the table and its columns (:func:`check_before_prefect`) are checked before Prefect
+    is imported, so bad input is reported within seconds; then the Prefect API and a Dask scheduler are
+    asked whether they answer. A temporary Prefect server started for the flow is stopped when it is done.
+    """
+    apply_prefect_defaults()  # before the imports below, which import Prefect
+    from lwec_tasks.cli.prefect_server import stopped_when_done
+    from lwec_tasks.cli.services import check_dask_scheduler, check_prefect_api
+    from lwec_tasks.request import ConsensusRequest
+
+    request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
+    resolved_by_prefect = needs_prefect_to_resolve(request.database_url)
+    if not resolved_by_prefect:
+        check_before_prefect(request)
+    if request.dask_address:
+        check_dask_scheduler(request.dask_address)
+    check_prefect_api()
+    with stopped_when_done():
+        if resolved_by_prefect:
+            import lwec_tasks.tasks.credentials  # noqa: F401 - resolves block: and secret: references
+
+            check_before_prefect(request)
+        from flows.consensus import consensus_flow
+
+        if not verbose:
+            from lwec_tasks.cli.console import hide_tracebacks_on_console
+
+            hide_tracebacks_on_console()
+        return consensus_flow(**_credentials_out_of_parameters(parameters))
+
+
+def check_before_prefect(request) -> None:
+    """Refuse, in seconds, a run that would fail on reading its table: a missing driver, a database that does
+    not answer, a missing table or column, too few rows, an output table that is a view
+    (:func:`lwec_tasks.preflight.check_consensus_request`)."""
+    from lwec_tasks.preflight import check_consensus_request
+
+    check_consensus_request(request)
+
+
+def needs_prefect_to_resolve(database_url: str) -> bool:
+    """Whether ``database_url`` names a Prefect block (``block:NAME``, ``secret:NAME``), read through Prefect's
+    API, rather than a URL or an environment variable."""
+    from lwec_tasks.io.connection import is_reference
+
+    return is_reference(database_url) and not database_url.startswith("env:")
 
 
 #: Environment variables (of this process only) through which passwords reach the flow.
@@ -117,7 +150,7 @@ def _credentials_out_of_parameters(parameters: dict) -> dict:
 
 def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     """Tell the user where the labels and the MLflow run went."""
-    from lwec_tasks.core.auto_k import is_auto
+    from lwec_tasks.core.defaults import is_auto
     from lwec_tasks.io import latest_view_name, mask_url
     from lwec_tasks.tracking import mask_uri, resolve_tracking_uri
 

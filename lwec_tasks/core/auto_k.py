@@ -63,7 +63,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
+from lwec_tasks.core.defaults import AUTO, DEFAULT_THETA, is_auto  # noqa: F401 - AUTO, is_auto re-exported
+from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
 from lwec_tasks.core.validation import check_k_range, check_theta
@@ -74,7 +75,6 @@ DEFAULT_RESOLUTION = 0.6
 #: Weight λ of the LWEA–LWGP agreement (NMI) in the criterion (see the module docstring).
 DEFAULT_AGREEMENT = 0.15
 METHODS = ("lwea", "lwgp")
-AUTO = "auto"
 
 
 @dataclass(frozen=True)
@@ -94,11 +94,6 @@ class KSelection:
     ks: np.ndarray
     scores: np.ndarray
     criterion: str
-
-
-def is_auto(n_clusters) -> bool:
-    """Whether ``n_clusters`` asks for the automatic choice (the string "auto", any case)."""
-    return isinstance(n_clusters, str) and n_clusters.strip().lower() == AUTO
 
 
 def check_method(method) -> str:

@@ -26,6 +26,7 @@ import pandas as pd
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
+from lwec_tasks.core.defaults import DEFAULT_ENSEMBLE_SIZE
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.feature_checks import as_float_features, check_finite_features
 from lwec_tasks.core.seeds import base_seed, derived_seed
@@ -57,10 +58,6 @@ def _check_features(X) -> np.ndarray:
         raise LwecInputError(f"features need at least 2 rows and 1 column, got shape {X.shape}")
     check_finite_features(X, names)
     return X
-
-
-#: Number of base clusterings M when none is given (the paper's ensemble size).
-DEFAULT_ENSEMBLE_SIZE = 10
 
 
 @dataclass(frozen=True)

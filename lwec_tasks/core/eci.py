@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from lwec_tasks.core.defaults import DEFAULT_THETA  # noqa: F401 - re-exported
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.pair_kernels import column_major_codes, split_entropy_terms
 from lwec_tasks.core.validation import check_theta
-
-DEFAULT_THETA = 0.4
 
 
 def ensemble_uncertainty(ensemble: Ensemble) -> np.ndarray:

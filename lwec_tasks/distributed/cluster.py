@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.masking import mask_url
 
 #: Seconds to wait for the scheduler to answer before giving up.
 CONNECT_TIMEOUT_SECONDS = 5
@@ -74,30 +75,46 @@ def connect(address: str, timeout: float | None = None) -> Iterator[DaskSession]
     :data:`WORKER_WAIT_SECONDS` when it has no workers; :class:`LwecInputError` when ``distributed`` is not
     installed here or the workers cannot import ``lwec``.
     """
-    try:
-        from distributed import Client
-    except ImportError as error:
-        raise LwecInputError(
-            f"dask_address={address!r} needs Dask's distributed scheduler client, which is not installed: "
-            "pip install 'lwec[dask]'") from error
-    timeout = CONNECT_TIMEOUT_SECONDS if timeout is None else timeout
-    try:
-        client = Client(address, timeout=timeout, set_as_default=False)
-    except Exception as error:  # noqa: BLE001 - every failure to connect means the same to the operator
-        raise DaskUnreachableError(
-            f"cannot reach the Dask scheduler at {address!r} (waited {timeout:g} s): {type(error).__name__}: "
-            f"{_first_line(error)}; check dask_address and that `dask scheduler` runs there") from None
+    client = _open_client(address, timeout)
+    shown = mask_url(address)
     try:
         try:
             client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
         except Exception:  # noqa: BLE001 - distributed raises TimeoutError or its own wrappers
             raise DaskUnreachableError(
-                f"the Dask scheduler at {address!r} has no workers (waited {WORKER_WAIT_SECONDS} s); "
-                f"start some with `dask worker {address}`") from None
+                f"the Dask scheduler at {shown!r} has no workers (waited {WORKER_WAIT_SECONDS} s); "
+                f"start some with `dask worker {shown}`") from None
         check_workers(client, address)
         yield DaskSession(client, address)
     finally:
         client.close()
+
+
+def check_scheduler(address: str, timeout: float | None = None) -> None:
+    """Raise as :func:`connect` does when the scheduler at ``address`` does not answer within ``timeout`` s.
+
+    Connects and disconnects at once, without waiting for workers: a check to make before a run starts.
+    """
+    _open_client(address, timeout).close()
+
+
+def _open_client(address: str, timeout: float | None):
+    """A ``distributed.Client`` of the scheduler at ``address`` (not the default client of this process)."""
+    try:
+        from distributed import Client
+    except ImportError as error:
+        raise LwecInputError(
+            f"dask_address={mask_url(address)!r} needs Dask's distributed scheduler client, which is not "
+            "installed: pip install 'lwec[dask]'") from error
+    timeout = CONNECT_TIMEOUT_SECONDS if timeout is None else timeout
+    try:
+        return Client(address, timeout=timeout, set_as_default=False)
+    except Exception as error:  # noqa: BLE001 - every failure to connect means the same to the operator
+        shown = mask_url(address)
+        reason = _first_line(error).replace(address, shown)
+        raise DaskUnreachableError(
+            f"cannot reach the Dask scheduler at {shown!r} (waited {timeout:g} s): {type(error).__name__}: "
+            f"{reason}; check dask_address and that `dask scheduler` runs there") from None
 
 
 def check_workers(client, address: str) -> None:
@@ -108,8 +125,9 @@ def check_workers(client, address: str) -> None:
         client.run(worker_facts)
     except Exception as error:  # noqa: BLE001 - an import failure arrives as any exception type
         raise LwecInputError(
-            f"the workers of the Dask scheduler at {address!r} cannot run lwec tasks ({type(error).__name__}: "
-            f"{_first_line(error)}); install lwec and the database driver on every worker") from None
+            f"the workers of the Dask scheduler at {mask_url(address)!r} cannot run lwec tasks "
+            f"({type(error).__name__}: {_first_line(error)}); install lwec and the database driver on every worker"
+        ) from None
 
 
 def tree_reduce(session: DaskSession, parts: Sequence, combine: Callable, name: str, fan_in: int = FAN_IN):

@@ -1,41 +1,57 @@
 """Database edges of the pipeline: reading feature tables, writing label tables.
 
 Everything here uses SQLAlchemy 2 Core; identifiers are always taken from
-reflection or validated, never pasted into SQL text.
+reflection or validated, never pasted into SQL text. Table names may carry a
+schema (``analytics.features``, see :mod:`lwec_tasks.io.names`).
+
+The names below are loaded on first use, so that importing one light module
+(``lwec_tasks.io.catalog``, used by the preflight checks) does not load the
+bulk readers and writers (numpy, pandas, pyarrow, numba).
 """
 
-from lwec_tasks.io.connection import DatabaseUnreachableError, mask_url, open_engine, url_has_credentials
-from lwec_tasks.io.history import (
-    EarlierRun,
-    ensure_latest_view,
-    latest_earlier_run,
-    latest_labels_query,
-    latest_view_name,
-    prune_runs,
-)
-from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
-from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS, LabelRows, check_label_table, id_key_type, write_labels
-from lwec_tasks.io.source import SourceTable, describe_source, read_rows
+from __future__ import annotations
 
-__all__ = [
-    "LABEL_TABLE_COLUMNS",
-    "DatabaseUnreachableError",
-    "EarlierRun",
-    "LabelRows",
-    "SourceTable",
-    "check_label_table",
-    "check_new_table_name",
-    "default_output_table",
-    "describe_source",
-    "ensure_latest_view",
-    "id_key_type",
-    "latest_earlier_run",
-    "latest_labels_query",
-    "latest_view_name",
-    "mask_url",
-    "url_has_credentials",
-    "open_engine",
-    "prune_runs",
-    "read_rows",
-    "write_labels",
-]
+import importlib
+
+#: Public name → module defining it.
+_EXPORTS = {
+    "DatabaseRefusedError": "errors",
+    "DatabaseUnreachableError": "errors",
+    "mask_url": "connection",
+    "open_engine": "connection",
+    "url_has_credentials": "connection",
+    "EarlierRun": "history",
+    "ensure_latest_view": "history",
+    "latest_earlier_run": "history",
+    "latest_labels_query": "history",
+    "prune_runs": "history",
+    "stored_run_matches": "history",
+    "check_new_table_name": "identifiers",
+    "default_output_table": "identifiers",
+    "latest_view_name": "identifiers",
+    "TableName": "names",
+    "parse_table_name": "names",
+    "LABEL_TABLE_COLUMNS": "catalog",
+    "SourceTable": "catalog",
+    "check_label_table": "catalog",
+    "describe_source": "catalog",
+    "LabelRows": "sink",
+    "id_key_type": "sink",
+    "write_labels": "sink",
+    "read_rows": "source",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

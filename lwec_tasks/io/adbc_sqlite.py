@@ -19,6 +19,10 @@ import sqlalchemy as sa
 #: Seconds a connection waits for another one's lock (sqlite3's default).
 DEFAULT_BUSY_TIMEOUT = 5.0
 
+#: Query parameters of a SQLite URL that SQLAlchemy's pysqlite dialect takes as connect() options.
+_PYSQLITE_OPTIONS = frozenset({"uri", "timeout", "isolation_level", "detect_types", "check_same_thread",
+                               "cached_statements", "factory"})
+
 #: Rows per Arrow batch of a query (the driver infers each column's type from the first batch).
 QUERY_BATCH_ROWS = 65_536
 
@@ -44,7 +48,12 @@ def sqlite_uri(engine: sa.Engine, *, read_only: bool) -> str | None:
     if not database or database == ":memory:":
         return None
     if str(url.query.get("uri", "")).lower() in ("true", "1"):
-        # Already a URI (sqlite:///file:path?mode=...&uri=true); "memory" URIs are private too.
+        # Already a URI (sqlite:///file:path?mode=ro&uri=true): SQLAlchemy passes the query parameters it does
+        # not know itself (mode, cache, immutable, ...) on to SQLite as URI parameters, and so must we.
+        parameters = [(key, value) for key, value in url.query.items() if key not in _PYSQLITE_OPTIONS]
+        if parameters:
+            database += ("&" if "?" in database else "?") + urllib.parse.urlencode(parameters, doseq=True)
+        # "memory" URIs are private to their connection.
         if "mode=memory" in database or database.startswith("file::memory:"):
             return None
         return database

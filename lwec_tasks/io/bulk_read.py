@@ -15,13 +15,21 @@ dates, ...), a non-UTF-8 client encoding, an empty result, or a column that
 is NULL throughout one of the portable path's chunks (pandas would give that
 chunk ``object`` dtype). The ``SELECT`` is always compiled by SQLAlchemy from
 the reflected table, so identifiers are quoted by the dialect.
+
+Ids are read exactly on every path: a DECIMAL/NUMERIC column asked for in
+``exact`` is selected as text (:func:`exact_expression`) and turned into
+integers or decimals (:func:`exact_values`); PostgreSQL ``uuid`` columns come
+back as :class:`uuid.UUID` objects, as the portable path returns them.
 """
 
 from __future__ import annotations
 
+import decimal
 import logging
 import os
-from collections.abc import Sequence
+import re
+import uuid
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -46,21 +54,56 @@ def read_fast(
     columns: Sequence[str],
     order_by: Sequence[str],
     chunk_size: int,
+    exact: Collection[str] = (),
 ) -> pd.DataFrame | None:
     """``columns`` of every row of ``table`` sorted by ``order_by``, or None (read the portable way).
 
     ``chunk_size`` is the portable path's chunk size; its result's dtypes can
     depend on it (a chunk with only NULLs in a column), so the fast path checks
-    for that case and declines it.
+    for that case and declines it. ``exact`` columns (those with an
+    :func:`exact_expression`) come back as that expression's text, for
+    :func:`exact_values`.
     """
     if not fast_path_enabled() or len(set(columns)) != len(columns):
         return None
     dialect = engine.dialect
     if dialect.name == "postgresql" and dialect.driver == "psycopg":
-        return _read_postgres(engine, table, columns, order_by, chunk_size)
-    if dialect.name == "sqlite" and dialect.driver == "pysqlite":
+        return _read_postgres(engine, table, columns, order_by, chunk_size, exact)
+    if dialect.name == "sqlite" and dialect.driver == "pysqlite" and not exact:
         return _read_sqlite(engine, table, columns, order_by, chunk_size)
     return None
+
+
+def exact_expression(column: sa.ColumnElement) -> sa.ColumnElement | None:
+    """``CAST(column AS TEXT)`` for a DECIMAL/NUMERIC column (floats would round its values), else None."""
+    kind = column.type
+    if isinstance(kind, sa.Numeric) and not isinstance(kind, (sa.Float, sa.Integer)):
+        return sa.cast(column, sa.Text)
+    return None
+
+
+_INTEGER_TEXT = re.compile(r"[+-]?\d+")
+
+
+def exact_values(values: pd.Series) -> pd.Series:
+    """Numbers written as text (:func:`exact_expression`) as exact values, NULLs kept as None.
+
+    int64 when every value is an integer that fits, else an object column of
+    Python ints and :class:`decimal.Decimal` values (integral decimals become ints).
+    """
+    def exact(text):
+        if text is None or (isinstance(text, float) and text != text):
+            return None
+        text = str(text).strip()
+        if _INTEGER_TEXT.fullmatch(text):
+            return int(text)
+        number = decimal.Decimal(text)
+        return int(number) if number.is_finite() and number == number.to_integral_value() else number
+
+    converted = [exact(value) for value in values.tolist()]
+    if converted and all(type(value) is int and -(2**63) <= value < 2**63 for value in converted):
+        return pd.Series(np.array(converted, dtype=np.int64), index=values.index, name=values.name)
+    return pd.Series(converted, index=values.index, name=values.name, dtype=object)
 
 
 def _select(table: sa.Table, expressions, order_by: Sequence[str]) -> sa.Select:
@@ -97,8 +140,11 @@ def _null_chunk(mask: np.ndarray | None, chunk_size: int) -> bool:
 # ----------------------------------------------------------------------------- PostgreSQL
 
 
-def _postgres_columns(table: sa.Table, columns: Sequence[str]):
-    """(kinds, expressions) for the binary COPY, or None when a column type is not handled."""
+def _postgres_columns(table: sa.Table, columns: Sequence[str], exact: Collection[str] = ()):
+    """(kinds, expressions) for the binary COPY, or None when a column type is not handled.
+
+    Kinds are the reader's (int8, float8, text) plus ``uuid``: text the frame turns into :class:`uuid.UUID`.
+    """
     from lwec_tasks.io.pgcopy import FLOAT8, INT8, TEXT
 
     kinds, expressions = [], []
@@ -107,7 +153,13 @@ def _postgres_columns(table: sa.Table, columns: Sequence[str]):
         kind_of = column.type
         if isinstance(kind_of, (sa.Boolean, sa.Enum)):
             return None
-        if isinstance(kind_of, sa.Integer):
+        if name in exact and exact_expression(column) is not None:
+            kinds.append(TEXT)
+            expressions.append(exact_expression(column))
+        elif isinstance(kind_of, sa.Uuid) and getattr(kind_of, "as_uuid", True):
+            kinds.append(UUID)
+            expressions.append(sa.cast(column, sa.Text))
+        elif isinstance(kind_of, sa.Integer):
             kinds.append(INT8)
             expressions.append(sa.cast(column, sa.BigInteger))
         elif isinstance(kind_of, sa.REAL):
@@ -115,7 +167,7 @@ def _postgres_columns(table: sa.Table, columns: Sequence[str]):
             # (1e30, not 1.0000000150474662e+30): convert through text the same way.
             kinds.append(FLOAT8)
             expressions.append(sa.cast(sa.cast(column, sa.Text), postgresql.DOUBLE_PRECISION))
-        elif isinstance(kind_of, sa.Numeric):
+        elif isinstance(kind_of, (sa.Float, sa.Numeric)):  # SQLAlchemy 2.1: Float is no Numeric
             # double precision as is; numeric -> float8 rounds like float(Decimal) (pandas' coerce_float).
             kinds.append(FLOAT8)
             expressions.append(sa.cast(column, postgresql.DOUBLE_PRECISION))
@@ -127,12 +179,16 @@ def _postgres_columns(table: sa.Table, columns: Sequence[str]):
     return kinds, expressions
 
 
-def _read_postgres(engine, table, columns, order_by, chunk_size) -> pd.DataFrame | None:
+#: Column kind of the PostgreSQL read: a uuid, sent as text and returned as :class:`uuid.UUID` objects.
+UUID = "uuid"
+
+
+def _read_postgres(engine, table, columns, order_by, chunk_size, exact=()) -> pd.DataFrame | None:
     import psycopg
 
-    from lwec_tasks.io.pgcopy import BinaryCopyReader, CopyFormatError
+    from lwec_tasks.io.pgcopy import TEXT, BinaryCopyReader, CopyFormatError
 
-    plan = _postgres_columns(table, columns)
+    plan = _postgres_columns(table, columns, exact)
     if plan is None:
         logger.debug("binary COPY not used: a column type is not handled")
         return None
@@ -151,7 +207,8 @@ def _read_postgres(engine, table, columns, order_by, chunk_size) -> pd.DataFrame
                 return None
             driver = connection.connection.driver_connection
             try:
-                reader = BinaryCopyReader(kinds, n_rows, driver.info.encoding)
+                reader = BinaryCopyReader([TEXT if kind == UUID else kind for kind in kinds], n_rows,
+                                          driver.info.encoding)
                 with driver.cursor() as cursor:
                     reader.read_from(driver, cursor, copy_sql)
                 values, masks = reader.finish()
@@ -184,7 +241,10 @@ def _frame(columns, kinds, values, masks, chunk_size) -> pd.DataFrame | None:
         return None
     data = {}
     for name, kind, column, mask in zip(columns, kinds, values, masks):
-        if kind == "text":
+        if kind == UUID:
+            data[name] = pd.Series([None if text is None else uuid.UUID(text) for text in column.to_pylist()],
+                                   dtype=object)
+        elif kind == "text":
             data[name] = column.to_pandas()
         elif kind == "int8" and mask is not None:
             as_float = column.astype(np.float64)  # pandas reads integers with NULLs as floats

@@ -29,6 +29,7 @@ import datetime as dt
 import logging
 import math
 import struct
+import uuid
 from collections.abc import Mapping
 
 import numpy as np
@@ -44,7 +45,7 @@ BLOCK_ROWS = 131_072
 
 # PostgreSQL type OIDs the binary writer encodes.
 _INT2, _INT4, _INT8, _FLOAT4, _FLOAT8 = 21, 23, 20, 700, 701
-_TEXT, _VARCHAR, _BPCHAR, _TIMESTAMPTZ = 25, 1043, 1042, 1184
+_TEXT, _VARCHAR, _BPCHAR, _TIMESTAMPTZ, _UUID = 25, 1043, 1042, 1184, 2950
 _TEXT_TYPES = (_TEXT, _VARCHAR, _BPCHAR)
 _INT_CODES = {_INT2: ">i2", _INT4: ">i4", _INT8: ">i8"}
 _FLOAT_CODES = {_FLOAT4: ">f4", _FLOAT8: ">f8"}
@@ -170,6 +171,8 @@ def _integer_code(oid: int, values: np.ndarray) -> str:
 
 def _id_column(oid: int, ids: np.ndarray, encoding: str):
     """("fixed", code, values) or ("text", utf8 bytes, offsets) for the id column."""
+    if oid == _UUID:
+        return "fixed", "V16", _uuid_bytes(ids)
     if np.issubdtype(ids.dtype, np.integer):
         return "fixed", _integer_code(oid, ids), ids
     if np.issubdtype(ids.dtype, np.floating) and oid in _FLOAT_CODES:
@@ -182,6 +185,13 @@ def _id_column(oid: int, ids: np.ndarray, encoding: str):
         data, offsets = _utf8_column(ids)
         return "text", data, offsets
     raise _Unsupported(f"ids of dtype {ids.dtype} for a column of type oid {oid}")
+
+
+def _uuid_bytes(ids: np.ndarray) -> np.ndarray:
+    """The 16 bytes of every :class:`uuid.UUID` id (PostgreSQL's binary uuid), as a ``V16`` array."""
+    if ids.dtype != object or not all(isinstance(value, uuid.UUID) for value in ids):
+        raise _Unsupported("ids that are not all uuid.UUID values for a uuid column")
+    return np.frombuffer(b"".join(value.bytes for value in ids), dtype="V16")
 
 
 def _utf8_column(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -230,7 +240,7 @@ def write_sqlite(
         return None
     import adbc_driver_manager
 
-    exists = sa.inspect(engine).has_table(table.name)
+    exists = sa.inspect(engine).has_table(table.name, schema=table.schema)
     insert = sa.insert(table).compile(dialect=dialect, column_keys=parameters.names)
     order = list(insert.positiontup)
     delete = sa.delete(table).where(table.c.run_key == constants["run_key"]).compile(dialect=dialect)

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.errors import DatabaseRefusedError, DatabaseUnreachableError, database_error  # noqa: F401
 from lwec_tasks.masking import (  # noqa: F401 - re-exported for callers of this module
     MASK,
     SECRET_QUERY_KEYS,
@@ -21,22 +22,19 @@ from lwec_tasks.masking import (  # noqa: F401 - re-exported for callers of this
     url_has_credentials,
 )
 
-
-class DatabaseUnreachableError(ConnectionError):
-    """The database could not be reached (worth retrying, unlike bad input)."""
-
-
-#: SQLAlchemy errors that mean the database did not answer (as opposed to refusing a statement).
+#: SQLAlchemy errors that may mean the database did not answer; :func:`~lwec_tasks.io.errors.is_connection_failure`
+#: tells which do (a permission error is an ``OperationalError`` on some drivers too).
 UNREACHABLE_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
 
+#: Seconds each connection attempt to a server may take: three attempts (the first and
+#: :data:`~lwec_tasks.tasks.retry.DB_RETRIES` retries) plus the waits between them stay under 30 s.
+CONNECT_TIMEOUT = 5
 
-def unreachable_error(engine: sa.Engine, error: sa.exc.DBAPIError) -> DatabaseUnreachableError:
-    """The error to raise for ``error`` (one of :data:`UNREACHABLE_ERRORS`): the database, its password
-    masked, and the first line of the driver's reason."""
-    reason = str(error.orig if error.orig is not None else error).strip().splitlines()
-    return DatabaseUnreachableError(
-        f"cannot reach database {mask_url(engine.url)}: {reason[0] if reason else type(error).__name__}"
-    )
+
+def unreachable_error(engine: sa.Engine, error: sa.exc.DBAPIError, action: str = "answer") -> Exception:
+    """The error to raise for a driver ``error``: :class:`DatabaseUnreachableError` when the database did not
+    answer, else :class:`~lwec_tasks.io.errors.DatabaseRefusedError`; one line, password masked."""
+    return database_error(engine, error, action)
 
 
 #: pip package that provides each database driver module SQLAlchemy may import.
@@ -90,12 +88,12 @@ def is_reference(database_url: str) -> bool:
     return bool(name) and (prefix == "env" or prefix in URL_RESOLVERS or prefix in ("block", "secret"))
 
 
-def open_engine(database_url: str, *, connect_timeout: int = 10) -> sa.Engine:
+def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT) -> sa.Engine:
     """Create an engine for ``database_url`` (nothing is connected yet).
 
-    ``connect_timeout`` (seconds) bounds each connection attempt on servers
-    (PostgreSQL, MySQL) so an unreachable host fails promptly and can be
-    retried; SQLite files ignore it.
+    ``connect_timeout`` (seconds, default :data:`CONNECT_TIMEOUT`) bounds each
+    connection attempt on servers (PostgreSQL, MySQL) so an unreachable host
+    fails promptly and can be retried; SQLite files ignore it.
     """
     database_url = resolve_database_url(database_url)
     try:

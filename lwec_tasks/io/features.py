@@ -4,12 +4,12 @@ Pure pandas/numpy: no database, Prefect or MLflow here. The database layer
 describes the table (:class:`ColumnPlan` is built from its column lists) and
 hands over the rows; this module turns them into the (N, d) matrix the
 clustering sees, or raises :class:`~lwec_tasks.core.errors.LwecInputError` with a
-message naming the offending column.
+message naming the offending column. The column plan itself (:func:`plan_columns`)
+lives in :mod:`lwec_tasks.io.columns` and is re-exported here.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,41 +19,14 @@ from sklearn.preprocessing import StandardScaler
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.placement import Standardisation
-from lwec_tasks.io.identifiers import name_list
-
-#: Column names taken as the object id when no id column is given and the
-#: table has no single-column primary key.
-CONVENTIONAL_ID_NAMES = ("id",)
-
-#: Column names (lower case, ignoring ``_``/``-``/spaces) that usually hold a
-#: ground truth or target rather than a feature.
-LABEL_LIKE_NAMES = frozenset({
-    "label", "labels", "target", "targets", "class", "classes", "y", "truth", "groundtruth", "gt",
-    "category", "cluster", "clusters", "outcome", "response",
-})
-
-
-@dataclass(frozen=True)
-class ColumnPlan:
-    """Which columns of the source table play which role.
-
-    ``id_column`` is None when rows are identified by their position in the
-    read order (0..N−1).
-    """
-
-    feature_columns: tuple[str, ...]
-    id_column: str | None
-    label_column: str | None
-
-    @property
-    def label_like_features(self) -> list[str]:
-        """Feature columns named like a ground truth or target (e.g. ``label``, ``target``, ``class``)."""
-        return [name for name in self.feature_columns if looks_like_label(name)]
-
-    @property
-    def columns_to_read(self) -> list[str]:
-        extra = [c for c in (self.id_column, self.label_column) if c is not None]
-        return [*extra, *self.feature_columns]
+from lwec_tasks.io.columns import (  # noqa: F401 - the column plan's public names, kept importable from here
+    CONVENTIONAL_ID_NAMES,
+    LABEL_LIKE_NAMES,
+    ColumnPlan,
+    looks_like_key,
+    looks_like_label,
+    plan_columns,
+)
 
 
 @dataclass(frozen=True)
@@ -92,78 +65,6 @@ class PreparedFeatures:
         return Standardisation(self.mean, self.scale)
 
 
-def looks_like_label(name: str) -> bool:
-    """Whether a column name reads like a ground truth / target column (``Target``, ``class_label``, ``y``)."""
-    normalised = re.sub(r"[\s_\-]+", "", str(name)).lower()
-    words = [w for w in re.split(r"[\s_\-]+", str(name).lower()) if w]
-    return normalised in LABEL_LIKE_NAMES or (len(words) > 1 and words[-1] in {"label", "labels", "target", "class"})
-
-
-def plan_columns(
-    columns: Sequence[str],
-    numeric_columns: Sequence[str],
-    primary_key: Sequence[str],
-    *,
-    feature_columns: Sequence[str] | None = None,
-    id_column: str | None = None,
-    label_column: str | None = None,
-    table: str = "the table",
-) -> ColumnPlan:
-    """Resolve the column roles of a table.
-
-    Parameters
-    ----------
-    columns : all column names of the table
-    numeric_columns : those whose declared type is numeric
-    primary_key : primary-key column names
-    feature_columns : explicit features; default all numeric columns except id and label
-    id_column : default the single-column primary key, else a column named ``id``, else none
-    label_column : ground truth column (optional)
-    """
-    columns = list(columns)
-
-    def require(names, parameter):
-        missing = [name for name in names if name not in columns]
-        if missing:
-            raise LwecInputError(
-                f"{parameter}: column(s) {missing} not found in table {table!r}; its columns are {name_list(columns)}"
-            )
-
-    if id_column is not None:
-        require([id_column], "id_column")
-    elif len(primary_key) == 1:
-        id_column = primary_key[0]
-    else:
-        id_column = next((name for name in CONVENTIONAL_ID_NAMES if name in columns), None)
-    if label_column is not None:
-        require([label_column], "label_column")
-        if label_column == id_column:
-            raise LwecInputError(f"label_column and id_column are both {label_column!r}")
-    roles = {id_column, label_column} - {None}
-
-    if feature_columns is None:
-        chosen = [name for name in numeric_columns if name not in roles]
-        if not chosen:
-            raise LwecInputError(
-                f"table {table!r} has no numeric columns besides id/label to use as features; "
-                f"its columns are {name_list(columns)} (numeric: {name_list(numeric_columns)})"
-            )
-    else:
-        chosen = list(feature_columns)
-        if not chosen:
-            raise LwecInputError("feature_columns is empty; name at least one column or leave it unset")
-        require(chosen, "feature_columns")
-        duplicated = sorted({name for name in chosen if chosen.count(name) > 1})
-        if duplicated:
-            raise LwecInputError(f"feature_columns lists {duplicated} more than once")
-        clashing = [name for name in chosen if name in roles]
-        if clashing:
-            raise LwecInputError(f"feature_columns {clashing} are also the id or label column")
-        # Explicit columns are checked value by value in prepare_features: SQLite
-        # columns may be untyped, and text holding numbers is accepted.
-    return ColumnPlan(tuple(chosen), id_column, label_column)
-
-
 def prepare_features(
     frame: pd.DataFrame,
     plan: ColumnPlan,
@@ -171,19 +72,28 @@ def prepare_features(
     n_clusters: int,
     standardize: bool = True,
     drop_nonfinite: bool = False,
+    table: str = "the table",
 ) -> PreparedFeatures:
-    """Check the rows read from the table and build the feature matrix.
+    """Check the rows read from ``table`` and build the feature matrix.
 
-    Raises :class:`LwecInputError` for non-numeric feature values, NaN/inf in the
-    features (unless ``drop_nonfinite``), missing or duplicate ids, and fewer than
-    ``2 * n_clusters`` usable rows.
+    Raises :class:`LwecInputError` for an empty table, non-numeric feature
+    values, a feature column without a single finite value (leave it out),
+    NaN/inf in the features (unless ``drop_nonfinite``), missing or duplicate
+    ids, and fewer than ``2 * n_clusters`` usable rows.
     """
     n_read = len(frame)
+    if n_read == 0:
+        raise LwecInputError(f"table {table!r} is empty")
     X = np.empty((n_read, len(plan.feature_columns)))
     for j, name in enumerate(plan.feature_columns):
         X[:, j] = _numeric_column(frame[name], name)
 
-    nonfinite_rows = ~np.isfinite(X).all(axis=1)
+    finite = np.isfinite(X)
+    useless = [name for j, name in enumerate(plan.feature_columns) if not finite[:, j].any()]
+    if useless:
+        raise LwecInputError(_useless_columns_message(table, plan.feature_columns, useless))
+    nonfinite_rows = ~finite.all(axis=1)
+    del finite
     if nonfinite_rows.any() and not drop_nonfinite:
         raise LwecInputError(_nonfinite_message(X, plan.feature_columns, int(nonfinite_rows.sum())))
     keep = ~nonfinite_rows
@@ -200,7 +110,7 @@ def prepare_features(
     if len(X) < 2 * n_clusters:
         dropped = f" after dropping {n_dropped} rows with non-finite features" if n_dropped else ""
         raise LwecInputError(
-            f"{len(X)} usable rows{dropped}, but n_clusters={n_clusters} needs at least "
+            f"table {table!r} has only {len(X)} usable rows{dropped}, but n_clusters={n_clusters} needs at least "
             f"2·k = {2 * n_clusters} rows"
         )
     mean = scale = None
@@ -235,6 +145,15 @@ def _numeric_column(series: pd.Series, name: str) -> np.ndarray:
             f"values, e.g. {example!r}); choose numeric feature_columns"
         )
     return converted.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def _useless_columns_message(table: str, names: Sequence[str], useless: Sequence[str]) -> str:
+    """Columns without one finite value: dropping rows would drop every row, so the advice is to leave them out."""
+    rest = [name for name in names if name not in useless]
+    these = f"column {useless[0]!r} has" if len(useless) == 1 else f"columns {list(useless)} have"
+    advice = f"leave {'it' if len(useless) == 1 else 'them'} out: feature_columns={rest}" if rest \
+        else "choose other feature_columns"
+    return f"feature {these} no finite value in any row of table {table!r} (all NULL, NaN or infinite); {advice}"
 
 
 def _nonfinite_message(X: np.ndarray, names: Sequence[str], n_rows: int) -> str:

@@ -6,14 +6,17 @@ run key. Runs of one ``source_table`` are ordered by recency: the latest
 Every function here follows that order.
 
 All statements are SQLAlchemy Core constructs on a lightweight table clause
-of the labels table, so the table name and the values (source table, run
-keys) are quoted or bound by the dialect, never pasted into SQL text. The
-one DDL statement, ``CREATE VIEW``, is a compiled Core ``SELECT`` behind the
-view name quoted by the dialect's identifier preparer.
+of the labels table (``table`` or ``schema.table``), so the names and the
+values (source table, run keys) are quoted or bound by the dialect, never
+pasted into SQL text. The one DDL statement, ``CREATE VIEW``, is a compiled
+Core ``SELECT`` behind the view name quoted by the dialect's identifier
+preparer; the view lives in the labels table's schema. Database errors are
+raised as :mod:`lwec_tasks.io.errors` describes.
 """
 
 from __future__ import annotations
 
+import decimal
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,14 +24,16 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import unescape_percents
-from lwec_tasks.io.connection import UNREACHABLE_ERRORS, unreachable_error
-from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS
-
-#: Suffix of the latest-run view's name: ``<labels_table>_latest``.
-LATEST_VIEW_SUFFIX = "_latest"
-
-#: Longest identifier, in UTF-8 bytes, PostgreSQL keeps (longer ones are silently cut there).
-MAX_IDENTIFIER_BYTES = 63
+from lwec_tasks.io.catalog import relation_kind
+from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.identifiers import (  # noqa: F401 - the view's name rules, re-exported
+    LATEST_VIEW_SUFFIX,
+    MAX_IDENTIFIER_BYTES,
+    latest_view_name,
+    latest_view_of,
+)
+from lwec_tasks.io.names import TableName, parse_table_name
+from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS, RunMetadata
 
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
 _DELETE_BATCH = 500
@@ -54,9 +59,10 @@ class EarlierRun:
     labels: np.ndarray
 
 
-def labels_table_clause(labels_table: str) -> sa.TableClause:
-    """A table clause with the labels-table columns (quoted by the dialect when compiled)."""
-    return sa.table(labels_table, *(sa.column(name) for name in LABEL_TABLE_COLUMNS))
+def labels_table_clause(labels_table: str | TableName) -> sa.TableClause:
+    """A table clause with the labels-table columns (``table`` or ``schema.table``, quoted by the dialect)."""
+    name = parse_table_name(labels_table, "labels_table")
+    return sa.table(name.name, *(sa.column(column) for column in LABEL_TABLE_COLUMNS), schema=name.schema)
 
 
 def runs_by_recency(labels_table: str, source_table: str, exclude_run_key: str | None = None) -> sa.Select:
@@ -101,18 +107,50 @@ def latest_earlier_run(
         No connection could be made.
     """
     table = labels_table_clause(labels_table)
-    try:
-        with engine.connect() as connection:
-            if not _is_labels_table(connection, labels_table):
-                return None
-            statement = runs_by_recency(labels_table, source_table, exclude_run_key).limit(1)
-            run_key = connection.execute(statement).scalar()
-            if run_key is None:
-                return None
-            ids, labels = _read_run(connection, table, source_table, run_key)
-    except UNREACHABLE_ERRORS as error:
-        raise unreachable_error(engine, error) from None
+    with database_errors(engine, f"read table {str(labels_table)!r}"), engine.connect() as connection:
+        if not _is_labels_table(connection, labels_table):
+            return None
+        statement = runs_by_recency(labels_table, source_table, exclude_run_key).limit(1)
+        run_key = connection.execute(statement).scalar()
+        if run_key is None:
+            return None
+        ids, labels = _read_run(connection, table, source_table, run_key)
     return EarlierRun(run_key=run_key, ids=ids, labels=labels)
+
+
+def stored_run_matches(engine: sa.Engine, labels_table: str, run: RunMetadata, ids: np.ndarray,
+                       labels: np.ndarray) -> bool:
+    """Whether ``labels_table`` already holds exactly this run: its run key with the same parameters
+    (k, method, θ, M, seed, source table) and the same (id, label) rows, ``ids`` and ``labels`` (N,).
+
+    Cheap when it is not so: one aggregate query on the run key's rows; the rows
+    themselves are read and compared only when the key, the parameters and the
+    row count all agree.
+    """
+    table = labels_table_clause(labels_table)
+    stored = (table.c.k, table.c.method, table.c.theta, table.c.ensemble_size, table.c.seed, table.c.source_table)
+    wanted = (int(run.k), run.method, float(run.theta), int(run.ensemble_size),
+              None if run.seed is None else int(run.seed), run.source_table)
+    statement = sa.select(*stored, sa.func.count()).where(table.c.run_key == run.run_key).group_by(*stored).limit(2)
+    with database_errors(engine, f"read table {str(labels_table)!r}"), engine.connect() as connection:
+        if not _is_labels_table(connection, labels_table):
+            return False
+        groups = connection.execute(statement).all()
+        if len(groups) != 1 or tuple(groups[0][:-1]) != wanted or groups[0][-1] != len(ids):
+            return False
+        stored_ids, stored_labels = _read_run(connection, table, run.source_table, run.run_key)
+    return _same_rows(np.asarray(ids), np.asarray(labels), stored_ids, stored_labels)
+
+
+def _same_rows(ids: np.ndarray, labels: np.ndarray, stored_ids: np.ndarray, stored_labels: np.ndarray) -> bool:
+    """Whether two (id, label) row sets are equal, whatever their order."""
+    if len(ids) != len(stored_ids):
+        return False
+    try:
+        mine, theirs = np.argsort(ids, kind="stable"), np.argsort(stored_ids, kind="stable")
+        return bool(np.all(ids[mine] == stored_ids[theirs]) and np.all(labels[mine] == stored_labels[theirs]))
+    except TypeError:  # ids of kinds that do not compare with each other
+        return False
 
 
 def _read_run(connection: sa.Connection, table: sa.TableClause, source_table: str,
@@ -153,11 +191,21 @@ def _fetch_blocks(connection: sa.Connection, statement: sa.Select):
 
 
 def _id_vector(values) -> np.ndarray:
-    """Ids as numpy values: numbers as a numeric array, anything else as an object array (as LabelRows holds them)."""
+    """Ids as numpy values: numbers as a numeric array, anything else as an object array (as LabelRows holds them).
+
+    Integral decimals (a NUMERIC id column) become ints, as the source's ids are read.
+    """
     array = np.asarray(values)
-    if array.dtype.kind not in "iuf":
-        array = np.empty(len(values), dtype=object)
-        array[:] = values
+    if array.dtype.kind in "iuf":
+        return array
+    if any(isinstance(v, decimal.Decimal) for v in values):
+        values = [int(v) if isinstance(v, decimal.Decimal) and v.is_finite() and v == v.to_integral_value() else v
+                  for v in values]
+        array = np.asarray(values)
+        if array.dtype.kind in "iu":
+            return array
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
     return array
 
 
@@ -200,11 +248,9 @@ def prune_runs(
     keep = check_keep(keep)
     if isinstance(engine_or_connection, sa.Connection):
         return _prune(engine_or_connection, labels_table, source_table, keep, keep_run_key)
-    try:
-        with engine_or_connection.begin() as connection:
-            return _prune(connection, labels_table, source_table, keep, keep_run_key)
-    except UNREACHABLE_ERRORS as error:
-        raise unreachable_error(engine_or_connection, error) from None
+    with database_errors(engine_or_connection, f"delete old runs from table {str(labels_table)!r}"), \
+            engine_or_connection.begin() as connection:
+        return _prune(connection, labels_table, source_table, keep, keep_run_key)
 
 
 def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep: int,
@@ -226,26 +272,6 @@ def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep
 
 
 # ----------------------------------------------------------------------------- the latest-run view
-
-
-def latest_view_name(labels_table: str) -> str:
-    """``<labels_table>_latest``, checked to fit PostgreSQL's 63-byte identifiers.
-
-    The name is quoted by the dialect wherever it is used, so any characters
-    are safe; only its length (which PostgreSQL would silently cut) and NUL
-    characters are refused, with :class:`LwecInputError` naming it.
-    """
-    name = f"{labels_table}{LATEST_VIEW_SUFFIX}"
-    size = len(name.encode("utf-8"))
-    if size > MAX_IDENTIFIER_BYTES:
-        limit = MAX_IDENTIFIER_BYTES - len(LATEST_VIEW_SUFFIX)
-        raise LwecInputError(
-            f"view name {name!r} (labels_table={labels_table!r} + {LATEST_VIEW_SUFFIX!r}) is {size} bytes; "
-            f"identifiers are at most {MAX_IDENTIFIER_BYTES} bytes: use a labels table name of at most {limit} bytes"
-        )
-    if "\x00" in name:
-        raise LwecInputError(f"view name {name!r} contains a NUL character")
-    return name
 
 
 def latest_labels_query(labels_table: str) -> sa.Select:
@@ -286,44 +312,47 @@ def latest_labels_query(labels_table: str) -> sa.Select:
 def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
     """Create the view ``<labels_table>_latest`` over :func:`latest_labels_query` if missing; its name.
 
-    A view, so it always shows the current latest runs as new ones are written.
-    Idempotent and safe when several processes create it at once: SQLite runs
-    ``CREATE VIEW IF NOT EXISTS``; PostgreSQL takes a transaction-level advisory
-    lock on the name, then runs ``CREATE OR REPLACE VIEW`` only if the view is
-    still missing (an existing view is left as it is, so readers are never
-    blocked); other databases run ``CREATE VIEW`` when it is missing.
+    The view is made in the labels table's schema (``analytics.labels`` →
+    ``analytics.labels_latest``). A view, so it always shows the current latest
+    runs as new ones are written. Idempotent and safe when several processes
+    create it at once: SQLite runs ``CREATE VIEW IF NOT EXISTS``; PostgreSQL
+    takes a transaction-level advisory lock on the name, then runs ``CREATE OR
+    REPLACE VIEW`` only if the view is still missing (an existing view is left
+    as it is, so readers are never blocked); other databases run ``CREATE VIEW``
+    when it is missing.
 
     Raises
     ------
     LwecInputError
         The view name is too long (see :func:`latest_view_name`), ``labels_table``
-        does not exist or is not a labels table, or a table holds the view's name.
-    DatabaseUnreachableError
-        No connection could be made.
+        does not exist or is not a labels table, or something other than a view
+        (a table, ...) holds the view's name.
+    DatabaseUnreachableError, DatabaseRefusedError
+        No connection could be made; the database refused to create the view.
     """
-    view = latest_view_name(labels_table)
-    try:
-        with engine.begin() as connection:
-            if not _is_labels_table(connection, labels_table):
-                raise LwecInputError(
-                    f"labels_table={labels_table!r} does not exist; write labels before creating its view {view!r}"
-                )
-            dialect = connection.dialect
-            if dialect.name == "postgresql":
-                connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(view))))
-            inspector = sa.inspect(connection)
-            if view in inspector.get_table_names():
-                raise LwecInputError(f"{view!r} exists as a table, not a view; rename it or the labels table")
-            if dialect.name != "sqlite" and view in inspector.get_view_names():
-                return view
-            _execute_without_parameters(connection, create_view_sql(dialect, view, latest_labels_query(labels_table)))
-    except UNREACHABLE_ERRORS as error:
-        raise unreachable_error(engine, error) from None
-    return view
+    view = latest_view_of(parse_table_name(labels_table, "labels_table"))
+    with database_errors(engine, f"create view {str(view)!r}"), engine.begin() as connection:
+        if not _is_labels_table(connection, labels_table):
+            raise LwecInputError(
+                f"labels_table={labels_table!r} does not exist; write labels before creating its view {str(view)!r}"
+            )
+        dialect = connection.dialect
+        if dialect.name == "postgresql":
+            connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(str(view)))))
+        kind = relation_kind(connection, view)
+        if kind not in (None, "view"):
+            raise LwecInputError(f"{str(view)!r} exists as a {kind}, not a view; rename it or the labels table")
+        if dialect.name != "sqlite" and kind == "view":
+            return str(view)
+        _execute_without_parameters(connection, create_view_sql(dialect, view, latest_labels_query(labels_table)))
+    return str(view)
 
 
-def create_view_sql(dialect: sa.Dialect, view: str, query: sa.Select) -> str:
-    """``CREATE ... VIEW <quoted view> AS <compiled query>`` for ``dialect``, to send without parameters."""
+def create_view_sql(dialect: sa.Dialect, view: str | TableName, query: sa.Select) -> str:
+    """``CREATE ... VIEW <quoted view> AS <compiled query>`` for ``dialect``, to send without parameters.
+
+    ``view`` is ``name`` or ``schema.name``; each part is quoted by the dialect's identifier preparer.
+    """
     compiled = query.compile(dialect=dialect)
     if compiled.params:
         raise LwecInputError(f"a view's query cannot take parameters; got {sorted(compiled.params)}")
@@ -333,7 +362,11 @@ def create_view_sql(dialect: sa.Dialect, view: str, query: sa.Select) -> str:
         create = "CREATE OR REPLACE VIEW"
     else:
         create = "CREATE VIEW"
-    return unescape_percents(f"{create} {dialect.identifier_preparer.quote(view)} AS {compiled}", dialect)
+    view = parse_table_name(view, "view")
+    preparer = dialect.identifier_preparer
+    quoted = preparer.quote(view.name) if view.schema is None else \
+        f"{preparer.quote_schema(view.schema)}.{preparer.quote(view.name)}"
+    return unescape_percents(f"{create} {quoted} AS {compiled}", dialect)
 
 
 # ----------------------------------------------------------------------------- shared
@@ -355,12 +388,13 @@ def _execute_without_parameters(connection: sa.Connection, sql: str) -> None:
         cursor.close()
 
 
-def _is_labels_table(connection: sa.Connection, labels_table: str) -> bool:
+def _is_labels_table(connection: sa.Connection, labels_table: str | TableName) -> bool:
     """Whether ``labels_table`` exists; :class:`LwecInputError` if it exists without the labels columns."""
+    name = parse_table_name(labels_table, "labels_table")
     inspector = sa.inspect(connection)
-    if not inspector.has_table(labels_table):
+    if not inspector.has_table(name.name, schema=name.schema):
         return False
-    columns = [column["name"] for column in inspector.get_columns(labels_table)]
+    columns = [column["name"] for column in inspector.get_columns(name.name, schema=name.schema)]
     missing = [column for column in LABEL_TABLE_COLUMNS if column not in columns]
     if missing:
         raise LwecInputError(

@@ -2,8 +2,9 @@
 
 Input tables and columns are never validated by pattern: they must exist
 (checked by reflection) and SQLAlchemy quotes them. Tables the pipeline
-*creates* must be plain identifiers, so that a name containing quotes, spaces
-or ``;`` is refused before anything is written.
+*creates* must be plain identifiers, optionally in a schema
+(``schema.table``, see :mod:`lwec_tasks.io.names`), so that a name containing
+quotes, spaces or ``;`` is refused before anything is written.
 """
 
 from __future__ import annotations
@@ -11,27 +12,70 @@ from __future__ import annotations
 import re
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.names import TableName, parse_table_name
 
 # Letters, digits, underscore; not starting with a digit; PostgreSQL's 63-byte limit.
 _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
+#: Suffix of the latest-run view's name: ``<labels_table>_latest``.
+LATEST_VIEW_SUFFIX = "_latest"
+
+#: Longest identifier, in UTF-8 bytes, PostgreSQL keeps (longer ones are silently cut there).
+MAX_IDENTIFIER_BYTES = 63
+
 
 def check_new_table_name(name: str, parameter: str = "output_table") -> str:
-    """Return ``name`` if it is a plain identifier, else raise :class:`LwecInputError`."""
-    if not isinstance(name, str) or not _PLAIN_IDENTIFIER.fullmatch(name):
+    """``name`` in its canonical spelling if its table part is a plain identifier, else :class:`LwecInputError`.
+
+    ``labels`` and ``analytics.labels`` are accepted; the schema part may be any
+    existing schema's name (``"Sales Data".labels``), since it is quoted by the
+    dialect and never created here.
+    """
+    parsed = parse_table_name(name, parameter) if isinstance(name, str) and name else None
+    if parsed is None or not _PLAIN_IDENTIFIER.fullmatch(parsed.name) or parsed.schema == "":
         raise LwecInputError(
             f"{parameter}={name!r} is not allowed: use letters, digits and underscores only "
-            "(at most 63 characters, not starting with a digit)"
+            "(at most 63 characters, not starting with a digit), optionally after a schema: schema.table"
         )
-    return name
+    return str(parsed)
 
 
 def default_output_table(source_table: str) -> str:
-    """``<source>_lwec_labels`` with anything but letters, digits and ``_`` replaced by ``_``."""
-    stem = re.sub(r"[^A-Za-z0-9_]", "_", source_table)[:48] or "features"
+    """``<source>_lwec_labels`` in the source's schema, anything but letters, digits and ``_`` replaced by ``_``.
+
+    ``features`` → ``features_lwec_labels``; ``analytics.features`` → ``analytics.features_lwec_labels``.
+    """
+    source = parse_table_name(source_table)
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", source.name)[:48] or "features"
     if stem[0].isdigit():
         stem = "t_" + stem
-    return f"{stem}_lwec_labels"
+    return str(source.with_name(f"{stem}_lwec_labels"))
+
+
+def latest_view_name(labels_table: str) -> str:
+    """``<labels_table>_latest`` (in the labels table's schema), checked to fit PostgreSQL's 63-byte identifiers.
+
+    The name is quoted by the dialect wherever it is used, so any characters
+    are safe; only its length (which PostgreSQL would silently cut) and NUL
+    characters are refused, with :class:`LwecInputError` naming it.
+    """
+    table = parse_table_name(labels_table, "labels_table")
+    view = table.with_name(f"{table.name}{LATEST_VIEW_SUFFIX}")
+    size = len(view.name.encode("utf-8"))
+    if size > MAX_IDENTIFIER_BYTES:
+        limit = MAX_IDENTIFIER_BYTES - len(LATEST_VIEW_SUFFIX)
+        raise LwecInputError(
+            f"view name {view.name!r} (labels_table={labels_table!r} + {LATEST_VIEW_SUFFIX!r}) is {size} bytes; "
+            f"identifiers are at most {MAX_IDENTIFIER_BYTES} bytes: use a labels table name of at most {limit} bytes"
+        )
+    if "\x00" in str(view):
+        raise LwecInputError(f"view name {str(view)!r} contains a NUL character")
+    return str(view)
+
+
+def latest_view_of(labels_table: TableName) -> TableName:
+    """The :class:`TableName` of the latest-run view beside ``labels_table``."""
+    return parse_table_name(latest_view_name(str(labels_table)))
 
 
 def name_list(names, limit: int = 20) -> str:

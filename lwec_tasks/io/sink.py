@@ -10,6 +10,8 @@ the previous rows untouched. PostgreSQL and SQLite get the rows in bulk
 from __future__ import annotations
 
 import datetime as dt
+import decimal
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -20,14 +22,9 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import fast_path_enabled
 from lwec_tasks.io.bulk_write import copy_labels, write_sqlite
-from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url
-from lwec_tasks.io.identifiers import check_new_table_name
-
-#: Columns of a labels table, in order.
-LABEL_TABLE_COLUMNS = (
-    "run_key", "id", "label", "k", "method", "theta", "ensemble_size", "seed",
-    "source_table", "flow_run_id", "written_at",
-)
+from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, check_label_table  # noqa: F401 - re-exported
+from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.names import TableName, parse_table_name
 
 _INSERT_BATCH = 10_000
 T = TypeVar("T")
@@ -104,6 +101,10 @@ def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -
         return sa.String(max(255, max(len(v) for v in ids)))
     if len(ids) and all(isinstance(v, (bytes, bytearray)) for v in ids):
         return sa.LargeBinary()
+    if len(ids) and all(isinstance(v, uuid.UUID) for v in ids):
+        return sa.Uuid()
+    if len(ids) and all(isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool) for v in ids):
+        return sa.Numeric()  # integers beyond 64 bits, decimals
     if not len(ids):
         return sa.BigInteger()
     raise LwecInputError(
@@ -113,9 +114,10 @@ def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -
 
 
 def label_table_schema(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
-    """The labels table definition; ``id_type`` mirrors the source's id column."""
+    """The labels table definition (``name``: ``table`` or ``schema.table``); ``id_type`` mirrors the source's id."""
+    parsed = parse_table_name(name, "output_table")
     return sa.Table(
-        name,
+        parsed.name,
         sa.MetaData(),
         sa.Column("run_key", sa.String(64), primary_key=True),
         sa.Column("id", id_type, primary_key=True),
@@ -128,33 +130,8 @@ def label_table_schema(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
         sa.Column("source_table", sa.String(255), nullable=False),
         sa.Column("flow_run_id", sa.String(64), nullable=True),
         sa.Column("written_at", sa.DateTime(timezone=True), nullable=False),
+        schema=parsed.schema,
     )
-
-
-def check_label_table(engine: sa.Engine, name: str, source_table: str) -> None:
-    """Check, before any work, that ``name`` can receive labels.
-
-    It must be a plain identifier, differ from the source table, and either not
-    exist yet or have the labels-table columns.
-    """
-    check_new_table_name(name)
-    if name == source_table:
-        raise LwecInputError(f"output_table={name!r} is the source table; choose another name")
-    try:
-        inspector = sa.inspect(engine)
-        if not inspector.has_table(name):
-            return
-        columns = [column["name"] for column in inspector.get_columns(name)]
-    except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(
-            f"cannot reach database {mask_url(engine.url)}: {error.orig}"
-        ) from None
-    missing = [column for column in LABEL_TABLE_COLUMNS if column not in columns]
-    if missing:
-        raise LwecInputError(
-            f"output_table {name!r} exists but is not an lwec labels table "
-            f"(missing columns {missing}; it has {columns}); choose another name"
-        )
 
 
 def write_labels(
@@ -209,16 +186,12 @@ def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: i
     common = rows.column_values()
     labels = labels.astype(np.int64)
     if fast:
-        try:
+        with database_errors(engine, f"write labels to table {table_name!r}"):
             written = write_sqlite(engine, table, common, ids, labels)
             if written is not None and keep_runs is not None:
                 # ADBC commits its own transaction, so the prune follows it in another: a failed
                 # write still deletes nothing, and a failed prune only leaves older runs in place.
                 prune_runs(engine, table_name, rows.source_table, keep_runs, keep_run_key=rows.run_key)
-        except UNREACHABLE_ERRORS as error:
-            raise DatabaseUnreachableError(
-                f"cannot write to database {mask_url(engine.url)}: {error.orig}"
-            ) from None
         if written is not None:
             return written
 
@@ -238,29 +211,28 @@ def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_tab
 
     Returns (what ``insert`` returned, the run keys deleted, most recent first). On any failure
     nothing changes; a table created here is dropped again if still empty (SQLite and MySQL commit
-    DDL at once). Lost connections raise :class:`DatabaseUnreachableError`.
+    DDL at once). Database errors are raised as :mod:`lwec_tasks.io.errors` describes:
+    :class:`~lwec_tasks.io.errors.DatabaseUnreachableError` for lost connections,
+    :class:`~lwec_tasks.io.errors.DatabaseRefusedError` for the rest (one line, no SQL or values).
     """
     from lwec_tasks.io.history import prune_runs  # history imports this module
 
+    name = str(TableName.of(table))
     created = False
-    try:
+    with database_errors(engine, f"write labels to table {name!r}"):
         try:
             with engine.begin() as connection:
-                created = not sa.inspect(connection).has_table(table.name)
+                created = not sa.inspect(connection).has_table(table.name, schema=table.schema)
                 if created:
                     table.create(connection)
                 connection.execute(sa.delete(table).where(table.c.run_key == run_key))
                 inserted = insert(connection)
-                pruned = [] if keep_runs is None else prune_runs(connection, table.name, source_table, keep_runs,
+                pruned = [] if keep_runs is None else prune_runs(connection, name, source_table, keep_runs,
                                                                  keep_run_key=run_key)
         except BaseException:
             if created:
                 _drop_quietly(engine, table)
             raise
-    except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(
-            f"cannot write to database {mask_url(engine.url)}: {error.orig}"
-        ) from None
     return inserted, pruned
 
 
@@ -281,7 +253,7 @@ def _drop_quietly(engine: sa.Engine, table: sa.Table) -> None:
     """Drop ``table`` if it exists, empty; errors are swallowed (the original one is what matters)."""
     try:
         with engine.begin() as connection:
-            if sa.inspect(connection).has_table(table.name):
+            if sa.inspect(connection).has_table(table.name, schema=table.schema):
                 empty = connection.execute(sa.select(sa.func.count()).select_from(table)).scalar_one() == 0
                 if empty:
                     table.drop(connection)

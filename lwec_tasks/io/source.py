@@ -1,87 +1,20 @@
-"""Reading a feature table: reflection, column checks, chunked reads."""
+"""Reading a feature table: chunked reads of the columns a reflected table holds.
+
+The table is reflected by :func:`~lwec_tasks.io.catalog.describe_source`
+(re-exported here with :class:`~lwec_tasks.io.catalog.SourceTable`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pandas as pd
 import sqlalchemy as sa
 
-from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.bulk_read import read_fast
-from lwec_tasks.io.connection import UNREACHABLE_ERRORS, mask_url, unreachable_error
-from lwec_tasks.io.identifiers import name_list
-
-#: Rows per chunk of the portable read (``pandas.read_sql``); the fast paths stream in blocks of their own.
-DEFAULT_CHUNK_SIZE = 50_000
-
-
-
-@dataclass(frozen=True)
-class SourceTable:
-    """A reflected table (or view) and what the pipeline needs to know about it.
-
-    Attributes
-    ----------
-    table : the reflected :class:`sqlalchemy.Table`
-    columns : column names in table order
-    numeric_columns : columns whose declared type is integer, float or decimal
-        (booleans excluded)
-    primary_key : names of the primary-key columns (may be empty)
-    """
-
-    table: sa.Table
-    columns: tuple[str, ...]
-    numeric_columns: tuple[str, ...]
-    primary_key: tuple[str, ...]
-
-    @property
-    def name(self) -> str:
-        return self.table.name
-
-    def check_columns(self, names: Sequence[str], parameter: str) -> None:
-        """Raise :class:`LwecInputError` naming every entry of ``names`` not in the table."""
-        missing = [name for name in names if name not in self.columns]
-        if missing:
-            raise LwecInputError(
-                f"{parameter}: column(s) {missing} not found in table {self.name!r}; "
-                f"its columns are {name_list(self.columns)}"
-            )
-
-
-def describe_source(engine: sa.Engine, table: str) -> SourceTable:
-    """Reflect ``table`` from the database's default schema.
-
-    Raises
-    ------
-    LwecInputError
-        The table does not exist; the message lists the tables (and views) that do.
-    DatabaseUnreachableError
-        No connection could be made.
-    """
-    try:
-        inspector = sa.inspect(engine)
-        existing = sorted(inspector.get_table_names()) + sorted(inspector.get_view_names())
-        if table not in existing:
-            raise LwecInputError(
-                f"table {table!r} not found in database {mask_url(engine.url)}; "
-                f"existing tables: {name_list(existing) if existing else 'none'}"
-            )
-        reflected = sa.Table(table, sa.MetaData(), autoload_with=engine)
-    except UNREACHABLE_ERRORS as error:
-        raise unreachable_error(engine, error) from None
-    numeric = tuple(
-        column.name
-        for column in reflected.columns
-        if isinstance(column.type, (sa.Integer, sa.Numeric, sa.Float)) and not isinstance(column.type, sa.Boolean)
-    )
-    return SourceTable(
-        table=reflected,
-        columns=tuple(column.name for column in reflected.columns),
-        numeric_columns=numeric,
-        primary_key=tuple(column.name for column in reflected.primary_key.columns),
-    )
+from lwec_tasks.io.bulk_read import exact_expression, exact_values, read_fast
+from lwec_tasks.io.catalog import SourceTable, describe_source  # noqa: F401 - re-exported
+from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE  # noqa: F401 - re-exported
 
 
 def read_rows(
@@ -90,6 +23,8 @@ def read_rows(
     columns: Sequence[str],
     order_by: str | Sequence[str] | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    *,
+    exact_columns: Sequence[str] = (),
 ) -> pd.DataFrame:
     """Read ``columns`` of every row, in that column order.
 
@@ -97,20 +32,24 @@ def read_rows(
     precedence) when given, so the same table always yields the same row order
     (and hence the same clustering for a fixed seed).
 
+    ``exact_columns`` (ids) are read without rounding: a DECIMAL/NUMERIC column
+    among them comes back as int64, Python ints beyond 64 bits, or
+    ``decimal.Decimal`` values (instead of float64, which rounds 20-digit keys).
+
     PostgreSQL (psycopg) tables are read with a binary ``COPY`` and SQLite
     files through ADBC as Arrow columns, without a Python object per row
     (:mod:`lwec_tasks.io.bulk_read`); other databases, and the cases those
     paths decline, are read by :func:`read_rows_portable`. Both give the same
-    frame: values, dtypes and row order.
+    frame: values, dtypes and row order. Database errors are raised as
+    :mod:`lwec_tasks.io.errors` describes (one line, no SQL).
     """
     names = _checked_order_by(source, columns, order_by)
-    try:
-        frame = read_fast(engine, source.table, list(columns), names, chunk_size)
-    except UNREACHABLE_ERRORS as error:
-        raise unreachable_error(engine, error) from None
-    if frame is not None:
-        return frame
-    return _read_portable(engine, source.table, columns, names, chunk_size)
+    exact = _exact(source.table, columns, exact_columns)
+    with database_errors(engine, f"read table {source.name!r}"):
+        frame = read_fast(engine, source.table, list(columns), names, chunk_size, exact=exact)
+    if frame is None:
+        frame = _read_portable(engine, source, columns, names, chunk_size, exact)
+    return _exact_frame(frame, exact)
 
 
 def read_rows_portable(
@@ -119,9 +58,24 @@ def read_rows_portable(
     columns: Sequence[str],
     order_by: str | Sequence[str] | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
+    *,
+    exact_columns: Sequence[str] = (),
 ) -> pd.DataFrame:
     """:func:`read_rows` through ``pandas.read_sql``, streaming ``chunk_size`` rows at a time (any database)."""
-    return _read_portable(engine, source.table, columns, _checked_order_by(source, columns, order_by), chunk_size)
+    exact = _exact(source.table, columns, exact_columns)
+    frame = _read_portable(engine, source, columns, _checked_order_by(source, columns, order_by), chunk_size, exact)
+    return _exact_frame(frame, exact)
+
+
+def _exact(table: sa.Table, columns: Sequence[str], exact_columns: Sequence[str]) -> frozenset[str]:
+    """The columns among ``exact_columns`` that a plain read would round (DECIMAL/NUMERIC, not float)."""
+    return frozenset(name for name in exact_columns if name in columns and exact_expression(table.c[name]) is not None)
+
+
+def _exact_frame(frame: pd.DataFrame, exact: frozenset[str]) -> pd.DataFrame:
+    for name in exact:
+        frame[name] = exact_values(frame[name])
+    return frame
 
 
 def _checked_order_by(source: SourceTable, columns: Sequence[str], order_by: str | Sequence[str] | None) -> list[str]:
@@ -134,18 +88,20 @@ def _checked_order_by(source: SourceTable, columns: Sequence[str], order_by: str
     return names
 
 
-def _read_portable(engine: sa.Engine, table: sa.Table, columns: Sequence[str], order_by: list[str],
-                   chunk_size: int) -> pd.DataFrame:
-    """``columns`` of every row of ``table`` sorted by ``order_by``, through ``pandas.read_sql`` in chunks."""
-    statement = sa.select(*(table.c[name] for name in columns))
+def _read_portable(engine: sa.Engine, source: SourceTable, columns: Sequence[str], order_by: list[str],
+                   chunk_size: int, exact: frozenset[str] = frozenset()) -> pd.DataFrame:
+    """``columns`` of every row sorted by ``order_by``, through ``pandas.read_sql`` in chunks.
+
+    ``exact`` columns are selected as text (:func:`~lwec_tasks.io.bulk_read.exact_expression`).
+    """
+    table = source.table
+    statement = sa.select(*(exact_expression(table.c[name]).label(name) if name in exact else table.c[name]
+                            for name in columns))
     if order_by:
         statement = statement.order_by(*(table.c[name] for name in order_by))
-    try:
-        with engine.connect() as connection:
-            streaming = connection.execution_options(stream_results=True)
-            chunks = list(pd.read_sql(statement, streaming, chunksize=chunk_size))
-    except UNREACHABLE_ERRORS as error:
-        raise unreachable_error(engine, error) from None
+    with database_errors(engine, f"read table {source.name!r}"), engine.connect() as connection:
+        streaming = connection.execution_options(stream_results=True)
+        chunks = list(pd.read_sql(statement, streaming, chunksize=chunk_size))
     if not chunks:
         return pd.DataFrame({name: pd.Series(dtype=float) for name in columns})
     return pd.concat(chunks, ignore_index=True)

@@ -21,7 +21,6 @@ from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import (
     LabelRows,
     check_label_table,
-    describe_source,
     ensure_latest_view,
     id_key_type,
     mask_url,
@@ -29,7 +28,8 @@ from lwec_tasks.io import (
     read_rows,
     write_labels,
 )
-from lwec_tasks.io.features import plan_columns, prepare_features
+from lwec_tasks.io.features import prepare_features
+from lwec_tasks.preflight import plan_assign_read
 from lwec_tasks.tasks.retry import database_task
 
 
@@ -89,30 +89,32 @@ def read_rows_to_label(database_url: str, table: str, feature_columns: Sequence[
                        output_table: str) -> RowsToLabel:
     """Reflect ``table``, check its columns and ``output_table``, read the rows; nothing is written.
 
-    Columns are resolved as in the consensus flow (:func:`~lwec_tasks.io.features.plan_columns`:
+    The checks are :func:`lwec_tasks.preflight.plan_assign_read`'s. Columns are
+    resolved as in the consensus flow (:func:`~lwec_tasks.io.columns.plan_columns`:
     id column default the single-column primary key, else ``id``, else row positions).
     """
     started = time.perf_counter()
     engine = open_engine(database_url)
     try:
-        source = describe_source(engine, table)
-        plan = plan_columns(source.columns, source.numeric_columns, source.primary_key,
-                            feature_columns=list(feature_columns), id_column=id_column, table=table)
-        check_label_table(engine, output_table, table)
+        planned = plan_assign_read(engine, table, feature_columns, id_column, output_table)
+        plan = planned.columns
         order_by = plan.id_column or list(plan.columns_to_read)
-        frame = read_rows(engine, source, plan.columns_to_read, order_by=order_by)
+        frame = read_rows(engine, planned.source, plan.columns_to_read, order_by=order_by,
+                          exact_columns=[plan.id_column] if plan.id_column else [])
+        if frame.empty:
+            raise LwecInputError(f"table {table!r} is empty (no rows to label)")
+        # No minimum row count (n_clusters=0) and no standardisation: the model standardises as its run did.
+        features = prepare_features(frame, plan, n_clusters=0, standardize=False, drop_nonfinite=True, table=table)
+        if features.n_rows_dropped:
+            raise LwecInputError(
+                f"{features.n_rows_dropped} row(s) of table {table!r} have missing or non-finite values in the "
+                f"feature columns {list(plan.feature_columns)}; such rows cannot be labelled — clean them first"
+            )
+        id_type = id_key_type(features.ids, planned.id_type) if plan.id_column else None
+        if plan.id_column and planned.source.kinds.get(plan.id_column) == "untyped":
+            check_label_table(engine, output_table, table, id_type=id_type, id_column=plan.id_column)
     finally:
         engine.dispose()
-    if frame.empty:
-        raise LwecInputError(f"table {table!r} has no rows to label")
-    # No minimum row count (n_clusters=0) and no standardisation: the model standardises as its run did.
-    features = prepare_features(frame, plan, n_clusters=0, standardize=False, drop_nonfinite=True)
-    if features.n_rows_dropped:
-        raise LwecInputError(
-            f"{features.n_rows_dropped} row(s) of table {table!r} have missing or non-finite values in the feature "
-            f"columns {list(plan.feature_columns)}; such rows cannot be labelled — clean them first"
-        )
-    id_type = id_key_type(features.ids, source.table.c[plan.id_column].type) if plan.id_column else None
     get_run_logger().info(
         "Read %d rows × %d features from table %r of %s in %.2f s (id column: %s)",
         len(features.ids), len(plan.feature_columns), table, mask_url(database_url),

@@ -12,7 +12,7 @@ from lwec_tasks.tasks.cluster import BaseEnsemble, ClusterReliability
 from lwec_tasks.tasks.load import LoadedFeatures
 from lwec_tasks.tasks.model import LabellingModel
 from lwec_tasks.tasks.renumber import StableIds
-from lwec_tasks.tracking import RunRecord
+from lwec_tasks.tracking import RunRecord, SourceTable
 from lwec_tasks.tracking.figures import consensus_figures
 
 
@@ -46,7 +46,8 @@ def run_record(
     ``result`` is the consensus, ``stable`` the ids written for it and ``model``
     the labelling model (logged as the MLflow model ``model``); ``timings``
     maps stage → seconds; ``flow_run`` holds the Prefect ids and links tagged
-    on the run.
+    on the run. The source table (database reference masked, table, feature
+    columns, rows) becomes the run's dataset input.
     """
     features, id_column, ensemble = loaded.features, loaded.id_column, base.ensemble
     labels = stable.labels
@@ -116,5 +117,13 @@ def run_record(
         request.method, request.theta, eci, np.bincount(labels), base.sample_rows, labels[base.sample], result.k,
         result.linkage, result.selection),
                      model=model.placement, model_input_example=model.input_example,
-                     register_model_name=request.register_model)
+                     register_model_name=request.register_model, source=source_table(request, loaded))
+
+
+def source_table(request: ConsensusRequest, loaded: LoadedFeatures) -> SourceTable:
+    """The table the run clustered: database as given (masked when logged), table, feature columns, rows."""
+    features = loaded.features
+    return SourceTable(database=request.database_url, table=request.table,
+                       feature_columns=tuple(features.feature_columns), n_rows=len(features.ids),
+                       n_rows_read=features.n_rows_read)
 

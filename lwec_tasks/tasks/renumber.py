@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import math
 from dataclasses import dataclass
 
@@ -35,6 +36,25 @@ class StableIds:
     n_shared: int
 
 
+def matchable_ids(ids: np.ndarray, earlier_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both runs' ids (N,) and (M,) in a form the matching compares: as they are when they are numbers or
+    strings; otherwise (``uuid`` values, decimals, integers beyond 64 bits) both as their canonical text,
+    so equal ids stay equal and distinct ones distinct."""
+    def plain(values: np.ndarray) -> bool:
+        return values.dtype.kind in "iufUS" or all(type(v) is str for v in values)
+
+    if plain(ids) and plain(earlier_ids):
+        return ids, earlier_ids
+
+    def text(value) -> str:
+        if isinstance(value, decimal.Decimal):
+            value = value.normalize()
+        return str(value)
+
+    return (np.array([text(v) for v in ids.tolist()], dtype=object),
+            np.array([text(v) for v in earlier_ids.tolist()], dtype=object))
+
+
 @database_task("stable-cluster-ids", on_completion=[record_stage_time])
 def stable_cluster_ids(request: ConsensusRequest, loaded: LoadedFeatures, labels: np.ndarray, k: int) -> StableIds:
     """Renumber ``labels`` (N,) in 0..k−1 by a maximum-overlap matching with the latest earlier run.
@@ -59,7 +79,8 @@ def stable_cluster_ids(request: ConsensusRequest, loaded: LoadedFeatures, labels
         logger.info("No earlier run of table %r in %r: cluster ids are 0..%d", request.table,
                     request.resolved_output_table, k - 1)
         return unchanged
-    renumbered = align_to_previous(labels, loaded.features.ids, earlier.ids, earlier.labels)
+    ids_now, ids_before = matchable_ids(loaded.features.ids, earlier.ids)
+    renumbered = align_to_previous(labels, ids_now, ids_before, earlier.labels)
     ids = ids_per_cluster(renumbered.mapping, k)
     agreement = None if math.isnan(renumbered.agreement) else float(renumbered.agreement)
     logger.info(

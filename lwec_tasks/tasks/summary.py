@@ -10,12 +10,14 @@ from prefect.runtime import flow_run
 
 from lwec_tasks.core.consensus import Consensus
 from lwec_tasks.io import mask_url
+from lwec_tasks.masking import scrub
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.load import LoadedFeatures
 from lwec_tasks.tasks.record import agreement_with_truth
 from lwec_tasks.tasks.renumber import StableIds
 from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tracking import TrackingError, mask_uri, resolve_tracking_uri
+from lwec_tasks.tracking.runs import tracking_error
 
 #: Key of the run-summary artifact in the Prefect UI.
 SUMMARY_ARTIFACT_KEY = "lwec-consensus-summary"
@@ -38,6 +40,7 @@ def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, result: C
     ``mlflow_run_id``, ``mlflow_run_url``, ``model_uri`` (the labelling model),
     ``figures`` (artifact name → URI), ``mlflow_experiment``,
     ``mlflow_tracking_uri`` (password masked) and ``timings`` (seconds per stage).
+    The raised error's message is :func:`tracking_failure_message`.
     """
     labels = stable.labels
     quality = agreement_with_truth(loaded.features.truth, labels)
@@ -64,13 +67,9 @@ def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, result: C
         "timings": stage_timings(flow_run.id, forget=True),
     }
     if isinstance(logged, BaseException):
-        error = logged
-        summary["mlflow_error"] = str(error)
+        summary["mlflow_error"] = str(logged)
         _publish(request, summary)
-        raise TrackingError(
-            f"labels were written to table {summary['output_table']!r} (run key {request.run_key!r}, "
-            f"{rows_written} rows), but {error}"
-        ) from None
+        raise TrackingError(tracking_failure_message(request, rows_written, logged, summary["n_objects"])) from None
     summary["mlflow_run_id"], summary["mlflow_run_url"] = logged["run_id"], logged["url"]
     summary["model_uri"], summary["figures"] = logged["model_uri"], logged["figures"]
     _publish(request, summary)
@@ -79,6 +78,28 @@ def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, result: C
         rows_written, summary["output_table"], request.run_key, summary["mlflow_run_id"], request.experiment,
     )
     return summary
+
+
+def tracking_failure_message(request: ConsensusRequest, rows_written: int, error: BaseException,
+                             n_objects: int | None = None) -> str:
+    """One line for a run whose labels are in the database but whose MLflow logging failed with ``error``.
+
+    Says where the labels are (table, run key, rows), what failed (MLflow, the
+    tracking URI with its password masked, the reason) and what to do: rerun the
+    same command once MLflow is back; the run key comes from the parameters, so
+    the rerun uses the same one. ``rows_written`` 0 with ``n_objects`` rows
+    clustered means an earlier run had written exactly these labels. ``error`` is
+    usually a :class:`~lwec_tasks.tracking.TrackingError`; anything else is described the same way.
+    """
+    tracking_uri = resolve_tracking_uri(request.tracking_uri)
+    if not isinstance(error, TrackingError):
+        error = tracking_error(error, tracking_uri)
+    failure = " ".join(scrub(str(error), tracking_uri).split())
+    rows = (f"{n_objects} rows, already there from an earlier run" if not rows_written and n_objects
+            else f"{rows_written} rows")
+    return (f"labels were written to table {request.resolved_output_table!r} (run key {request.run_key!r}, "
+            f"{rows}), but {failure}; rerun the same command once MLflow is back: it reuses "
+            f"run key {request.run_key!r} and logs the MLflow run")
 
 
 def _publish(request: ConsensusRequest, summary: dict) -> None:

@@ -14,16 +14,19 @@ from lwec_tasks.tasks.record import run_record
 from lwec_tasks.tasks.renumber import StableIds
 from lwec_tasks.tasks.retry import tracking_task
 from lwec_tasks.tasks.timings import stage_timings
-from lwec_tasks.tracking import log_run, mask_uri, model_uri, resolve_tracking_uri, run_page_url
+from lwec_tasks.tracking import log_run, mask_uri, model_uri, resolve_tracking_uri, run_page_url, tracking_client
 
 
 @tracking_task("log-to-mlflow")
 def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, base: BaseEnsemble,
                   reliability: ClusterReliability, result: Consensus, stable: StableIds, model: LabellingModel) -> dict:
-    """Log the run as one MLflow run.
+    """Log the run as one MLflow run, with the source table as its dataset input.
 
-    Returns ``{"run_id", "url" (its page in the MLflow UI), "model_uri" (the
-    labelling model), "figures" (artifact URI of each figure)}``.
+    Raises :class:`~lwec_tasks.tracking.TrackingError` (retried only when
+    ``retryable``, see :func:`~lwec_tasks.tasks.retry.retry_if_tracking_unreachable`)
+    when the store is down or refuses a write. Returns ``{"run_id", "url" (its
+    page in the MLflow UI), "model_uri" (the labelling model), "figures"
+    (artifact URI of each figure)}``.
     """
     tracking_uri = resolve_tracking_uri(request.tracking_uri)
     record = run_record(request, loaded, base, reliability, result, stable, model, stage_timings(flow_run.id), {
@@ -42,9 +45,7 @@ def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, base: BaseE
 
 def figure_uris(tracking_uri: str, run_id: str, figures: dict) -> dict[str, str]:
     """Artifact name → URI of each figure logged under ``figures/`` of run ``run_id``."""
-    from mlflow import MlflowClient
-
-    root = MlflowClient(tracking_uri).get_run(run_id).info.artifact_uri.rstrip("/")
+    root = tracking_client(tracking_uri).get_run(run_id).info.artifact_uri.rstrip("/")
     return {name: f"{root}/figures/{name}" for name in figures}
 
 

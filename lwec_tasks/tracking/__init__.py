@@ -2,6 +2,9 @@
 
 - :mod:`~lwec_tasks.tracking.store` — tracking URI, default store, experiment and artifact location, run links
 - :mod:`~lwec_tasks.tracking.runs` — writing runs (:func:`log_run`, :func:`run_writer`)
+- :mod:`~lwec_tasks.tracking.dataset` — the source table as the run's dataset input (:class:`SourceTable`)
+- :mod:`~lwec_tasks.tracking.limits` — how long requests to a store may take before it counts as down
+- :mod:`~lwec_tasks.tracking.failures` — why logging failed, in a few words
 - :mod:`~lwec_tasks.tracking.figures` — the figures logged with a consensus run
 - :mod:`~lwec_tasks.tracking.reproduction` — logging a reproduction (parent run, nested run per method)
 - :mod:`~lwec_tasks.tracking.model` — the run's model (a :class:`~lwec_tasks.core.placement.Placement`
@@ -10,6 +13,7 @@
 """
 
 from lwec_tasks.masking import url_has_credentials
+from lwec_tasks.tracking.dataset import SourceTable
 from lwec_tasks.tracking.figures import cluster_size_bars, cluster_size_figure, eci_figure
 from lwec_tasks.tracking.reproduction import log_reproduction
 from lwec_tasks.tracking.runs import RunRecord, RunWriter, log_run, run_writer
@@ -19,6 +23,7 @@ from lwec_tasks.tracking.store import (
     mask_uri,
     resolve_tracking_uri,
     run_page_url,
+    tracking_client,
 )
 
 #: Names of :mod:`lwec_tasks.tracking.model`, imported on first access (MLflow is slow to import).
@@ -37,6 +42,7 @@ __all__ = [
     "PlacementModel",
     "RunRecord",
     "RunWriter",
+    "SourceTable",
     "TrackingError",
     "cluster_size_bars",
     "cluster_size_figure",
@@ -51,5 +57,6 @@ __all__ = [
     "resolve_tracking_uri",
     "run_page_url",
     "run_writer",
+    "tracking_client",
     "url_has_credentials",
 ]

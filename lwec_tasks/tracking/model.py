@@ -29,6 +29,7 @@ import lwec_tasks
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.masking import scrub
+from lwec_tasks.tracking.limits import limit_mlflow_requests
 from lwec_tasks.tracking.store import TRACKING_URI_ENV, mask_uri, resolve_tracking_uri
 
 #: Name (artifact path) of the model in a run.
@@ -199,6 +200,7 @@ def load_placement_model(model_uri: str, tracking_uri: str | None = None) -> Pla
     URI when it does not resolve to an lwec model.
     """
     tracking_uri = resolve_tracking_uri(tracking_uri)
+    limit_mlflow_requests()
     if not isinstance(model_uri, str) or not model_uri.strip():
         raise LwecInputError(f"model_uri must be a non-empty string, got {model_uri!r}")
     try:

@@ -24,7 +24,10 @@ from matplotlib.figure import Figure
 
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.masking import scrub
-from lwec_tasks.tracking.store import TrackingError, experiment_id, mask_uri
+from lwec_tasks.tracking.dataset import SourceTable, dataset_input
+from lwec_tasks.tracking.failures import failure_reason, store_did_not_answer
+from lwec_tasks.tracking.limits import check_database_store, is_http_store
+from lwec_tasks.tracking.store import TrackingError, experiment_id, mask_uri, tracking_client
 
 #: MLflow caps a param value at 6000 characters; longer values are cut to this.
 MAX_PARAM_LENGTH = 500
@@ -49,6 +52,8 @@ class RunRecord:
     model_input_example : a few rows with the feature columns, stored with the model
         (default: centres of the first base clustering, in raw feature units)
     register_model_name : register the model under this name in the Model Registry
+    source : the table the run clustered, logged as the run's dataset input (see
+        :mod:`lwec_tasks.tracking.dataset`); None: no dataset input
     """
 
     params: dict
@@ -60,6 +65,7 @@ class RunRecord:
     model: Placement | None = None
     model_input_example: pd.DataFrame | None = None
     register_model_name: str | None = None
+    source: SourceTable | None = None
 
 
 class RunWriter:
@@ -109,18 +115,26 @@ class RunWriter:
         return run_id
 
     def log_table(self, run_id: str, frame: pd.DataFrame, artifact_file: str) -> None:
-        """``frame`` as a CSV artifact (no index column), written by Arrow's multi-threaded CSV writer."""
-        import pyarrow as pa
+        """``frame`` as a CSV artifact (no index column), written by Arrow's multi-threaded CSV writer.
+
+        Integer, float, boolean and text columns are written as they are; a
+        column of any other values (uuid, decimal, bytes, integers beyond 64 bits,
+        mixed kinds) is written as text (see :func:`csv_ready`).
+        """
         import pyarrow.csv
 
         with tempfile.TemporaryDirectory(prefix="lwec-artifact-") as scratch:
             path = Path(scratch, Path(artifact_file).name)
-            pyarrow.csv.write_csv(pa.Table.from_pandas(frame, preserve_index=False), path)
+            pyarrow.csv.write_csv(csv_ready(frame), path)
             directory = str(Path(artifact_file).parent)
             self.client.log_artifact(run_id, str(path), None if directory == "." else directory)
 
     def log_figure(self, run_id: str, figure: Figure, artifact_file: str) -> None:
         self.client.log_figure(run_id, figure, artifact_file)
+
+    def log_dataset(self, run_id: str, table: SourceTable) -> None:
+        """Record ``table`` as the run's dataset input with context ``training``."""
+        self.client.log_inputs(run_id, datasets=[dataset_input(table)])
 
     def log_dict(self, run_id: str, data: dict, artifact_file: str) -> None:
         """``data`` as a JSON (or YAML, by extension) artifact."""
@@ -145,30 +159,39 @@ class RunWriter:
 def run_writer(tracking_uri: str, experiment: str) -> Iterator[RunWriter]:
     """A :class:`RunWriter` for ``experiment`` (created when missing) in the store at ``tracking_uri``.
 
-    Any exception in the block — the store unreachable, a write refused —
-    marks the block's unfinished runs FAILED and is raised as
-    :class:`TrackingError` naming the store with its password masked (not
-    chained: the original message may carry the URI with its password).
+    Requests are bounded (:mod:`lwec_tasks.tracking.limits`): a tracking server
+    that is down is reported within seconds, and a database-backed store is
+    connected to once before MLflow is. Any exception in the block — the store
+    unreachable, a write refused — marks the block's unfinished runs FAILED and
+    is raised as :class:`TrackingError`, one line: ``logging to MLflow at <URI,
+    password masked> failed[ (run <id>)]: <reason>`` (not chained: the original
+    message may carry the URI with its password). Its ``retryable`` is True when
+    a store that is not a tracking server did not answer.
     """
     writer = None
     try:
-        from mlflow import MlflowClient
-
-        client = MlflowClient(tracking_uri=tracking_uri)
+        check_database_store(tracking_uri)
+        client = tracking_client(tracking_uri)
         writer = RunWriter(client, tracking_uri, experiment_id(client, experiment, tracking_uri))
         yield writer
     except Exception as error:  # noqa: BLE001 - every MLflow failure becomes a TrackingError
         failed = writer.fail_open_runs() if writer is not None else []
-        raise TrackingError(scrub(
-            f"logging to MLflow at {mask_uri(tracking_uri)} failed"
-            f"{f' (run {failed[0]})' if failed else ''}: {type(error).__name__}: {_first_line(error)}",
-            tracking_uri,
-        )) from None
+        raise tracking_error(error, tracking_uri, failed[0] if failed else None) from None
+
+
+def tracking_error(error: BaseException, tracking_uri: str, run_id: str | None = None) -> TrackingError:
+    """``error`` (raised while logging to the store at ``tracking_uri``) as a one-line :class:`TrackingError`
+    naming the store (password masked) and ``run_id``, the run marked FAILED (None: no run was created)."""
+    message = (f"logging to MLflow at {mask_uri(tracking_uri)} failed{f' (run {run_id})' if run_id else ''}: "
+               f"{failure_reason(error)}")
+    retryable = store_did_not_answer(error) and not is_http_store(tracking_uri)
+    return TrackingError(scrub(" ".join(message.split()), tracking_uri), retryable=retryable)
 
 
 def log_run(record: RunRecord, *, tracking_uri: str, experiment: str, run_name: str | None = None) -> str:
     """Create the MLflow run, log ``record`` to it and return the run id.
 
+    ``record.source`` becomes the run's dataset input (context ``training``).
     Artifacts: ``labels.csv``, ``eci_per_cluster.csv`` and ``figures/<name>``
     for every figure; with ``record.model``, the MLflow model ``model`` (URI
     ``runs:/<run id>/model``, also in the run's tag ``lwec.model_uri``; see
@@ -179,6 +202,8 @@ def log_run(record: RunRecord, *, tracking_uri: str, experiment: str, run_name: 
     """
     with run_writer(tracking_uri, experiment) as writer:
         run_id = writer.start_run(run_name, params=record.params, metrics=record.metrics, tags=record.tags)
+        if record.source is not None:
+            writer.log_dataset(run_id, record.source)
         writer.log_table(run_id, record.labels, "labels.csv")
         writer.log_table(run_id, record.clusters, "eci_per_cluster.csv")
         for name, figure in record.figures.items():
@@ -192,6 +217,40 @@ def log_run(record: RunRecord, *, tracking_uri: str, experiment: str, run_name: 
     return run_id
 
 
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else ""
+def csv_ready(frame: pd.DataFrame):
+    """``frame`` as a ``pyarrow.Table`` that Arrow's CSV writer accepts (no index column).
+
+    Columns Arrow reads as integers, floats, booleans or text are kept; every
+    other column becomes text: ``str(value)`` (``uuid.UUID`` → its canonical
+    form, ``Decimal`` → its exact digits), bytes as hex, missing values empty.
+    """
+    import pyarrow as pa
+
+    return pa.table({str(name): _csv_column(frame[name]) for name in frame.columns})
+
+
+def _csv_column(values: pd.Series):
+    import pyarrow as pa
+
+    try:
+        array = pa.array(values, from_pandas=True)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        array = None
+    if array is not None and _csv_writes_as_is(array.type):
+        return array
+    return pa.array([_as_text(value) for value in values], type=pa.string())
+
+
+def _csv_writes_as_is(arrow_type) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_boolean(arrow_type)
+            or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or pa.types.is_null(arrow_type))
+
+
+def _as_text(value) -> str | None:
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA or value is pd.NaT:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    return str(value)

@@ -21,13 +21,27 @@ MLFLOW_UI_URL_ENV = "LWEC_MLFLOW_UI_URL"
 DEFAULT_MLFLOW_UI_URL = "http://127.0.0.1:5000"
 #: Folder, beside a SQLite store's database file, that holds its runs' artifacts.
 LOCAL_ARTIFACTS_DIR = "mlartifacts"
+#: Experiment tag MLflow 3's UI reads to open an experiment on its runs (model training) or its traces (GenAI).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+#: The kind of the experiments lwec logs to: model development, not GenAI.
+EXPERIMENT_KIND = "custom_model_development"
 
 #: The tracking URI with its password (user-info or query string) masked; the package's one URL masker.
 mask_uri = mask_url
 
 
 class TrackingError(RuntimeError):
-    """Logging to MLflow failed (the rest of the run's output may still exist)."""
+    """Logging to MLflow failed (the rest of the run's output may still exist).
+
+    ``retryable`` is True when the store did not answer and logging again from
+    the start may succeed. It is False for a store that refused a request, and
+    for a tracking server (http/https) even when it did not answer: MLflow has
+    then already retried each request (see :mod:`lwec_tasks.tracking.limits`).
+    """
+
+    def __init__(self, message: str, retryable: bool = False):
+        super().__init__(message)
+        self.retryable = retryable
 
 
 def default_tracking_uri(directory: str | os.PathLike | None = None) -> str:
@@ -64,15 +78,32 @@ def local_artifact_location(tracking_uri: str) -> str | None:
     return (database.resolve().parent / LOCAL_ARTIFACTS_DIR).as_uri()
 
 
+def tracking_client(tracking_uri: str):
+    """An ``mlflow.MlflowClient`` for the store at ``tracking_uri``, with lwec's request limits
+    (:func:`~lwec_tasks.tracking.limits.limit_mlflow_requests`) in effect."""
+    from mlflow import MlflowClient
+
+    from lwec_tasks.tracking.limits import limit_mlflow_requests
+
+    limit_mlflow_requests()
+    return MlflowClient(tracking_uri=tracking_uri)
+
+
 def experiment_id(client, name: str, tracking_uri: str) -> str:
     """Id of experiment ``name`` in the store ``client`` talks to, creating it when missing.
 
-    A new experiment keeps its artifacts at :func:`local_artifact_location`.
+    A new experiment keeps its artifacts at :func:`local_artifact_location` and
+    is tagged ``mlflow.experimentKind = custom_model_development``, so MLflow 3's
+    UI opens it on its runs. An existing experiment without that tag gets it; one
+    with any kind already (set by a user or inferred by the UI) keeps its kind.
     """
     existing = client.get_experiment_by_name(name)
-    if existing is not None:
-        return existing.experiment_id
-    return client.create_experiment(name, artifact_location=local_artifact_location(tracking_uri))
+    if existing is None:
+        return client.create_experiment(name, artifact_location=local_artifact_location(tracking_uri),
+                                        tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+    if EXPERIMENT_KIND_TAG not in (existing.tags or {}):
+        client.set_experiment_tag(existing.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
+    return existing.experiment_id
 
 
 def run_page_url(tracking_uri: str, run_id: str, experiment_id: str | None = None) -> str:
@@ -89,7 +120,5 @@ def run_page_url(tracking_uri: str, run_id: str, experiment_id: str | None = Non
     else:
         base = os.environ.get(MLFLOW_UI_URL_ENV, DEFAULT_MLFLOW_UI_URL).rstrip("/")
     if experiment_id is None:
-        from mlflow import MlflowClient
-
-        experiment_id = MlflowClient(tracking_uri).get_run(run_id).info.experiment_id
+        experiment_id = tracking_client(tracking_uri).get_run(run_id).info.experiment_id
     return f"{base}/#/experiments/{experiment_id}/runs/{run_id}"

@@ -57,8 +57,18 @@ def check_outputs(database, frame, tracking_uri, experiment, deployment, flow_ru
 
 
 def form_parameters(database, experiment, output_table):
-    return {"database_url": database, "table": "blobs", "n_clusters": 3, "label_column": "target",
-            "ensemble_size": 6, "seed": 3, "experiment": experiment, "output_table": output_table}
+    """What an operator enters in the on-demand form; ``database`` None keeps the form's default database."""
+    return {**({"database_url": database} if database else {}), "table": "blobs", "n_clusters": 3,
+            "label_column": "target", "ensemble_size": 6, "seed": 3, "experiment": experiment,
+            "output_table": output_table}
+
+
+def form_defaults(name: str) -> dict:
+    """The parameters ``deployments/prefect.yaml`` gives deployment ``name`` (the UI form's starting values)."""
+    import yaml
+
+    config = yaml.safe_load((PROJECT_ROOT / "deployments" / "prefect.yaml").read_text())
+    return next(d for d in config["deployments"] if d["name"] == name)["parameters"]
 
 
 def test_served_deployments_run_from_the_ui(prefect_api, workspace, tmp_path):
@@ -70,16 +80,20 @@ def test_served_deployments_run_from_the_ui(prefect_api, workspace, tmp_path):
             wait_for(lambda: client.read_deployment_by_name("lwec-consensus/on-demand"), 120,
                      "served deployments", server, log)
             nightly = client.read_deployment_by_name("lwec-consensus/nightly")
+            on_demand = client.read_deployment_by_name("lwec-consensus/on-demand")
+            assign = client.read_deployment_by_name("lwec-assign/assign")
         assert [s.schedule.cron for s in nightly.schedules] == ["0 2 * * *"]
         assert nightly.parameters["database_url"] == database and nightly.parameters["n_clusters"] == 3
+        assert on_demand.parameters == form_defaults("on-demand") and assign.parameters == form_defaults("assign")
 
         with client_for(api_url) as client, pytest.raises(Exception, match="n_clusters"):
             deployment = client.read_deployment_by_name("lwec-consensus/on-demand")
             client.create_flow_run_from_deployment(deployment.id, parameters={**form_parameters(
                 database, "x", "x"), "n_clusters": 1})  # the form refuses it, as in the UI
 
+        # The form's default database (env:LWEC_DATABASE_URL) is the one serve.py was given.
         deployment, flow_run = trigger_like_the_ui(
-            api_url, "lwec-consensus/on-demand", form_parameters(database, "served", "served_labels"))
+            api_url, "lwec-consensus/on-demand", form_parameters(None, "served", "served_labels"))
         check_outputs(database, frame, tracking_uri, "served", deployment, flow_run, "served_labels")
     finally:
         stop(server)
@@ -105,14 +119,16 @@ def test_prefect_yaml_deployments_run_on_a_process_worker(prefect_api, workspace
     assert [s.schedule.cron for s in nightly.schedules] == ["0 2 * * *"]
     assert nightly.parameters["database_url"] == "env:LWEC_DATABASE_URL"
     assert nightly.work_pool_name == "lwec-process"
+    assert on_demand.parameters == form_defaults("on-demand")
     for deployment in (nightly, on_demand):
         assert "MLFLOW_TRACKING_URI" not in (deployment.job_variables or {}).get("env", {})
 
     log = tmp_path / "worker.log"
     worker = start([*prefect, "worker", "start", "--pool", "lwec-process"], env, log, tmp_path)
     try:
+        # The form's default database: the worker's LWEC_DATABASE_URL.
         deployment, flow_run = trigger_like_the_ui(
-            api_url, "lwec-consensus/on-demand", form_parameters("env:LWEC_DATABASE_URL", "pool", "pool_labels"))
+            api_url, "lwec-consensus/on-demand", form_parameters(None, "pool", "pool_labels"))
         if flow_run.state.type.value != "COMPLETED":
             pytest.fail(f"{flow_run.state.message}\n{log.read_text()[-4000:]}")
         check_outputs(database, frame, tracking_uri, "pool", deployment, flow_run, "pool_labels")

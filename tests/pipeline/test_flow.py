@@ -27,6 +27,7 @@ from helpers.pipeline import (
 )
 from helpers.throwaway_tables import throwaway_features_table
 from lwec_tasks.cli import main as lwec_main
+from lwec_tasks.cli import run as run_cli
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import DatabaseUnreachableError
 from lwec_tasks.tracking import TrackingError
@@ -92,9 +93,11 @@ def test_sqlite_end_to_end_then_rerun_is_idempotent(prefect_server, mlflow_store
     again, _ = run(url, mlflow_store, experiment=parameters["experiment"])
     assert again["run_key"] == summary["run_key"]
     rerun = read_labels(url, "blobs_lwec_labels")
-    assert len(rerun) == len(frame)  # replaced, not duplicated
+    assert len(rerun) == len(frame)  # not duplicated
     assert rerun["label"].tolist() == stored["label"].tolist()
-    assert rerun["flow_run_id"].iloc[0] != stored["flow_run_id"].iloc[0]
+    # Identical labels under the same run key are left as they are (the first run's rows stay).
+    assert again["rows_written"] == 0 and again["mlflow_run_id"] != summary["mlflow_run_id"]
+    assert rerun["flow_run_id"].iloc[0] == stored["flow_run_id"].iloc[0]
 
     other, _ = run(url, mlflow_store, experiment=parameters["experiment"], n_clusters=4)
     assert other["run_key"] != summary["run_key"]
@@ -302,6 +305,8 @@ def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys
                 "mlflow_tracking_uri": "masked"}
 
     monkeypatch.setattr(flows.consensus, "consensus_flow", fake_flow)
+    # The host "db" does not exist: this test is about the parameters the flow receives, not the preflight.
+    monkeypatch.setattr(run_cli, "check_before_prefect", lambda request: None)
     monkeypatch.delenv("LWEC_RUN_DATABASE_URL", raising=False)
     monkeypatch.delenv("LWEC_RUN_TRACKING_URI", raising=False)
     database = "postgresql+psycopg://lwec:s3cret@db/x"
@@ -316,7 +321,6 @@ def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys
 
     # A URL without a password is passed as it is.
     seen.clear()
-    from lwec_tasks.cli import run as run_cli
 
     monkeypatch.setattr(run_cli, "_run_page", lambda uri, run_id: "https://mlflow:5000/#/run")  # no server here
     Path(sqlite_url.removeprefix("sqlite:///")).touch()  # the CLI checks the database file exists

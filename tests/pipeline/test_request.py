@@ -106,7 +106,7 @@ def test_served_deployments_come_from_the_one_definition():
     assert nightly.parameters == {**defined["nightly"]["parameters"], "table": "other"}
     assert [s.schedule.cron for s in nightly.schedules] == ["* * * * *"]
     on_demand = next(d for d in served if d.name == "on-demand")
-    assert on_demand.parameters == {} and not on_demand.schedules
+    assert on_demand.parameters == defined["on-demand"]["parameters"] and not on_demand.schedules
     assert on_demand.description == defined["on-demand"]["description"]
 
 

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from helpers.pipeline import read_labels, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import (
+    DatabaseRefusedError,
     EarlierRun,
     LabelRows,
     ensure_latest_view,
@@ -167,7 +168,7 @@ def test_write_labels_prunes_in_the_same_transaction(db_url, engine, tables, wri
     assert stored_keys(db_url, table) == {"features": ["a3", "a4"], "other": ["b1"]}
     before = read_labels(db_url, table)
     # The prune runs before the insert; the duplicate id fails the insert and must undo the prune too.
-    with pytest.raises(sa.exc.IntegrityError):
+    with pytest.raises(DatabaseRefusedError, match="duplicate|UNIQUE"):
         write(engine, table, rows_for("a5", [7, 8, 8], [1, 1, 1]), keep_runs=1)
     pd.testing.assert_frame_equal(read_labels(db_url, table), before)
     # Rewriting a kept run keeps it even with keep_runs=1.

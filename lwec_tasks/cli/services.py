@@ -1,0 +1,49 @@
+"""The services a command's flow needs, checked before the flow starts.
+
+A Prefect API that does not answer, or a Dask scheduler that does not, is
+reported within seconds as a :class:`ConnectionError` whose one-line message
+names the service and its address (credentials masked), instead of after the
+flow engine's own retries.
+"""
+
+from __future__ import annotations
+
+from lwec_tasks.masking import mask_url
+
+#: Seconds each check waits for an answer.
+CHECK_TIMEOUT_SECONDS = 5
+
+
+class PrefectApiUnreachableError(ConnectionError):
+    """The Prefect API in ``PREFECT_API_URL`` did not answer its health check (nothing was run)."""
+
+
+def check_prefect_api(timeout: float = CHECK_TIMEOUT_SECONDS) -> None:
+    """Raise :class:`PrefectApiUnreachableError` unless the configured Prefect API answers within ``timeout`` s.
+
+    Without an API URL (``PREFECT_API_URL`` or the active Prefect profile) the flow runs against a
+    temporary server that Prefect starts for this process, and there is nothing to check. Imports Prefect.
+    """
+    from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_CLIENT_MAX_RETRIES, get_current_settings, temporary_settings
+
+    url = get_current_settings().api.url
+    if not url:
+        return
+    # One attempt: the client's own retries would wait about a minute for a host that does not answer.
+    with temporary_settings({PREFECT_CLIENT_MAX_RETRIES: 0}), \
+            get_client(sync_client=True, httpx_settings={"timeout": timeout}) as client:
+        problem = client.api_healthcheck()
+    if problem is not None:
+        reason = " ".join(str(problem).split()).replace(url, mask_url(url)) or type(problem).__name__
+        raise PrefectApiUnreachableError(
+            f"cannot reach the Prefect API at {mask_url(url)} (PREFECT_API_URL): {reason}; start it with "
+            "`prefect server start`, or unset PREFECT_API_URL to run against a temporary local server")
+
+
+def check_dask_scheduler(address: str, timeout: float = CHECK_TIMEOUT_SECONDS) -> None:
+    """Raise :class:`~lwec_tasks.distributed.cluster.DaskUnreachableError` unless the scheduler at ``address``
+    answers within ``timeout`` s (its workers are awaited later, by the flow)."""
+    from lwec_tasks.distributed.cluster import check_scheduler
+
+    check_scheduler(address, timeout)

@@ -1,0 +1,306 @@
+"""What a database holds: the source table reflected, what a name refers to, whether a labels table fits.
+
+Light on purpose (SQLAlchemy only, no pandas or numpy), so that the preflight
+checks (:mod:`lwec_tasks.preflight`) can run before anything heavy is loaded.
+Names are :class:`~lwec_tasks.io.names.TableName` parts given to SQLAlchemy
+table objects, so the dialect quotes them; values are bound parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.identifiers import LATEST_VIEW_SUFFIX, check_new_table_name, name_list
+from lwec_tasks.io.names import TableName, parse_table_name
+from lwec_tasks.masking import mask_url
+
+#: Columns of a labels table, in order.
+LABEL_TABLE_COLUMNS = (
+    "run_key", "id", "label", "k", "method", "theta", "ensemble_size", "seed",
+    "source_table", "flow_run_id", "written_at",
+)
+
+#: PostgreSQL ``pg_class.relkind`` codes, as words.
+_PG_RELATION_KINDS = {
+    "r": "table", "p": "table", "v": "view", "m": "materialized view", "f": "foreign table",
+    "S": "sequence", "i": "index", "I": "index", "c": "composite type", "t": "TOAST table",
+}
+
+
+def column_kind(sql_type: sa.types.TypeEngine) -> str:
+    """A column's declared type as one word: integer, float, decimal, boolean, text, uuid, date/time, binary,
+    untyped (SQLite columns declared without a type) or the type's own name."""
+    checks = (
+        (sa.Boolean, "boolean"), (sa.Uuid, "uuid"), (sa.Integer, "integer"), (sa.Float, "float"),
+        (sa.Numeric, "decimal"), (sa.String, "text"), ((sa.DateTime, sa.Date, sa.Time, sa.Interval), "date/time"),
+        (sa.LargeBinary, "binary"), (sa.types.NullType, "untyped"),
+    )
+    for kind_of, word in checks:
+        if isinstance(sql_type, kind_of):
+            return word
+    return type(sql_type).__name__
+
+
+#: Column kinds whose values the pipeline reads as numbers (booleans excluded).
+NUMERIC_KINDS = frozenset({"integer", "float", "decimal"})
+
+
+@dataclass(frozen=True)
+class SourceTable:
+    """A reflected table (or view) and what the pipeline needs to know about it.
+
+    Attributes
+    ----------
+    table : the reflected :class:`sqlalchemy.Table` (``table.schema`` None: the default schema)
+    columns : column names in table order
+    numeric_columns : columns whose declared type is integer, float or decimal (booleans excluded)
+    primary_key : names of the primary-key columns (may be empty)
+    kinds : column name → :func:`column_kind` of its declared type
+    """
+
+    table: sa.Table
+    columns: tuple[str, ...]
+    numeric_columns: tuple[str, ...]
+    primary_key: tuple[str, ...]
+    kinds: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def name(self) -> str:
+        """The table's name as the user spells it: ``table`` or ``schema.table``."""
+        return str(TableName(self.table.name, self.table.schema))
+
+    def check_columns(self, names: Sequence[str], parameter: str) -> None:
+        """Raise :class:`LwecInputError` naming every entry of ``names`` not in the table."""
+        missing = [name for name in names if name not in self.columns]
+        if missing:
+            raise LwecInputError(
+                f"{parameter}: column(s) {missing} not found in table {self.name!r}; "
+                f"its columns are {name_list(self.columns)}"
+            )
+
+
+def describe_source(engine: sa.Engine, table: str | TableName) -> SourceTable:
+    """Reflect ``table`` (``table``, ``schema.table``, see :mod:`lwec_tasks.io.names`).
+
+    Raises
+    ------
+    LwecInputError
+        The table does not exist; the message lists the tables (and views) of
+        its schema, or the schemas when the schema does not exist.
+    DatabaseUnreachableError, DatabaseRefusedError
+        No connection could be made; the database refused to describe it.
+    """
+    name = parse_table_name(table)
+    with database_errors(engine, f"describe table {str(name)!r}"):
+        if engine.dialect.name == "sqlite" and name.schema is not None:
+            _check_schema(engine, sa.inspect(engine), name)
+        try:
+            reflected = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine)
+        except sa.exc.NoSuchTableError:
+            raise LwecInputError(_not_found(engine, name)) from None
+    kinds = {column.name: column_kind(column.type) for column in reflected.columns}
+    return SourceTable(
+        table=reflected,
+        columns=tuple(kinds),
+        numeric_columns=tuple(name for name, kind in kinds.items() if kind in NUMERIC_KINDS),
+        primary_key=tuple(column.name for column in reflected.primary_key.columns),
+        kinds=kinds,
+    )
+
+
+def _not_found(engine: sa.Engine, name: TableName) -> str:
+    """Why ``name`` was not found: the tables of its schema, or that the schema does not exist."""
+    inspector = sa.inspect(engine)
+    _check_schema(engine, inspector, name)
+    existing = sorted(inspector.get_table_names(schema=name.schema))
+    existing += sorted(inspector.get_view_names(schema=name.schema))
+    listed = [str(TableName(table, name.schema)) for table in existing]
+    message = (f"table {str(name)!r} not found in database {mask_url(engine.url)}; "
+               f"existing tables: {name_list(listed) if listed else 'none'}")
+    dotted = f"{name.schema}.{name.name}"
+    if name.schema is not None and dotted in inspector.get_table_names() + inspector.get_view_names():
+        message += f"; to name the table {dotted!r}, write it in double quotes: {str(TableName(dotted))}"
+    return message
+
+
+def _check_schema(engine: sa.Engine, inspector, name: TableName) -> None:
+    """:class:`LwecInputError` when ``name`` names a schema the database does not have."""
+    if name.schema is None:
+        return
+    schemas = inspector.get_schema_names()
+    if name.schema in schemas:
+        return
+    where = ("a SQLite schema is an attached database" if engine.dialect.name == "sqlite"
+             else "its schemas are")
+    raise LwecInputError(
+        f"table {str(name)!r} not found: database {mask_url(engine.url)} has no schema {name.schema!r} "
+        f"({where}: {name_list(schemas)}); a table name that contains a dot is written in double quotes: "
+        f"{str(TableName(f'{name.schema}.{name.name}'))}"
+    )
+
+
+# ----------------------------------------------------------------------------- what a name is
+
+
+def relation_kind(connection: sa.Connection, name: TableName) -> str | None:
+    """What ``name`` is in the database — "table", "view", "materialized view", "sequence", "index", ... —
+    or None when nothing has that name."""
+    dialect = connection.dialect.name
+    if dialect == "postgresql":
+        relations = sa.table("pg_class", sa.column("relname"), sa.column("relkind"), sa.column("relnamespace"),
+                             schema="pg_catalog")
+        namespaces = sa.table("pg_namespace", sa.column("oid"), sa.column("nspname"), schema="pg_catalog")
+        schema = sa.func.current_schema() if name.schema is None else sa.literal(name.schema)
+        statement = (
+            sa.select(relations.c.relkind)
+            .select_from(relations.join(namespaces, namespaces.c.oid == relations.c.relnamespace))
+            .where(relations.c.relname == name.name, namespaces.c.nspname == schema)
+        )
+        kind = connection.execute(statement).scalar()
+        return None if kind is None else _PG_RELATION_KINDS.get(kind, f"relation of kind {kind!r}")
+    if dialect == "sqlite":
+        master = sa.table("sqlite_master", sa.column("type"), sa.column("name"), schema=name.schema)
+        # SQLite names are case-insensitive (ASCII).
+        statement = sa.select(master.c.type).where(sa.func.lower(master.c.name) == name.name.lower()).limit(1)
+        return connection.execute(statement).scalar()
+    inspector = sa.inspect(connection)
+    if name.name in inspector.get_view_names(schema=name.schema):
+        return "view"
+    return "table" if inspector.has_table(name.name, schema=name.schema) else None
+
+
+def same_table(connection: sa.Connection, first: TableName, second: TableName) -> bool:
+    """Whether two names refer to one table (no schema: the default schema; SQLite ignores case)."""
+    default = sa.inspect(connection).default_schema_name
+
+    def key(name: TableName) -> tuple:
+        parts = (name.schema or default, name.name)
+        return tuple(p.lower() if p and connection.dialect.name == "sqlite" else p for p in parts)
+
+    return key(first) == key(second)
+
+
+# ----------------------------------------------------------------------------- the labels table
+
+
+def id_family(sql_type: sa.types.TypeEngine | None) -> str | None:
+    """The family an id column's type belongs to — integer, decimal, float, text, uuid, binary, date/time,
+    boolean — or None when the type does not say (untyped, unknown): such columns are not compared."""
+    if sql_type is None:
+        return "integer"  # row positions
+    kind = column_kind(sql_type)
+    known = {"integer", "decimal", "float", "text", "uuid", "binary", "date/time", "boolean"}
+    return kind if kind in known else None
+
+
+#: ``check_label_table(id_type=NOT_CHECKED)``: the source's id type is not known yet.
+NOT_CHECKED = object()
+
+
+def check_label_table(
+    engine: sa.Engine,
+    name: str,
+    source_table: str,
+    *,
+    id_type: sa.types.TypeEngine | None | object = NOT_CHECKED,
+    id_column: str | None = None,
+) -> None:
+    """Check, before any work, that ``name`` can receive the labels of ``source_table``.
+
+    It must be a plain identifier (optionally ``schema.table``), differ from
+    the source table, and either not exist yet or be a *table* (not a view,
+    materialized view, sequence, ...) with the labels-table columns, whose
+    ``id`` column is of the same family as ``id_type`` (the source's id type;
+    None: row positions, integers; default :data:`NOT_CHECKED`: not compared). A mismatched labels table is refused,
+    never altered: mixing id types in one table would break the history.
+
+    Raises :class:`LwecInputError` naming the problem (or the database errors of
+    :mod:`lwec_tasks.io.errors`).
+    """
+    output = parse_table_name(check_new_table_name(name), "output_table")
+    source = parse_table_name(source_table)
+    with database_errors(engine, f"describe table {str(output)!r}"), engine.connect() as connection:
+        if same_table(connection, output, source):
+            raise LwecInputError(f"output_table={name!r} is the source table; choose another name")
+        if output.schema is not None:
+            schemas = sa.inspect(connection).get_schema_names()
+            if output.schema not in schemas:
+                raise LwecInputError(f"output_table={name!r}: database {mask_url(engine.url)} has no schema "
+                                     f"{output.schema!r}; its schemas are {name_list(schemas)}")
+        kind = relation_kind(connection, output)
+        if kind is None:
+            return
+        if kind != "table":
+            raise LwecInputError(_not_a_table(name, output, kind))
+        columns = {column["name"]: column["type"]
+                   for column in sa.inspect(connection).get_columns(output.name, schema=output.schema)}
+    missing = [column for column in LABEL_TABLE_COLUMNS if column not in columns]
+    if missing:
+        raise LwecInputError(
+            f"output_table {name!r} exists but is not an lwec labels table "
+            f"(missing columns {missing}; it has {list(columns)}); choose another name"
+        )
+    if id_type is not NOT_CHECKED:
+        check_id_type(name, columns["id"], id_type, source_table, id_column)
+
+
+def _not_a_table(name: str, output: TableName, kind: str) -> str:
+    article = "an" if kind[0] in "aeiou" else "a"
+    message = (f"output_table={name!r} is {article} {kind}, not a table; labels are written to a table: "
+               "choose another name")
+    if kind == "view" and output.name.endswith(LATEST_VIEW_SUFFIX):
+        base = output.with_name(output.name[: -len(LATEST_VIEW_SUFFIX)])
+        message += f" (this looks like the latest-labels view of {str(base)!r}: pass output_table={str(base)!r})"
+    return message
+
+
+def check_id_type(output_table: str, stored: sa.types.TypeEngine, id_type: sa.types.TypeEngine | None,
+                  source_table: str, id_column: str | None = None) -> None:
+    """:class:`LwecInputError` when the labels table's ``id`` type (``stored``) and the source's ids differ in
+    family (:func:`id_family`)."""
+    have, want = id_family(stored), id_family(id_type)
+    if have is None or want is None or have == want:
+        return
+    ids = f"column {id_column!r} ({id_type})" if id_column else ("row positions" if id_type is None else f"{id_type}")
+    raise LwecInputError(
+        f"output_table {output_table!r} holds {have} ids (column id is {stored}), but the ids of table "
+        f"{source_table!r} are {want}: {ids}; write to another output_table (or drop or rename "
+        f"{output_table!r}): one labels table keeps one kind of id"
+    )
+
+
+@dataclass(frozen=True)
+class ValueCounts:
+    """What one aggregate query tells about a table's values.
+
+    Attributes
+    ----------
+    rows : rows of the table
+    non_null : column → rows where it is not NULL
+    rows_with_null : rows where at least one of the ``any_null_of`` columns is NULL
+    """
+
+    rows: int
+    non_null: dict[str, int]
+    rows_with_null: int = 0
+
+
+def count_values(engine: sa.Engine, source: SourceTable, columns: Sequence[str],
+                 any_null_of: Sequence[str] = ()) -> ValueCounts:
+    """Count rows and non-NULL values of ``columns`` (and rows with a NULL in any of ``any_null_of``) in one
+    aggregate query: one pass over the table on the server, nothing but the counts transferred."""
+    table = source.table
+    aggregates = [sa.func.count(), *(sa.func.count(table.c[name]) for name in columns)]
+    if any_null_of:
+        has_null = sa.or_(*(table.c[name].is_(None) for name in any_null_of))
+        aggregates.append(sa.func.coalesce(sa.func.sum(sa.case((has_null, 1), else_=0)), 0))
+    statement = sa.select(*aggregates).select_from(table)
+    with database_errors(engine, f"count the rows of table {source.name!r}"), engine.connect() as connection:
+        counts = connection.execute(statement).one()
+    non_null = {name: int(value) for name, value in zip(columns, counts[1:1 + len(columns)])}
+    return ValueCounts(int(counts[0]), non_null, int(counts[-1]) if any_null_of else 0)

@@ -1,0 +1,118 @@
+"""Table names as users give them: ``table``, ``schema.table``, double quotes around a part with a dot.
+
+Grammar: one or two parts separated by ``.``. A part is either written as is
+(any characters but ``.``; case and spaces are kept: ``Feature Table``) or in
+double quotes, where ``""`` stands for one quote: ``"my.table"``,
+``analytics."my.table"``. Text that does not follow the grammar (a stray
+quote, say) is taken as one literal table name, so it can only ever be found
+or not found. A name is never pasted into SQL: the parts become the ``schema``
+and ``name`` of SQLAlchemy table objects, quoted by the dialect.
+
+Standard library only: the preflight checks import this before anything heavy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lwec_tasks.core.errors import LwecInputError
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A table (or view) name and its schema (None: the database's default schema).
+
+    ``str(name)`` is the canonical spelling: parts joined by ``.``, a part in
+    double quotes only when it needs them (it contains a dot, starts with a
+    quote or is empty), so ``parse_table_name(str(name)) == name``.
+    """
+
+    name: str
+    schema: str | None = None
+
+    def __str__(self) -> str:
+        parts = [self.name] if self.schema is None else [self.schema, self.name]
+        return ".".join(_spelled(part) for part in parts)
+
+    @classmethod
+    def of(cls, table) -> TableName:
+        """The name of a SQLAlchemy ``Table`` or table clause (anything with ``name`` and ``schema``)."""
+        return cls(table.name, table.schema)
+
+    def with_name(self, name: str) -> TableName:
+        """The table ``name`` in the same schema."""
+        return TableName(name, self.schema)
+
+
+def _spelled(part: str) -> str:
+    if part == "" or "." in part or part.startswith('"'):
+        return '"' + part.replace('"', '""') + '"'
+    return part
+
+
+def parse_table_name(text: str | TableName, parameter: str = "table") -> TableName:
+    """``text`` as a :class:`TableName` (a TableName is returned as is).
+
+    ``features`` → (features), ``analytics.features`` → (analytics, features),
+    ``"my.table"`` → (my.table), ``analytics."my.table"`` → (analytics, my.table).
+
+    Raises
+    ------
+    LwecInputError
+        ``text`` is not a string, or has more than two parts.
+    """
+    if isinstance(text, TableName):
+        return text
+    if not isinstance(text, str) or not text:
+        raise LwecInputError(f"{parameter} must be a table name, got {text!r}")
+    parts = _split(text)
+    if parts is None:
+        return TableName(text)
+    if len(parts) > 2:
+        raise LwecInputError(
+            f"{parameter}={text!r} has {len(parts)} dot-separated parts; give table or schema.table, and write a "
+            'name that contains a dot in double quotes: "my.table" or analytics."my.table"'
+        )
+    if len(parts) == 1:
+        return TableName(parts[0])
+    return TableName(parts[1], parts[0])
+
+
+def _split(text: str) -> list[str] | None:
+    """The parts of ``text`` by the grammar above, or None when it does not follow it."""
+    parts: list[str] = []
+    position = 0
+    while True:
+        if text.startswith('"', position):
+            part, position = _quoted(text, position)
+            if part is None:
+                return None
+        else:
+            end = text.find(".", position)
+            end = len(text) if end < 0 else end
+            part = text[position:end]
+            position = end
+            if part == "":
+                return None
+        parts.append(part)
+        if position == len(text):
+            return parts
+        if text[position] != ".":
+            return None
+        position += 1
+
+
+def _quoted(text: str, start: int) -> tuple[str | None, int]:
+    """The double-quoted part beginning at ``start`` and the position after it; (None, _) if unterminated."""
+    chars = []
+    position = start + 1
+    while position < len(text):
+        if text[position] == '"':
+            if text.startswith('""', position):
+                chars.append('"')
+                position += 2
+                continue
+            return "".join(chars), position + 1
+        chars.append(text[position])
+        position += 1
+    return None, position

@@ -1,0 +1,192 @@
+"""Checks that a run can start, made before anything runs: no Prefect, no MLflow, no full read.
+
+:func:`check_consensus_request` and :func:`check_assign_request` connect once
+and check, in this order, that the database answers, the table exists, its
+columns plan is valid (feature, id and label columns; no feature column NULL in
+every row), the table has enough rows (one aggregate query: counts, not
+rows), and the output table can take the labels (a table, not a view; the
+labels-table columns; ids of the same kind). They raise
+:class:`~lwec_tasks.core.errors.LwecInputError` (bad input; its subclass
+:class:`~lwec_tasks.io.errors.DatabaseRefusedError` when the database refused,
+e.g. permission denied) or :class:`~lwec_tasks.io.errors.DatabaseUnreachableError`.
+
+The load tasks run the same checks (:func:`plan_consensus_read`,
+:func:`plan_assign_read`) on their own connection, then read the rows; what
+only the values can show (NaN and infinities, duplicate ids, text in a
+feature column) is checked there.
+
+Light imports only (SQLAlchemy and the light :mod:`lwec_tasks.io` modules), so
+the command line can call these before Prefect's temporary server starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.catalog import NOT_CHECKED, SourceTable, check_label_table, count_values, describe_source
+from lwec_tasks.io.columns import ColumnPlan, plan_columns, resolve_id_column
+from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine
+from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
+from lwec_tasks.io.names import parse_table_name
+
+if TYPE_CHECKING:
+    from lwec_tasks.request import ConsensusRequest
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What a load reads, settled by the checks.
+
+    Attributes
+    ----------
+    source : the reflected source table
+    columns : the column roles; ``columns.feature_columns`` is empty for an
+        assign check made without the model's feature columns
+    n_rows : rows of the table when it was checked
+    output_table : the labels table, canonical spelling (``table`` or ``schema.table``)
+    """
+
+    source: SourceTable
+    columns: ColumnPlan
+    n_rows: int
+    output_table: str
+
+    @property
+    def id_type(self) -> sa.types.TypeEngine | None:
+        """The declared type of the id column (None: row positions)."""
+        return None if self.columns.id_column is None else self.source.table.c[self.columns.id_column].type
+
+
+def check_consensus_request(request: ConsensusRequest) -> None:
+    """Check that the consensus run ``request`` can start; see the module docstring for what is checked.
+
+    A ``database_url`` that names a Prefect block or secret (``block:NAME``,
+    ``secret:NAME``) cannot be resolved without Prefect: then nothing is checked here.
+    """
+    engine = _engine(request.database_url)
+    if engine is None:
+        return
+    try:
+        plan_consensus_read(engine, request)
+    finally:
+        engine.dispose()
+
+
+def check_assign_request(
+    database_url: str,
+    table: str,
+    model_uri: str | None = None,
+    feature_columns: Sequence[str] | None = None,
+    id_column: str | None = None,
+    output_table: str | None = None,
+) -> None:
+    """Check that ``lwec assign`` / ``assign_flow`` with these parameters can start.
+
+    The parameters are ``assign_flow``'s. ``model_uri`` is only checked to be a
+    non-empty string (the model is looked up in MLflow later); without
+    ``feature_columns`` the features are not checked (they are the model's).
+    """
+    for name, value in (("database_url", database_url), ("table", table)):
+        if not isinstance(value, str) or not value.strip():
+            raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
+    if model_uri is not None and (not isinstance(model_uri, str) or not model_uri.strip()):
+        raise LwecInputError(f"model_uri must be a non-empty string, got {model_uri!r}")
+    engine = _engine(database_url)
+    if engine is None:
+        return
+    try:
+        plan_assign_read(engine, table, feature_columns, id_column, output_table)
+    finally:
+        engine.dispose()
+
+
+def _engine(database_url: str) -> sa.Engine | None:
+    prefix = database_url.partition(":")[0]
+    if is_reference(database_url) and prefix != "env" and prefix not in URL_RESOLVERS:
+        return None
+    return open_engine(database_url)
+
+
+def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPlan:
+    """The checks of :func:`check_consensus_request` on ``engine``; the resulting :class:`ReadPlan`."""
+    source = describe_source(engine, request.table)
+
+    def plan(all_null=()) -> ColumnPlan:
+        return plan_columns(source.columns, source.numeric_columns, source.primary_key,
+                            feature_columns=request.feature_columns, id_column=request.id_column,
+                            label_column=request.label_column, table=request.table, kinds=source.kinds,
+                            all_null=all_null)
+
+    columns = plan()
+    counted = [*columns.feature_columns, *([columns.id_column] if columns.id_column else [])]
+    counts = count_values(engine, source, counted, any_null_of=columns.feature_columns)
+    _check_not_empty(request.table, counts.rows)
+    all_null = [name for name in columns.feature_columns if counts.non_null[name] == 0]
+    if all_null:
+        columns = plan(all_null)
+        counts = count_values(engine, source, counted, any_null_of=columns.feature_columns)
+    _check_ids(columns, counts)
+    k = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
+    usable = counts.rows - counts.rows_with_null
+    if usable < 2 * k:
+        nulls = f" ({counts.rows_with_null} of its {counts.rows} rows have NULL features)" if counts.rows_with_null \
+            else ""
+        raise LwecInputError(f"table {request.table!r} has only {usable} usable rows{nulls}, but n_clusters={k} "
+                             f"needs at least 2·k = {2 * k} rows")
+    output = request.resolved_output_table
+    check_label_table(engine, output, request.table, id_type=_id_type(source, columns.id_column),
+                      id_column=columns.id_column)
+    return ReadPlan(source, columns, counts.rows, output)
+
+
+def plan_assign_read(engine: sa.Engine, table: str, feature_columns: Sequence[str] | None, id_column: str | None,
+                     output_table: str | None) -> ReadPlan:
+    """The checks of :func:`check_assign_request` on ``engine``; the resulting :class:`ReadPlan`.
+
+    Rows with a NULL feature are refused (the model cannot place them).
+    """
+    table = str(parse_table_name(table))
+    output = check_new_table_name(output_table) if output_table is not None else default_output_table(table)
+    source = describe_source(engine, table)
+    if feature_columns is None:
+        id_column = resolve_id_column(source.columns, source.primary_key, id_column, table)
+        columns = ColumnPlan((), id_column, None)
+    else:
+        columns = plan_columns(source.columns, source.numeric_columns, source.primary_key,
+                               feature_columns=list(feature_columns), id_column=id_column, table=table,
+                               kinds=source.kinds)
+    counted = [*columns.feature_columns, *([columns.id_column] if columns.id_column else [])]
+    counts = count_values(engine, source, counted, any_null_of=columns.feature_columns)
+    _check_not_empty(table, counts.rows, " (no rows to label)")
+    _check_ids(columns, counts)
+    if counts.rows_with_null:
+        raise LwecInputError(
+            f"{counts.rows_with_null} row(s) of table {table!r} have missing or non-finite values in the feature "
+            f"columns {list(columns.feature_columns)}; such rows cannot be labelled — clean them first"
+        )
+    check_label_table(engine, output, table, id_type=_id_type(source, columns.id_column), id_column=columns.id_column)
+    return ReadPlan(source, columns, counts.rows, output)
+
+
+def _id_type(source: SourceTable, id_column: str | None):
+    """The id column's declared type for the output check; None for row positions."""
+    if id_column is None:
+        return None
+    return source.table.c[id_column].type if source.kinds.get(id_column) != "untyped" else NOT_CHECKED
+
+
+def _check_not_empty(table: str, rows: int, why: str = "") -> None:
+    if rows == 0:
+        raise LwecInputError(f"table {table!r} is empty{why}")
+
+
+def _check_ids(columns: ColumnPlan, counts) -> None:
+    if columns.id_column is not None and counts.non_null[columns.id_column] < counts.rows:
+        raise LwecInputError(
+            f"id column {columns.id_column!r} has {counts.rows - counts.non_null[columns.id_column]} missing values"
+        )

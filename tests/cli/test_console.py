@@ -1,0 +1,94 @@
+"""The command line's last words: one line per failure, after the traceback (``--verbose``), after Prefect's
+temporary server has stopped; and only the command being run is imported."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from lwec_tasks.cli import build_parser, main
+from lwec_tasks.cli import prefect_server as server_module
+from lwec_tasks.cli import run as run_cli
+from lwec_tasks.cli.console import describe, exit_code, one_line
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.connection import DatabaseUnreachableError
+
+DRIVER_REASON = ('cannot reach database postgresql+psycopg://lwec:***@db:5432/x: connection failed: connection to '
+                 'server at "db", port 5432 failed: Connection refused\n\tIs the server running on that host and '
+                 'accepting TCP/IP connections?')
+
+
+def test_messages_become_one_line_and_name_their_problem():
+    assert one_line("a\n\tb   c\n") == "a b c"
+    assert one_line("x" * 50, limit=10) == "x" * 9 + "…"
+    assert describe(DatabaseUnreachableError(DRIVER_REASON)).endswith("Connection refused Is the server running on "
+                                                                      "that host and accepting TCP/IP connections?")
+    assert describe(LwecInputError("table 'nope' not found")) == "table 'nope' not found"
+    assert describe(KeyError("f9")) == "KeyError: 'f9'"
+    assert (exit_code(LwecInputError("x")), exit_code(ConnectionError("x")), exit_code(RuntimeError())) == (2, 1, 1)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_lwec_run_prints_a_multi_line_failure_as_its_last_line(monkeypatch, capsys, verbose):
+    def unreachable(request):
+        raise DatabaseUnreachableError(DRIVER_REASON)
+
+    monkeypatch.setattr(run_cli, "check_before_prefect", unreachable)
+    argv = ["run", "--database-url", "postgresql+psycopg://lwec:pw@db:5432/x", "--table", "t", "-k", "3"]
+    assert main(argv + (["--verbose"] if verbose else [])) == 1
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert lines[-1] == "lwec run: error: " + " ".join(DRIVER_REASON.split())
+    assert ("Traceback (most recent call last)" in err) == verbose
+    if not verbose:
+        assert len(lines) == 1
+
+
+def test_only_the_command_being_run_is_built():
+    def commands(parser):
+        return set(parser._subparsers._group_actions[0].choices)
+
+    assert commands(build_parser(["run", "--table", "t"])) == {"run"}
+    assert commands(build_parser(["--version"])) >= {"demo", "run", "assign", "reproduce", "study", "bench"}
+    assert commands(build_parser(["runn"])) == commands(build_parser())  # a typo gets the list of commands
+
+
+class FakeServer:
+    """Stands in for prefect.server.api.server.SubprocessASGIServer (one instance, like its default one)."""
+
+    running = False
+    stopped = 0
+
+    def __new__(cls):
+        return cls.instance
+
+    def stop(self):
+        type(self).stopped += 1
+        type(self).running = False
+
+
+@pytest.fixture
+def fake_prefect_server(monkeypatch):
+    FakeServer.instance = object.__new__(FakeServer)
+    FakeServer.running, FakeServer.stopped = False, 0
+    module = types.ModuleType("prefect.server.api.server")
+    module.SubprocessASGIServer = FakeServer
+    monkeypatch.setitem(sys.modules, "prefect.server.api.server", module)
+    monkeypatch.setattr(server_module, "DRAIN_SECONDS", 0.1)
+    return FakeServer
+
+
+def test_the_temporary_server_a_flow_started_is_stopped_when_it_is_done(fake_prefect_server):
+    with pytest.raises(RuntimeError), server_module.stopped_when_done():
+        fake_prefect_server.running = True  # the flow's first call started it
+        raise RuntimeError("the flow failed")
+    assert fake_prefect_server.stopped == 1 and not fake_prefect_server.running
+
+
+def test_a_server_running_before_is_left_alone(fake_prefect_server):
+    fake_prefect_server.running = True  # e.g. a test harness's
+    with server_module.stopped_when_done():
+        pass
+    assert fake_prefect_server.stopped == 0 and fake_prefect_server.running

@@ -1,0 +1,138 @@
+"""`lwec run` and `lwec assign` fail fast and say so last: bad input, a database, a Prefect API or a Dask
+scheduler that does not answer are reported in one line, the last of the output, before any flow starts.
+
+Each command runs in its own process, as an operator runs it; services are "down" on real closed ports.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers.pipeline import blobs_frame, free_port, table_exists, write_frame
+
+#: Bad input is reported in about 2.5 s on an idle 2-core machine (most of it importing the numeric core);
+#: the bound leaves room for a busy machine and still fails when Prefect starts (its server takes ≥ 15 s).
+BAD_INPUT_SECONDS = 10
+#: A service that does not answer is reported within this many seconds.
+SERVICE_DOWN_SECONDS = 30
+
+#: Runs the CLI like the console script and says, after it, whether Prefect was imported at all.
+SCRIPT = (
+    "import sys\n"
+    "from lwec_tasks.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('prefect imported:', 'prefect' in sys.modules)\n"
+    "sys.exit(code)\n"
+)
+
+
+def lwec(cwd, *argv, **env):
+    """(exit code, stdout, stderr, seconds) of ``lwec ARGV`` in a fresh process, without PREFECT_API_URL
+    unless given in ``env``."""
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", SCRIPT, *argv], cwd=cwd, capture_output=True, text=True,
+                          env={**environment, **env}, timeout=180)
+    return done.returncode, done.stdout, done.stderr, time.perf_counter() - started
+
+
+def last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+@pytest.fixture
+def blobs(sqlite_url):
+    write_frame(sqlite_url, "blobs", blobs_frame(n=60))
+    return sqlite_url
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--table", "nope", "-k", "3"], "'nope'"),
+    (["--table", "blobs", "-k", "3", "--features", "f0,missing_column"], "missing_column"),
+])
+def test_lwec_run_reports_a_wrong_table_or_column_before_prefect_starts(blobs, tmp_path, extra, named):
+    code, out, err, seconds = lwec(tmp_path, "run", "--database-url", blobs, *extra)
+    assert code == 2, err[-2000:]
+    assert last_line(err).startswith("lwec run: error: ") and named in last_line(err)
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "prefect imported: False" in out
+    assert seconds < BAD_INPUT_SECONDS
+    assert not table_exists(blobs, "blobs_lwec_labels")
+
+
+def test_lwec_assign_reports_a_wrong_table_before_prefect_starts(blobs, tmp_path):
+    code, out, err, seconds = lwec(tmp_path, "assign", "--database-url", blobs, "--table", "nope",
+                                   "--model-uri", "runs:/0123/model")
+    assert code == 2, err[-2000:]
+    assert last_line(err).startswith("lwec assign: error: ") and "'nope'" in last_line(err)
+    assert err.count("\n") == 1
+    assert "prefect imported: False" in out
+    assert seconds < BAD_INPUT_SECONDS
+
+
+def test_an_unreachable_database_is_one_line_naming_it_without_its_password(tmp_path):
+    port = free_port()
+    url = f"postgresql+psycopg://lwec:s3cret@127.0.0.1:{port}/features"
+    code, out, err, seconds = lwec(tmp_path, "run", "--database-url", url, "--table", "t", "-k", "3")
+    assert code == 1, err[-2000:]
+    assert last_line(err).startswith("lwec run: error: cannot reach database ")
+    assert f"lwec:***@127.0.0.1:{port}/features" in last_line(err)
+    assert err.count("\n") == 1 and "s3cret" not in out + err  # the driver's two-line reason on one line
+    assert "prefect imported: False" in out
+    assert seconds < SERVICE_DOWN_SECONDS
+
+
+@pytest.mark.parametrize("command", ["run", "assign"])
+def test_an_unreachable_prefect_api_is_one_line_naming_it(blobs, tmp_path, command):
+    port = free_port()
+    api = f"http://ops:t0ken@127.0.0.1:{port}/api"
+    argv = ["--database-url", blobs, "--table", "blobs"]
+    argv += ["-k", "3"] if command == "run" else ["--model-uri", "runs:/0123/model"]
+    code, out, err, seconds = lwec(tmp_path, command, *argv, PREFECT_API_URL=api)
+    assert code == 1, err[-2000:]
+    line = last_line(err)
+    assert line.startswith(f"lwec {command}: error: cannot reach the Prefect API at http://ops:***@127.0.0.1:{port}/api")
+    assert "PREFECT_API_URL" in line and "t0ken" not in out + err
+    assert "Traceback" not in err
+    assert seconds < SERVICE_DOWN_SECONDS
+
+
+def test_an_unreachable_dask_scheduler_is_one_line_naming_it_before_prefect_starts(blobs, tmp_path):
+    pytest.importorskip("distributed")
+    address = f"tcp://127.0.0.1:{free_port()}"
+    code, out, err, seconds = lwec(tmp_path, "run", "--database-url", blobs, "--table", "blobs", "-k", "3",
+                                   "--dask-address", address)
+    assert code == 1, err[-2000:]
+    assert last_line(err).startswith(f"lwec run: error: cannot reach the Dask scheduler at {address!r}")
+    assert "Traceback" not in err
+    assert "prefect imported: False" in out
+    assert seconds < SERVICE_DOWN_SECONDS
+    assert not table_exists(blobs, "blobs_lwec_labels")
+
+
+@pytest.mark.slow
+def test_a_failure_inside_the_flow_is_the_last_line_after_prefect_stops(tmp_path):
+    """Missing feature values are found while the flow reads the table: Prefect has started, and its
+    temporary server's goodbye comes before the error, which is the last line of the whole output."""
+    url = f"sqlite:///{tmp_path / 'gaps.db'}"
+    frame = blobs_frame(n=60)
+    frame.loc[5, "f1"] = float("nan")
+    write_frame(url, "gaps", frame)
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    done = subprocess.run([sys.executable, "-m", "lwec_tasks", "run", "--database-url", url, "--table", "gaps",
+                           "-k", "3", "-M", "3", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"],
+                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
+                          env={**environment, "PREFECT_LOGGING_LEVEL": "INFO"})
+    output = done.stdout
+    assert done.returncode == 2, output[-3000:]
+    lines = output.strip().splitlines()
+    assert lines[-1].startswith("lwec run: error: ") and "non-finite" in lines[-1], lines[-5:]
+    stopping = [i for i, line in enumerate(lines) if "Stopping temporary server" in line]
+    assert stopping and stopping[-1] < len(lines) - 1
+    assert "Traceback" not in output

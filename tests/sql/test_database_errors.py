@@ -1,0 +1,224 @@
+"""Database errors: only connection failures are "unreachable" (and retried); everything else is refused at once.
+
+Every message is one line, names the database with its password masked, and quotes no SQL and no row values.
+Real servers and real errors: revoked privileges, read-only transactions, closed ports, a silent listener.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import urllib.parse
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from helpers.pipeline import free_port, postgres_url_or_skip, unique
+from lwec_tasks.io import (
+    DatabaseRefusedError,
+    DatabaseUnreachableError,
+    LabelRows,
+    describe_source,
+    open_engine,
+    read_rows,
+    write_labels,
+)
+from lwec_tasks.io.catalog import count_values
+from lwec_tasks.io.connection import CONNECT_TIMEOUT
+from lwec_tasks.io.errors import database_errors
+
+
+def rows_for(ids, key="a"):
+    ids = np.asarray(ids, dtype=object) if isinstance(ids[0], str) else np.asarray(ids)
+    return LabelRows(run_key=key, ids=ids, labels=np.arange(len(ids)) % 2, k=2, method="lwea", theta=0.4,
+                     ensemble_size=4, seed=0, source_table="features")
+
+
+def assert_one_clean_line(message: str, *absent: str) -> None:
+    assert "\n" not in message and "[SQL" not in message and "[parameters" not in message, message
+    for text in ("SELECT", "INSERT", "COPY", "DELETE", *absent):
+        assert text not in message, message
+
+
+@pytest.fixture
+def pg():
+    url = postgres_url_or_skip()
+    engine = open_engine(url)
+    names: list[str] = []
+    yield url, engine, names
+    with engine.begin() as connection:
+        for name in names:
+            connection.exec_driver_sql(f'DROP TABLE IF EXISTS "{name}"')
+    engine.dispose()
+
+
+def with_password(url: str) -> str:
+    """The test server's URL with a password visible in it (to check that it is masked)."""
+    return sa.make_url(url).render_as_string(hide_password=False)
+
+
+# ----------------------------------------------------------------------------- refused: not retried
+
+
+@pytest.mark.postgres
+def test_postgres_permission_denied_on_read_is_refused_in_one_line(pg):
+    url, engine, names = pg
+    name = unique("secret_features")
+    names.append(name)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f'CREATE TABLE "{name}" (id bigint primary key, f0 float8)')
+        connection.exec_driver_sql(f"INSERT INTO \"{name}\" VALUES (1, 0.5), (2, 1.5)")
+        connection.exec_driver_sql(f'REVOKE SELECT ON "{name}" FROM CURRENT_USER')
+    source = describe_source(engine, name)  # the catalogue is readable
+    for attempt in (lambda: count_values(engine, source, ["f0"]),
+                    lambda: read_rows(engine, source, ["id", "f0"], order_by="id")):
+        with pytest.raises(DatabaseRefusedError) as error:
+            attempt()
+        message = str(error.value)
+        assert message.startswith("database postgresql+psycopg://lwec:***@") and "lwec:lwec@" not in message
+        assert f"permission denied for table {name}" in message
+        assert_one_clean_line(message)
+        assert error.value.__cause__ is None and error.value.__suppress_context__
+
+
+@pytest.mark.postgres
+def test_postgres_permission_denied_on_write_is_refused(pg):
+    url, engine, names = pg
+    out = unique("locked_labels")
+    names.append(out)
+    write_labels(engine, out, rows_for([1, 2, 3]))
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f'REVOKE INSERT ON "{out}" FROM CURRENT_USER')
+    with pytest.raises(DatabaseRefusedError, match=rf"refused to write labels to table '{out}': "
+                                                   rf"permission denied for table {out}$") as error:
+        write_labels(engine, out, rows_for([7, 8, 9], key="b"))
+    assert_one_clean_line(str(error.value), "7, 8")
+
+
+@pytest.mark.postgres
+def test_postgres_read_only_transactions_are_refused(pg):
+    url, engine, names = pg
+    read_only = f"{with_password(url)}?options={urllib.parse.quote('-c default_transaction_read_only=on')}"
+    out = unique("ro_labels")
+    names.append(out)
+    engine = open_engine(read_only)
+    try:
+        with pytest.raises(DatabaseRefusedError, match="read-only transaction") as error:
+            write_labels(engine, out, rows_for([1, 2]))
+        assert_one_clean_line(str(error.value), ":lwec@")
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_ids_of_another_type_are_refused_without_their_values(pg):
+    url, engine, names = pg
+    out = unique("typed_labels")
+    names.append(out)
+    write_labels(engine, out, rows_for([1, 2]))  # bigint ids
+    with pytest.raises(DatabaseRefusedError, match=r'column "id" is of type bigint but expression is of type') \
+            as error:
+        write_labels(engine, out, rows_for(["row-7", "row-8"], key="b"))
+    assert_one_clean_line(str(error.value), "row-7")
+
+
+@pytest.mark.postgres
+def test_postgres_a_data_error_does_not_quote_the_value(pg):
+    url, engine, _ = pg
+    with engine.connect() as connection, pytest.raises(DatabaseRefusedError) as error, \
+            database_errors(engine, "read table 'x'"):
+        connection.exec_driver_sql("select 'row-7'::bigint")
+    assert str(error.value).endswith("refused to read table 'x': invalid input syntax for type bigint")
+    assert_one_clean_line(str(error.value), "row-7")
+
+
+@pytest.mark.postgres
+def test_postgres_a_failed_password_is_refused_not_retried():
+    url = sa.make_url(postgres_url_or_skip()).set(password="wrong-s3cret")
+    with pytest.raises(DatabaseRefusedError, match="password authentication failed") as error:
+        describe_source(open_engine(url.render_as_string(hide_password=False)), "features")
+    assert "wrong-s3cret" not in str(error.value)
+    assert_one_clean_line(str(error.value))
+
+
+def test_sqlite_read_only_database_is_refused(tmp_path):
+    path = tmp_path / "ro.db"
+    path.touch()
+    writable = open_engine(f"sqlite:///{path}")
+    write_labels(writable, "labels", rows_for([1, 2]))
+    writable.dispose()
+    engine = open_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
+    with pytest.raises(DatabaseRefusedError, match="attempt to write a readonly database") as error:
+        write_labels(engine, "labels", rows_for([3, 4], key="b"))
+    assert_one_clean_line(str(error.value))
+    engine.dispose()
+
+
+def test_sqlite_datatype_mismatch_is_refused(tmp_path):
+    path = tmp_path / "mismatch.db"
+    path.touch()
+    engine = open_engine(f"sqlite:///{path}")
+    with engine.begin() as connection:  # a labels table whose id is SQLite's integer rowid
+        connection.exec_driver_sql(
+            "CREATE TABLE labels (id INTEGER PRIMARY KEY, run_key TEXT, label INTEGER, k INTEGER, method TEXT, "
+            "theta REAL, ensemble_size INTEGER, seed INTEGER, source_table TEXT, flow_run_id TEXT, written_at TEXT)")
+    with pytest.raises(DatabaseRefusedError, match="datatype mismatch") as error:
+        write_labels(engine, "labels", rows_for(["row-7", "row-8"]))
+    assert_one_clean_line(str(error.value), "row-7")
+    engine.dispose()
+
+
+# ----------------------------------------------------------------------------- unreachable: retried
+
+
+def test_a_closed_port_is_unreachable_in_one_line():
+    url = f"postgresql+psycopg://lwec:s3cret@127.0.0.1:{free_port()}/lwec"
+    started = time.monotonic()
+    with pytest.raises(DatabaseUnreachableError) as error:
+        describe_source(open_engine(url), "features")
+    assert time.monotonic() - started < 5
+    message = str(error.value)
+    assert message.startswith("cannot reach database postgresql+psycopg://lwec:***@127.0.0.1:")
+    assert "Connection refused" in message and "Is the server running" in message  # psycopg's two lines, joined
+    assert_one_clean_line(message, "s3cret")
+
+
+def test_a_server_that_never_answers_times_out_within_the_connect_timeout():
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog) but never says a word
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        with pytest.raises(DatabaseUnreachableError) as error:
+            describe_source(open_engine(f"postgresql+psycopg://lwec:s3cret@127.0.0.1:{port}/lwec"), "features")
+        seconds = time.monotonic() - started
+    assert CONNECT_TIMEOUT - 1 <= seconds < CONNECT_TIMEOUT + 3
+    assert "timeout" in str(error.value)
+    assert_one_clean_line(str(error.value), "s3cret")
+
+
+def test_three_attempts_fit_in_thirty_seconds():
+    from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS
+
+    assert len(DB_RETRY_DELAYS) == DB_RETRIES
+    assert (DB_RETRIES + 1) * CONNECT_TIMEOUT + sum(DB_RETRY_DELAYS) < 30
+
+
+@pytest.mark.postgres
+def test_postgres_a_connection_lost_mid_session_is_unreachable_in_one_line(pg):
+    url, engine, _ = pg
+    killer = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            pid = connection.exec_driver_sql("select pg_backend_pid()").scalar()
+            with killer.begin() as other:
+                other.execute(sa.text("select pg_terminate_backend(:pid)"), {"pid": pid})
+            time.sleep(0.2)
+            with pytest.raises(DatabaseUnreachableError) as error, database_errors(engine, "read table 'x'"):
+                connection.exec_driver_sql("select 1")
+    finally:
+        killer.dispose()
+    message = str(error.value)
+    assert message.startswith("cannot reach database postgresql+psycopg://lwec:***@")
+    assert_one_clean_line(message)

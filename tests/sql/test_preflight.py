@@ -1,0 +1,163 @@
+"""The checks made before anything runs (lwec_tasks.preflight): fast, light, and the same ones the load makes."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from helpers.pipeline import PROJECT_ROOT, blobs_frame, drop_labels_table, free_port, unique, write_frame
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io import DatabaseUnreachableError, LabelRows, ensure_latest_view, open_engine, write_labels
+from lwec_tasks.preflight import check_assign_request, check_consensus_request, plan_consensus_read
+from lwec_tasks.request import ConsensusRequest
+
+
+@pytest.fixture
+def tables(db_url):
+    """Write frames as fresh tables (names returned), dropped afterwards with their default labels tables."""
+    made: list[str] = []
+
+    def make(frame: pd.DataFrame, prefix: str = "pre", primary_key: str | None = "id") -> str:
+        name = unique(prefix)
+        write_frame(db_url, name, frame, primary_key=primary_key)
+        made.append(name)
+        return name
+
+    yield make
+    engine = sa.create_engine(db_url)
+    with engine.begin() as connection:
+        for name in made:
+            drop_labels_table(connection, f"{name}_lwec_labels")
+            sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+    engine.dispose()
+
+
+def request(db_url, table, **overrides) -> ConsensusRequest:
+    return ConsensusRequest(**{"database_url": db_url, "table": table, "n_clusters": 3, **overrides})
+
+
+def test_a_good_table_passes_and_plans_the_read(db_url, tables):
+    table = tables(blobs_frame(n=40))
+    check_consensus_request(request(db_url, table, label_column="target"))
+    engine = open_engine(db_url)
+    planned = plan_consensus_read(engine, request(db_url, table, label_column="target"))
+    engine.dispose()
+    assert planned.n_rows == 40 and planned.output_table == f"{table}_lwec_labels"
+    assert planned.columns.feature_columns == ("f0", "f1", "f2", "f3")
+    assert dict(planned.columns.left_out) == {"id": "id column", "target": "label column", "note": "text"}
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(table="missing_3f9c1d"), r"table 'missing_3f9c1d' not found .*existing tables"),
+    (dict(feature_columns=["f0", "nope"]), r"feature_columns: column\(s\) \['nope'\] not found"),
+    (dict(id_column="nope"), r"id_column: column\(s\) \['nope'\] not found"),
+    (dict(label_column="id"), r"label_column and id_column are both 'id'"),
+    (dict(n_clusters=30), r"table '.*' has only 40 usable rows, but n_clusters=30 needs at least 2·k = 60 rows"),
+])
+def test_bad_requests_are_refused(db_url, tables, overrides, message):
+    table = tables(blobs_frame(n=40))
+    with pytest.raises(LwecInputError, match=message):
+        overrides = dict(overrides)  # shared by the parametrized cases
+        check_consensus_request(request(db_url, overrides.pop("table", table), **overrides))
+
+
+def test_empty_and_nearly_empty_tables_say_so(db_url, tables):
+    frame = blobs_frame(n=10)
+    empty = tables(frame.head(1))
+    engine = sa.create_engine(db_url)
+    with engine.begin() as connection:
+        connection.execute(sa.delete(sa.table(empty)))
+    engine.dispose()
+    with pytest.raises(LwecInputError, match=rf"^table '{empty}' is empty$"):
+        check_consensus_request(request(db_url, empty))
+    with pytest.raises(LwecInputError, match=rf"^table '{empty}' is empty \(no rows to label\)$"):
+        check_assign_request(db_url, empty, "runs:/x/model")
+    few = frame.copy()
+    few.loc[2:, "f1"] = np.nan  # 8 of 10 rows without f1
+    sparse = tables(few)
+    with pytest.raises(LwecInputError, match=rf"^table '{sparse}' has only 2 usable rows \(8 of its 10 rows have NULL "
+                                             r"features\), but n_clusters=3 needs at least 2·k = 6 rows$"):
+        check_consensus_request(request(db_url, sparse, drop_nonfinite=True))
+    with pytest.raises(LwecInputError, match=r"8 row\(s\) of table .* have missing or non-finite values"):
+        check_assign_request(db_url, sparse, "runs:/x/model", feature_columns=["f0", "f1"])
+
+
+def test_an_all_null_column_is_left_out_by_default_and_refused_by_name(db_url, tables):
+    frame = blobs_frame(n=30)
+    frame["empty"] = np.nan
+    table = tables(frame)
+    engine = open_engine(db_url)
+    planned = plan_consensus_read(engine, request(db_url, table))
+    engine.dispose()
+    assert "empty" not in planned.columns.feature_columns and ("empty", "all NULL") in planned.columns.left_out
+    with pytest.raises(LwecInputError, match=rf"^feature column 'empty' is NULL in every row of table '{table}'; "
+                                             r"leave it out: feature_columns=\['f0', 'f1'\]$"):
+        check_consensus_request(request(db_url, table, feature_columns=["f0", "empty", "f1"], drop_nonfinite=True))
+
+
+def test_the_output_table_is_checked(db_url, tables):
+    table = tables(blobs_frame(n=40))
+    engine = open_engine(db_url)
+    labels = f"{table}_lwec_labels"
+    write_labels(engine, labels, LabelRows(run_key="a", ids=np.array(["x", "y"], dtype=object),
+                                           labels=np.array([0, 1]), k=2, method="lwea", theta=0.4,
+                                           ensemble_size=4, seed=0, source_table="words"))
+    view = ensure_latest_view(engine, labels)
+    engine.dispose()
+    with pytest.raises(LwecInputError, match=rf"output_table='{view}' is a view, not a table"):
+        check_consensus_request(request(db_url, table, output_table=view))
+    with pytest.raises(LwecInputError, match=rf"output_table '{labels}' holds text ids .* but the ids of table "
+                                             rf"'{table}' are integer"):
+        check_consensus_request(request(db_url, table))
+    with pytest.raises(LwecInputError, match="is the source table"):
+        check_consensus_request(request(db_url, table, output_table=table))
+    with pytest.raises(LwecInputError, match=rf"output_table='{view}' is a view"):
+        check_assign_request(db_url, table, "runs:/x/model", output_table=view)
+    check_assign_request(db_url, table, "runs:/x/model", output_table="assigned_elsewhere")
+
+
+def test_an_unreachable_database_is_reported_at_once():
+    url = f"postgresql+psycopg://lwec:s3cret@127.0.0.1:{free_port()}/lwec"
+    with pytest.raises(DatabaseUnreachableError, match=r"^cannot reach database postgresql\+psycopg://lwec:\*\*\*@"):
+        check_consensus_request(ConsensusRequest(database_url=url, table="t", n_clusters=3))
+    with pytest.raises(DatabaseUnreachableError):
+        check_assign_request(url, "t", "runs:/x/model")
+
+
+_TIMED = """
+import json, resource, sys, time
+started = time.perf_counter()
+import lwec_tasks
+package = time.perf_counter()
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.preflight import check_consensus_request
+check_consensus_request(ConsensusRequest(database_url=sys.argv[1], table=sys.argv[2], n_clusters=3))
+done = time.perf_counter()
+# Without Prefect a block reference cannot be resolved: it is left for the run to check.
+check_consensus_request(ConsensusRequest(database_url="block:no-such-block", table="t", n_clusters=3))
+print(json.dumps({"package": package - started, "preflight": done - package,
+                  "loaded": sorted({m.split(".")[0] for m in sys.modules} & {"prefect", "mlflow", "dask"})}))
+"""
+
+
+def test_the_check_is_fast_and_loads_neither_prefect_nor_mlflow(tmp_path):
+    """In a fresh process, as the command line runs it (block references, which need Prefect, are skipped)."""
+    url = f"sqlite:///{tmp_path / 'small.db'}"
+    write_frame(url, "small", blobs_frame(n=200))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-c", _TIMED, url, "small"], capture_output=True, text=True,
+                          cwd=PROJECT_ROOT, timeout=120)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 0, done.stderr[-2000:]
+    timing = json.loads(done.stdout)
+    assert timing["loaded"] == []
+    assert timing["preflight"] < 1.0, timing  # beyond the package itself, which the command line loads anyway
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert cpu < 3.0, (cpu, timing)  # the whole process, interpreter and imports included (CPU time: load-proof)

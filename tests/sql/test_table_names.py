@@ -1,0 +1,208 @@
+"""Table names with a schema (``analytics.features``), quoted parts, mixed case and spaces, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from helpers.pipeline import blobs_frame, postgres_url_or_skip, unique, write_frame
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io import (
+    LabelRows,
+    TableName,
+    check_label_table,
+    check_new_table_name,
+    default_output_table,
+    describe_source,
+    ensure_latest_view,
+    latest_earlier_run,
+    latest_view_name,
+    open_engine,
+    parse_table_name,
+    read_rows,
+    write_labels,
+)
+
+
+@pytest.mark.parametrize("text, parsed", [
+    ("features", TableName("features")),
+    ("analytics.features", TableName("features", "analytics")),
+    ('"my.table"', TableName("my.table")),
+    ('analytics."my.table"', TableName("my.table", "analytics")),
+    ('"Sales Data"."Feature Table"', TableName("Feature Table", "Sales Data")),
+    ("Feature Table", TableName("Feature Table")),
+    ('"Feature Table"', TableName("Feature Table")),
+    ('"say ""hi"""', TableName('say "hi"')),
+    ('blobs"; DROP TABLE blobs; --', TableName('blobs"; DROP TABLE blobs; --')),  # not the grammar: one literal name
+    ('a."b', TableName('a."b')),
+])
+def test_names_parse_into_schema_and_table(text, parsed):
+    assert parse_table_name(text) == parsed
+    assert parse_table_name(str(parsed)) == parsed  # the canonical spelling reads back the same
+
+
+def test_canonical_spelling_quotes_only_parts_that_need_it():
+    assert str(TableName("features", "analytics")) == "analytics.features"
+    assert str(TableName("my.table", "analytics")) == 'analytics."my.table"'
+    assert str(TableName("Feature Table")) == "Feature Table"
+
+
+def test_three_parts_are_refused_with_the_quoting_rule():
+    with pytest.raises(LwecInputError, match=r'3 dot-separated parts.*"my.table"'):
+        parse_table_name("db.analytics.features")
+
+
+def test_output_names_may_carry_a_schema_and_defaults_stay_in_the_source_schema():
+    assert check_new_table_name("analytics.labels") == "analytics.labels"
+    assert check_new_table_name('"Sales Data".labels') == "Sales Data.labels"  # spaces need no quotes
+    for bad in ("analytics.my labels", 'analytics."a.b"', "a.b.c", ".labels"):
+        with pytest.raises(LwecInputError, match="not allowed|dot-separated"):
+            check_new_table_name(bad)
+    assert default_output_table("analytics.features") == "analytics.features_lwec_labels"
+    assert default_output_table('analytics."my.table"') == "analytics.my_table_lwec_labels"
+    assert default_output_table("Feature Table") == "Feature_Table_lwec_labels"
+    assert latest_view_name("analytics.labels") == "analytics.labels_latest"
+    with pytest.raises(LwecInputError, match="63 bytes"):
+        latest_view_name("analytics." + "x" * 60)  # the schema does not count towards the name's length
+
+
+def rows_for(key, ids, labels, source):
+    return LabelRows(run_key=key, ids=np.asarray(ids), labels=np.asarray(labels), k=2, method="lwea", theta=0.4,
+                     ensemble_size=4, seed=0, source_table=source)
+
+
+# ----------------------------------------------------------------------------- PostgreSQL schemas
+
+
+@pytest.fixture
+def pg_schema():
+    """A fresh schema on the PostgreSQL test server (dropped with everything in it afterwards) and the URL."""
+    url = postgres_url_or_skip()
+    schema = unique("lwec_schema")
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(sa.schema.CreateSchema(schema))
+    try:
+        yield url, schema
+    finally:
+        with engine.begin() as connection:
+            connection.execute(sa.schema.DropSchema(schema, cascade=True))
+        engine.dispose()
+
+
+def write_in_schema(url, schema, table, frame):
+    engine = sa.create_engine(url)
+    columns = [sa.Column("id", sa.BigInteger, primary_key=True),
+               *(sa.Column(name, sa.Float) for name in frame.columns if name.startswith("f"))]
+    created = sa.Table(table, sa.MetaData(), *columns, schema=schema)
+    with engine.begin() as connection:
+        created.create(connection)
+        connection.execute(sa.insert(created), frame[[c.name for c in columns]].to_dict("records"))
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_schema_qualified_source_labels_view_and_history(pg_schema):
+    url, schema = pg_schema
+    frame = blobs_frame(n=40).drop(columns=["target", "note"])
+    write_in_schema(url, schema, "features", frame)
+    source_name = f"{schema}.features"
+    engine = open_engine(url)
+    try:
+        source = describe_source(engine, source_name)
+        assert source.name == source_name and source.table.schema == schema
+        read = read_rows(engine, source, ["id", "f0"], order_by="id")
+        assert read["id"].tolist() == sorted(frame["id"])
+
+        output = default_output_table(source_name)
+        assert output == f"{schema}.features_lwec_labels"
+        check_label_table(engine, output, source_name, id_type=source.table.c.id.type, id_column="id")
+        ids = np.sort(frame["id"].to_numpy())
+        write_labels(engine, output, rows_for("first", ids, ids % 2, source_name), keep_runs=5)
+        write_labels(engine, output, rows_for("second", ids, (ids + 1) % 2, source_name), keep_runs=5)
+        view = ensure_latest_view(engine, output)
+        assert view == f"{schema}.features_lwec_labels_latest"
+        inspector = sa.inspect(engine)
+        assert "features_lwec_labels" in inspector.get_table_names(schema=schema)
+        assert "features_lwec_labels_latest" in inspector.get_view_names(schema=schema)
+        assert "features_lwec_labels" not in inspector.get_table_names()  # nothing in the default schema
+        with engine.connect() as connection:
+            latest = connection.execute(sa.select(sa.table("features_lwec_labels_latest", sa.column("run_key"),
+                                                           schema=schema).c.run_key).distinct()).scalars().all()
+        assert latest == ["second"]
+        earlier = latest_earlier_run(engine, output, source_name, "third")
+        assert earlier.run_key == "second" and earlier.ids.tolist() == ids.tolist()
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_quoted_names_with_dots_spaces_and_case(pg_schema):
+    url, schema = pg_schema
+    frame = blobs_frame(n=20).drop(columns=["target", "note"])
+    write_in_schema(url, schema, "my.table", frame)
+    write_in_schema(url, schema, "Feature Table", frame)
+    engine = open_engine(url)
+    try:
+        assert describe_source(engine, f'{schema}."my.table"').table.name == "my.table"
+        assert describe_source(engine, f'{schema}."Feature Table"').table.name == "Feature Table"
+        assert describe_source(engine, f"{schema}.Feature Table").table.name == "Feature Table"
+        with pytest.raises(LwecInputError, match=r"not found.*existing tables: .*Feature Table"):
+            describe_source(engine, f"{schema}.feature table")  # case is kept: no such table
+        out = f'{schema}."Feature Table"'
+        labels = default_output_table(out)
+        write_labels(engine, labels, rows_for("a", frame["id"].to_numpy(), np.zeros(20, dtype=int), out))
+        assert labels == f"{schema}.Feature_Table_lwec_labels"
+        stored = sa.Table("Feature_Table_lwec_labels", sa.MetaData(), schema=schema, autoload_with=engine)
+        with engine.connect() as connection:
+            assert connection.execute(sa.select(sa.func.count()).select_from(stored)).scalar() == 20
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.postgres
+def test_postgres_unknown_schema_names_the_schemas_and_how_to_quote():
+    url = postgres_url_or_skip()
+    engine = open_engine(url)
+    table = unique("dotted")
+    write_frame(url, f"{table}.x", blobs_frame(n=10))  # a table whose name contains a dot, default schema
+    try:
+        with pytest.raises(LwecInputError, match=r"has no schema 'no_such_schema'.*its schemas are.*'public'"):
+            describe_source(engine, "no_such_schema.features")
+        with pytest.raises(LwecInputError, match=rf'in double quotes: "{table}.x"'):
+            describe_source(engine, f"{table}.x")
+        assert describe_source(engine, f'"{table}.x"').table.name == f"{table}.x"
+        with pytest.raises(LwecInputError, match=r"has no schema 'no_such_schema'"):
+            check_label_table(engine, "no_such_schema.labels", f'"{table}.x"')
+    finally:
+        with engine.begin() as connection:
+            sa.Table(f"{table}.x", sa.MetaData()).drop(connection, checkfirst=True)
+        engine.dispose()
+
+
+# ----------------------------------------------------------------------------- SQLite
+
+
+def test_sqlite_main_schema_is_accepted_and_other_schemas_are_refused(tmp_path):
+    url = f"sqlite:///{tmp_path / 'names.db'}"
+    frame = blobs_frame(n=20)
+    write_frame(url, "features", frame)
+    write_frame(url, "Feature Table", frame)
+    engine = open_engine(url)
+    source = describe_source(engine, "main.features")
+    assert source.name == "main.features"
+    assert len(read_rows(engine, source, ["id", "f0"], order_by="id")) == 20
+    write_labels(engine, "main.labels", rows_for("a", frame["id"].to_numpy(), np.zeros(20, dtype=int),
+                                                 "main.features"))
+    assert ensure_latest_view(engine, "main.labels") == "main.labels_latest"
+    assert sa.inspect(engine).has_table("labels")
+    assert len(read_rows(engine, describe_source(engine, '"Feature Table"'), ["id"])) == 20
+    with pytest.raises(LwecInputError, match=r"no schema 'analytics' \(a SQLite schema is an attached database: "
+                                             r"\['main'\]\).*\"analytics.features\""):
+        describe_source(engine, "analytics.features")
+    with pytest.raises(LwecInputError, match="has no schema 'analytics'"):
+        check_label_table(engine, "analytics.labels", "features")
+    with pytest.raises(LwecInputError, match="is the source table"):
+        check_label_table(engine, "main.features", "features")  # the same table, spelled two ways
+    engine.dispose()
