@@ -67,9 +67,11 @@ class ColumnPlan:
         return [*extra, *self.feature_columns]
 
     def describe(self) -> str:
-        """``clustering on [...]; left out: a (id column), b (text)`` for the run's log."""
+        """``clustering on [...]; left out: a (id column), b (text)`` for the run's log (the first 20 feature names;
+        the MLflow run's dataset input lists them all)."""
         left_out = ", ".join(f"{name} ({reason})" for name, reason in self.left_out) or "none"
-        return f"clustering on {len(self.feature_columns)} column(s) {list(self.feature_columns)}; left out: {left_out}"
+        features = name_list(self.feature_columns)
+        return f"clustering on {len(self.feature_columns)} column(s) {features}; left out: {left_out}"
 
 
 def _words(name: str) -> list[str]:

@@ -38,10 +38,11 @@ from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.cluster import ClusterReliability
 from lwec_tasks.tasks.retry import database_task, tracking_task
-from lwec_tasks.tasks.summary import SUMMARY_ARTIFACT_KEY, summary_markdown
+from lwec_tasks.tasks.summary import SUMMARY_ARTIFACT_KEY, summary_markdown, tracking_failure_message
 from lwec_tasks.tasks.timings import record_stage_time, stage_timings
 from lwec_tasks.tasks.track import figure_uris
 from lwec_tasks.tracking import (
+    SourceTable,
     TrackingError,
     mask_uri,
     resolve_tracking_uri,
@@ -203,6 +204,9 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
                 "rows": int(sizes.sum()), "database": mask_url(request.database_url)}
     with run_writer(tracking_uri, request.experiment) as writer:
         run_id = writer.start_run(flow_run.name, params=params, metrics=metrics, tags=tags)
+        writer.log_dataset(run_id, SourceTable(database=request.database_url, table=request.table,
+                                               feature_columns=tuple(facts.feature_columns), n_rows=facts.n_objects,
+                                               n_rows_read=facts.n_rows_read))
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         writer.log_dict(run_id, location, "labels_location.json")
         figures = consensus_figures(request.method, request.theta, eci, facts.sizes, facts.sample_rows,
@@ -238,9 +242,7 @@ def publish_dask_summary(request: ConsensusRequest, facts: RunFacts, rows_writte
     if isinstance(logged, BaseException):
         summary["mlflow_error"] = str(logged)
         _publish(request, summary)
-        raise TrackingError(
-            f"labels were written to table {summary['output_table']!r} (run key {request.run_key!r}, "
-            f"{rows_written} rows), but {logged}") from None
+        raise TrackingError(tracking_failure_message(request, rows_written, logged, facts.n_objects)) from None
     summary["mlflow_run_id"], summary["mlflow_run_url"] = logged["run_id"], logged["url"]
     summary["model_uri"], summary["figures"] = logged["model_uri"], logged["figures"]
     _publish(request, summary)

@@ -96,6 +96,11 @@ def test_lwea_and_lwgp_on_dask_equal_the_local_flow(prefect_server, mlflow_store
     run = MlflowClient(mlflow_store).get_run(result["dask"]["mlflow_run_id"])
     assert run.data.params["dask_scheduler"] == dask_scheduler and run.data.tags["lwec.executor"] == "dask"
     assert run.data.params["n_objects"] == "20000" and "eci_mean" in run.data.metrics
+    # The source table is the run's dataset input on Dask as in-process.
+    (dataset_input,) = run.inputs.dataset_inputs
+    local_input = MlflowClient(mlflow_store).get_run(result["local"]["mlflow_run_id"]).inputs.dataset_inputs[0]
+    assert dataset_input.dataset.digest == local_input.dataset.digest
+    assert dataset_input.dataset.schema == local_input.dataset.schema
     paths = {a.path for a in MlflowClient(mlflow_store).list_artifacts(run.info.run_id)}
     assert {"eci_per_cluster.csv", "labels_location.json"} <= paths
 

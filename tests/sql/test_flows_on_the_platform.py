@@ -3,6 +3,7 @@ refused privilege, key-like columns, and a rerun after MLflow failed."""
 
 from __future__ import annotations
 
+import decimal
 import logging
 import socket
 import time
@@ -105,7 +106,8 @@ def test_postgres_uuid_ids_in_a_schema_end_to_end(prefect_server, mlflow_store, 
 def test_postgres_numeric_ids_keep_every_digit(prefect_server, mlflow_store, pg_schema):
     url, schema = pg_schema
     frame = blobs_frame(n=60)
-    frame["id"] = [12345678901234567890 + i for i in range(len(frame))]  # float64 would merge neighbours
+    # float64 would merge neighbours; Decimal, since older drivers bind a Python int beyond int64 as an integer
+    frame["id"] = [decimal.Decimal(12345678901234567890 + i) for i in range(len(frame))]
     write_features(url, schema, "numbered", frame, sa.Numeric(20, 0))
     summary = consensus_flow(**parameters(url, mlflow_store, f"{schema}.numbered"))
     stored = labels_in(url, schema, "numbered_lwec_labels")
