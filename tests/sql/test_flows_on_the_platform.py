@@ -63,7 +63,8 @@ def pg_schema():
 
 
 def write_features(url: str, schema: str | None, table: str, frame: pd.DataFrame, id_type=sa.BigInteger) -> None:
-    columns = [sa.Column("id", id_type, primary_key=True), *(sa.Column(name, sa.Float) for name in FEATURES),
+    columns = [sa.Column("id", id_type, primary_key=True, autoincrement=False),
+               *(sa.Column(name, sa.Float) for name in FEATURES),
                sa.Column("target", sa.BigInteger)]
     created = sa.Table(table, sa.MetaData(), *columns, schema=schema)
     engine = sa.create_engine(url)
