@@ -1,46 +1,19 @@
-"""Locally weighted evidence accumulation (paper Alg. 1), exact and on microclusters."""
+"""Locally weighted evidence accumulation (paper Alg. 1), exact and on microclusters.
+
+The dendrogram and its cuts live in :mod:`lwec_tasks.core.lwea_tree` (re-exported
+here), below :mod:`lwec_tasks.core.auto_k`, which cuts it while choosing k; this
+module adds ``n_clusters="auto"`` on top of both.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from lwec_tasks.core.auto_k import auto_consensus, is_auto
-from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
-from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
-from lwec_tasks.core.ensemble import Ensemble, as_ensemble
-from lwec_tasks.core.validation import check_n_clusters, check_theta
-
-
-def microcluster_linkage(ensemble: Ensemble, eci: np.ndarray) -> np.ndarray:
-    """Size-weighted average linkage of the microclusters on 1 − LWCA, (Ñ − 1, 4) scipy format.
-
-    Rows are sorted by merge distance; column 3 counts the microclusters
-    (leaves) under each new node.
-    """
-    condensed = microcluster_distances(ensemble.microcluster_codes, eci, ensemble.n_columns)
-    return weighted_average_linkage(condensed, ensemble.microcluster_sizes)
-
-
-def lwea_dendrogram(ensemble: Ensemble, eci: np.ndarray) -> MicroclusterDendrogram:
-    """Average-link dendrogram of 1 − LWCA, built on the ensemble's microclusters.
-
-    Parameters
-    ----------
-    ensemble : encoded ensemble (N objects, M columns, Ñ microclusters)
-    eci : (n_c,) ECI per cluster
-
-    Returns
-    -------
-    MicroclusterDendrogram whose cuts equal those of average linkage on the
-    dense N × N matrix 1 − LWCA (up to ties between equal distances).
-    """
-    codes = ensemble.microcluster_codes
-    # Identical objects i, j have ã_ij = mean ECI of their clusters.
-    intra = 1.0 - eci[codes].sum(axis=1) / ensemble.n_columns
-    return MicroclusterDendrogram(
-        microcluster_linkage(ensemble, eci), intra, ensemble.microcluster_of, ensemble.microcluster_sizes
-    )
+from lwec_tasks.core.ensemble import as_ensemble
+from lwec_tasks.core.lwea_tree import lwea_cuts, lwea_dendrogram, microcluster_linkage  # noqa: F401 - re-exported
+from lwec_tasks.core.validation import check_theta
 
 
 def lwea_linkage(labels, theta: float = DEFAULT_THETA) -> tuple[np.ndarray, np.ndarray]:
@@ -106,9 +79,4 @@ def lwea(labels, n_clusters, theta: float = DEFAULT_THETA) -> np.ndarray:
     ensemble = as_ensemble(labels)
     if is_auto(n_clusters):
         return auto_consensus(ensemble, "lwea", theta)[1]
-    ks, scalar = check_n_clusters(
-        n_clusters, upper=ensemble.n_microclusters, upper_name="the number of microclusters", auto=True
-    )
-    dendrogram = lwea_dendrogram(ensemble, ensemble_eci(ensemble, theta))
-    cuts = dendrogram.cuts(ks)
-    return cuts[:, 0] if scalar else cuts
+    return lwea_cuts(ensemble, n_clusters, theta)

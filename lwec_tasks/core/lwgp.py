@@ -12,17 +12,18 @@ objects fit in a few GB. One eigensolve serves every k.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, partial
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from threadpoolctl import ThreadpoolController
 
-from lwec_tasks.core.auto_k import auto_consensus, is_auto
+from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.k_criterion import choose_k, consensus_cuts, k_upper_bound
 from lwec_tasks.core.memory import ensure_fits
 from lwec_tasks.core.pair_kernels import (
     cluster_graph_dense,
@@ -262,7 +263,11 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
     theta = check_theta(theta)
     ensemble = as_ensemble(labels)
     if is_auto(n_clusters):
-        return auto_consensus(ensemble, "lwgp", theta, random_state=random_state)[1]
+        # = auto_k.auto_consensus(ensemble, "lwgp", theta, random_state=random_state)[1]; auto_k imports
+        # this module, so its machinery (k_criterion, below) is given this function and MICROCLUSTER_LIMIT
+        return choose_k(ensemble, "lwgp", theta, random_state=random_state,
+                        upper_bound=partial(k_upper_bound, microcluster_limit=MICROCLUSTER_LIMIT),
+                        cut=partial(consensus_cuts, lwgp=lwgp))[1]
     ks, scalar = check_n_clusters(
         n_clusters,
         upper=ensemble.n_clusters_total,

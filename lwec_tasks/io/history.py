@@ -24,7 +24,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import unescape_percents
-from lwec_tasks.io.catalog import relation_kind
+from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, relation_kind
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.identifiers import (  # noqa: F401 - the view's name rules, re-exported
     LATEST_VIEW_SUFFIX,
@@ -33,7 +33,7 @@ from lwec_tasks.io.identifiers import (  # noqa: F401 - the view's name rules, r
     latest_view_of,
 )
 from lwec_tasks.io.names import TableName, parse_table_name
-from lwec_tasks.io.sink import LABEL_TABLE_COLUMNS, RunMetadata
+from lwec_tasks.io.run_metadata import RunMetadata
 
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
 _DELETE_BATCH = 500

@@ -9,7 +9,6 @@ the previous rows untouched. PostgreSQL and SQLite get the rows in bulk
 
 from __future__ import annotations
 
-import datetime as dt
 import decimal
 import uuid
 from collections.abc import Callable
@@ -24,49 +23,12 @@ from lwec_tasks.io.bulk_read import fast_path_enabled
 from lwec_tasks.io.bulk_write import copy_labels, write_sqlite
 from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, check_label_table  # noqa: F401 - re-exported
 from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.history import check_keep, prune_runs
 from lwec_tasks.io.names import TableName, parse_table_name
+from lwec_tasks.io.run_metadata import RunMetadata
 
 _INSERT_BATCH = 10_000
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunMetadata:
-    """The values stored beside every label of a run.
-
-    Attributes
-    ----------
-    run_key : identifies the run; rows of an earlier write with the same key are replaced
-    k, method, theta, ensemble_size, seed : the consensus run's parameters
-    source_table : the table whose rows were labelled
-    flow_run_id : the Prefect flow run that wrote the labels (None outside a flow run)
-    """
-
-    run_key: str
-    k: int
-    method: str
-    theta: float
-    ensemble_size: int
-    seed: int | None
-    source_table: str
-    flow_run_id: str | None = None
-
-    def column_values(self) -> dict:
-        """The labels-table columns other than ``id`` and ``label``, by name, stamped ``written_at`` now.
-
-        Numbers are plain Python ``int`` and ``float`` (sqlite3 would store numpy integers as BLOBs).
-        """
-        return {
-            "run_key": self.run_key,
-            "k": int(self.k),
-            "method": self.method,
-            "theta": float(self.theta),
-            "ensemble_size": int(self.ensemble_size),
-            "seed": None if self.seed is None else int(self.seed),
-            "source_table": self.source_table,
-            "flow_run_id": self.flow_run_id,
-            "written_at": dt.datetime.now(dt.UTC),
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,8 +135,6 @@ def write_labels_portable(
 
 def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: int | None = None) -> int:
     """:func:`write_labels` with the bulk paths (``fast``) or with ``executemany`` inserts only."""
-    from lwec_tasks.io.history import check_keep, prune_runs  # history imports this module
-
     if keep_runs is not None:
         keep_runs = check_keep(keep_runs, "keep_runs")
     ids = np.asarray(rows.ids)
@@ -215,8 +175,6 @@ def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_tab
     :class:`~lwec_tasks.io.errors.DatabaseUnreachableError` for lost connections,
     :class:`~lwec_tasks.io.errors.DatabaseRefusedError` for the rest (one line, no SQL or values).
     """
-    from lwec_tasks.io.history import prune_runs  # history imports this module
-
     name = str(TableName.of(table))
     created = False
     with database_errors(engine, f"write labels to table {name!r}"):

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import lwec_tasks.io.bulk_write as bulk_write
 import lwec_tasks.io.pgcopy as pgcopy
+import lwec_tasks.io.run_metadata as run_metadata
 import lwec_tasks.io.sink as sink
 from helpers.pipeline import postgres_url_or_skip, unique
 from lwec_tasks.io import DatabaseRefusedError, DatabaseUnreachableError, LabelRows, describe_source, open_engine
@@ -310,7 +311,7 @@ def test_postgres_connection_lost_during_the_copy_is_unreachable(monkeypatch):
 
 
 class FrozenClock:
-    """Stands in for the ``datetime`` module in the sink so both paths stamp the same time."""
+    """Stands in for the ``datetime`` module of :mod:`lwec_tasks.io.run_metadata` so both paths stamp the same time."""
 
     UTC = dt.UTC
 
@@ -344,7 +345,7 @@ def no_portable_insert(*args, **kwargs):
 ], ids=["int", "text", "float"])
 @pytest.mark.parametrize("seed, flow_run_id", [(7, "3f1c-run"), (None, None)])
 def test_fast_write_stores_the_rows_of_the_portable_write(engine, monkeypatch, ids, seed, flow_run_id):
-    monkeypatch.setattr(sink, "dt", FrozenClock)
+    monkeypatch.setattr(run_metadata, "dt", FrozenClock)
     fast, portable = unique("fast_labels"), unique("portable_labels")
     created_tables(engine).extend([fast, portable])
     rows = rows_for("run-a", ids, [2, 0, 1, 1, 0], seed=seed, flow_run_id=flow_run_id)
@@ -361,7 +362,7 @@ def test_fast_write_stores_the_rows_of_the_portable_write(engine, monkeypatch, i
 
 def test_fast_write_of_many_rows_in_several_blocks(engine, monkeypatch):
     monkeypatch.setattr(bulk_write, "BLOCK_ROWS", 1000)
-    monkeypatch.setattr(sink, "dt", FrozenClock)
+    monkeypatch.setattr(run_metadata, "dt", FrozenClock)
     n = 4321
     text_ids = np.array([f"id-{i}" * (i % 4) + str(i) for i in range(n)], dtype=object)
     for ids in (text_ids, np.arange(n) * 11):
@@ -462,7 +463,7 @@ def test_a_failed_first_fast_write_leaves_no_table(engine, monkeypatch):
 
 
 def test_labels_table_names_needing_quotes(engine, monkeypatch):
-    monkeypatch.setattr(sink, "dt", FrozenClock)
+    monkeypatch.setattr(run_metadata, "dt", FrozenClock)
     monkeypatch.setattr(sink, "_insert_rows", no_portable_insert)
     out = "Order"  # a keyword, mixed case: quoted by the dialect
     created_tables(engine).append(out)
@@ -533,7 +534,7 @@ def test_round_trip_of_random_ids_labels_and_floats(engine, monkeypatch, data, c
     assert not declined or portable.isna().any().any() or portable["f0"].dtype == object
 
     with monkeypatch.context() as patch:
-        patch.setattr(sink, "dt", FrozenClock)
+        patch.setattr(run_metadata, "dt", FrozenClock)
         out_fast, out_portable = unique("prop_fast"), unique("prop_portable")
         created_tables(engine).extend([out_fast, out_portable])
         id_values = np.array(ids, dtype=object) if text_ids else np.array(ids, dtype=np.int64)

@@ -1,0 +1,50 @@
+"""The values stored beside every label of a run (the labels table's columns other than ``id`` and ``label``).
+
+Standard library only. Its own module so that the writer (:mod:`lwec_tasks.io.sink`) and
+the readers of earlier runs (:mod:`lwec_tasks.io.history`) share it while only the writer
+imports the other: sink → history, never back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunMetadata:
+    """The values stored beside every label of a run.
+
+    Attributes
+    ----------
+    run_key : identifies the run; rows of an earlier write with the same key are replaced
+    k, method, theta, ensemble_size, seed : the consensus run's parameters
+    source_table : the table whose rows were labelled
+    flow_run_id : the Prefect flow run that wrote the labels (None outside a flow run)
+    """
+
+    run_key: str
+    k: int
+    method: str
+    theta: float
+    ensemble_size: int
+    seed: int | None
+    source_table: str
+    flow_run_id: str | None = None
+
+    def column_values(self) -> dict:
+        """The labels-table columns other than ``id`` and ``label``, by name, stamped ``written_at`` now.
+
+        Numbers are plain Python ``int`` and ``float`` (sqlite3 would store numpy integers as BLOBs).
+        """
+        return {
+            "run_key": self.run_key,
+            "k": int(self.k),
+            "method": self.method,
+            "theta": float(self.theta),
+            "ensemble_size": int(self.ensemble_size),
+            "seed": None if self.seed is None else int(self.seed),
+            "source_table": self.source_table,
+            "flow_run_id": self.flow_run_id,
+            "written_at": dt.datetime.now(dt.UTC),
+        }
