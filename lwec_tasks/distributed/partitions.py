@@ -25,7 +25,8 @@ from lwec_tasks.core.lwgp import _ROW_NORM_EPS
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
 from lwec_tasks.distributed.base_clusterings import assign_base_labels
 from lwec_tasks.distributed.reductions import Microclusters, Moments, microcluster_index, pair_table, pair_tables
-from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url, open_engine
+from lwec_tasks.io.connection import mask_url, open_engine
+from lwec_tasks.io.errors import database_error
 from lwec_tasks.io.features import _id_values, _numeric_column
 
 #: Rows per INSERT batch when a worker writes its labels.
@@ -131,8 +132,8 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
                 streaming = connection.execution_options(stream_results=True)
                 chunks = list(pd.read_sql(statement, streaming, chunksize=spec.chunk_size))
             frame = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame({name: [] for name in columns})
-    except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(f"{spec}: cannot read: {str(error.orig or error).splitlines()[0]}") from None
+    except sa.exc.DBAPIError as error:
+        raise database_error(engine, error, f"read {spec}") from None
     finally:
         engine.dispose()
     X = np.empty((len(frame), len(spec.feature_columns)))
@@ -379,9 +380,8 @@ def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarra
     try:
         with engine.connect() as connection:
             rows = connection.execute(statement).all()
-    except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(
-            f"{spec}: cannot read the earlier run's labels: {str(error.orig or error).splitlines()[0]}") from None
+    except sa.exc.DBAPIError as error:
+        raise database_error(engine, error, f"read the earlier run's labels of {spec}") from None
     finally:
         engine.dispose()
     if not rows or not len(keys.ids):
@@ -461,9 +461,8 @@ def write_partition(database_url: str, staging: str, keys: PartitionKeys, labels
                 for start in range(0, len(records), WRITE_BATCH):
                     connection.execute(sa.insert(table), records[start:start + WRITE_BATCH])
             written = len(records)
-    except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(
-            f"cannot write labels to {mask_url(engine.url)}: {str(error.orig or error).splitlines()[0]}") from None
+    except sa.exc.DBAPIError as error:
+        raise database_error(engine, error, "write the labels") from None
     finally:
         engine.dispose()
     return written

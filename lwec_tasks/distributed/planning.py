@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import SourceTable
-from lwec_tasks.io.connection import UNREACHABLE_ERRORS, DatabaseUnreachableError, mask_url
+from lwec_tasks.io.errors import database_error
 from lwec_tasks.io.sink import RunMetadata, label_table_schema, replace_run_key
 
 #: Target rows per partition (a partition is read, held and processed by one worker task at a time);
@@ -42,8 +42,8 @@ def id_statistics(engine: sa.Engine, source: SourceTable, id_column: str) -> IdS
     try:
         with engine.connect() as connection:
             n_rows, n_ids, low, high = connection.execute(statement).one()
-    except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(f"cannot reach database {mask_url(engine.url)}: {error.orig}") from None
+    except sa.exc.DBAPIError as error:
+        raise database_error(engine, error, "count the ids") from None
     if n_ids < n_rows:
         raise LwecInputError(f"id column {id_column!r} has {n_rows - n_ids} missing values")
     return IdStatistics(int(n_rows), int(n_ids), low, high)
@@ -87,8 +87,8 @@ def id_bounds(engine: sa.Engine, source: SourceTable, id_column: str, stats: IdS
         try:
             with engine.connect() as connection:
                 cuts = [row[0] for row in connection.execute(statement)][1:]
-        except UNREACHABLE_ERRORS as error:
-            raise DatabaseUnreachableError(f"cannot reach database {mask_url(engine.url)}: {error.orig}") from None
+        except sa.exc.DBAPIError as error:
+            raise database_error(engine, error, "plan the partitions") from None
     edges = [None, *cuts, None]
     return list(zip(edges[:-1], edges[1:]))
 
@@ -151,8 +151,8 @@ def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
             labels = connection.execute(
                 sa.select(table.c.label).where(table.c.run_key == run_key, table.c.source_table == source_table)
                 .distinct()).scalars().all()
-    except UNREACHABLE_ERRORS as error:
-        raise DatabaseUnreachableError(f"cannot reach database {mask_url(engine.url)}: {error.orig}") from None
+    except sa.exc.DBAPIError as error:
+        raise database_error(engine, error, "read the earlier run's cluster ids") from None
     return EarlierRunIds(run_key, np.unique(np.asarray(labels, dtype=np.int64)))
 
 
