@@ -173,8 +173,8 @@ class ConsensusRequest(BaseModel):
         description="Random seed; empty (CLI: none) for a fresh random run")] = 0
     experiment: Annotated[str, _checked(_text), Field(description="MLflow experiment name")] = "lwec"
     output_table: Annotated[str | None, _checked(_output_table), Field(
-        description="Labels table to create or update (table or schema.table); default <table>_lwec_labels in "
-                    "the table's schema")] = None
+        description="Labels table to create or update (table or schema.table); default the source table's "
+                    "name followed by _lwec_labels, in the source table's schema")] = None
     standardize: Annotated[bool, _checked(_flag), Field(
         description="Standardise each feature to mean 0, variance 1")] = True
     drop_nonfinite: Annotated[bool, _checked(_flag), Field(
@@ -192,7 +192,8 @@ class ConsensusRequest(BaseModel):
     register_model: Annotated[str | None, _checked(_optional_model_name), Field(
         description="Register the run's labelling model in the MLflow Model Registry under this name")] = None
     tracking_uri: Annotated[str | None, Field(
-        description="MLflow tracking URI; default $MLFLOW_TRACKING_URI, else sqlite:///<cwd>/mlflow.db; "
+        description="MLflow tracking URI; default $MLFLOW_TRACKING_URI, else mlflow.db (SQLite) in the working "
+                    "directory; "
                     "'env:VAR' reads it from environment variable VAR")] = None
     chunk_size: Annotated[int, _checked(_integer(1)), Field(
         description="Rows read per database round trip")] = DEFAULT_CHUNK_SIZE

@@ -40,7 +40,7 @@ from lwec_tasks.tasks.cluster import ClusterReliability
 from lwec_tasks.tasks.retry import database_task, tracking_task
 from lwec_tasks.tasks.summary import SUMMARY_ARTIFACT_KEY, summary_markdown, tracking_failure_message
 from lwec_tasks.tasks.timings import record_stage_time, stage_timings
-from lwec_tasks.tasks.track import figure_uris
+from lwec_tasks.tasks.track import figure_uris, flow_run_page
 from lwec_tasks.tracking import (
     SourceTable,
     TrackingError,
@@ -196,7 +196,7 @@ def log_dask_run_to_mlflow(request: ConsensusRequest, facts: RunFacts,
         "lwec.run_key": request.run_key, "lwec.method": request.method, "lwec.executor": "dask",
         **({"lwec.aligned_to_run_key": facts.stable.aligned_to} if facts.stable.aligned_to else {}),
         **{f"prefect.{key}": value for key, value in {
-            "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run.ui_url}.items()
+            "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run_page()}.items()
            if value},
     }
     clusters = facts.clusters.assign(uncertainty_bits=cluster_reliability.uncertainty, eci=eci)

@@ -30,7 +30,7 @@ def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, base: BaseE
     """
     tracking_uri = resolve_tracking_uri(request.tracking_uri)
     record = run_record(request, loaded, base, reliability, result, stable, model, stage_timings(flow_run.id), {
-        "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run.ui_url,
+        "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run_page(),
         "deployment_id": _deployment_id(),
     })
     run_id = log_run(record, tracking_uri=tracking_uri, experiment=request.experiment, run_name=flow_run.name)
@@ -53,3 +53,9 @@ def _deployment_id() -> str | None:
     from prefect.runtime import deployment
 
     return deployment.id
+
+
+def flow_run_page() -> str | None:
+    """This flow run's page in the Prefect UI, or None when no UI address is known (a temporary server)."""
+    url = flow_run.ui_url
+    return url if url and url.startswith(("http://", "https://")) else None
