@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+SERVED_DEPLOYMENTS = ("lwec-consensus/nightly", "lwec-consensus/on-demand", "lwec-assign/assign")
 
 
 @pytest.fixture
@@ -77,7 +78,8 @@ def test_served_deployments_run_from_the_ui(prefect_api, workspace, tmp_path):
     server, log = start_serving(env, workspace, tmp_path)
     try:
         with client_for(api_url) as client:
-            wait_for(lambda: client.read_deployment_by_name("lwec-consensus/on-demand"), 120,
+            # serve.py registers the deployments one after another: wait for all of them.
+            wait_for(lambda: all(client.read_deployment_by_name(name) for name in SERVED_DEPLOYMENTS), 120,
                      "served deployments", server, log)
             nightly = client.read_deployment_by_name("lwec-consensus/nightly")
             on_demand = client.read_deployment_by_name("lwec-consensus/on-demand")
