@@ -64,26 +64,14 @@ def assign_command(args: argparse.Namespace) -> int:
 def run_checked_assign(parameters: dict, verbose: bool = False) -> dict:
     """The assign flow's summary, after the checks :func:`lwec_tasks.cli.run.run_checked_flow` makes: the table
     before Prefect is imported, then the Prefect API; a temporary Prefect server is stopped when done."""
-    from lwec_tasks.cli.prefect_server import stopped_when_done
-    from lwec_tasks.cli.run import _credentials_out_of_parameters, needs_prefect_to_resolve
-    from lwec_tasks.cli.services import check_prefect_api
+    from lwec_tasks.cli.run import run_after_checks
 
-    resolved_by_prefect = needs_prefect_to_resolve(parameters["database_url"])
-    if not resolved_by_prefect:
-        check_before_prefect(parameters)
-    check_prefect_api()
-    with stopped_when_done():
-        if resolved_by_prefect:
-            import lwec_tasks.tasks.credentials  # noqa: F401 - resolves block: and secret: references
-
-            check_before_prefect(parameters)
+    def assign_flow():
         from flows.assign import assign_flow
 
-        if not verbose:
-            from lwec_tasks.cli.console import hide_tracebacks_on_console
+        return assign_flow
 
-            hide_tracebacks_on_console()
-        return assign_flow(**_credentials_out_of_parameters(parameters))
+    return run_after_checks(assign_flow, parameters, lambda: check_before_prefect(parameters), verbose)
 
 
 def check_before_prefect(parameters: dict) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable, Sequence
 
 from lwec_tasks.cli.request_options import add_request_options, request_parameters
 
@@ -84,29 +85,52 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     asked whether they answer. A temporary Prefect server started for the flow is stopped when it is done.
     """
     apply_prefect_defaults()  # before the imports below, which import Prefect
-    from lwec_tasks.cli.prefect_server import stopped_when_done
-    from lwec_tasks.cli.services import check_dask_scheduler, check_prefect_api
+    from lwec_tasks.cli.services import check_dask_scheduler
     from lwec_tasks.request import ConsensusRequest
 
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
-    resolved_by_prefect = needs_prefect_to_resolve(request.database_url)
+
+    def consensus_flow():
+        from flows.consensus import consensus_flow
+
+        return consensus_flow
+
+    services = [lambda: check_dask_scheduler(request.dask_address)] if request.dask_address else []
+    return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,
+                            check_services=services)
+
+
+def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: dict,
+                     check_inputs: Callable[[], None], verbose: bool = False,
+                     check_services: Sequence[Callable[[], None]] = ()) -> dict:
+    """Run the flow ``load_flow()`` with ``parameters`` once everything checkable before it has been checked.
+
+    ``check_inputs`` (the table, its columns, the output table) runs before Prefect is imported, unless the
+    database URL names a Prefect block or secret, which only Prefect can read: then it runs once Prefect
+    is loaded. ``check_services`` (e.g. the Dask scheduler) and the Prefect API follow. A temporary
+    Prefect server started for the flow is stopped when it is done; ``verbose`` keeps Prefect's tracebacks
+    on the console. Returns the flow's result.
+    """
+    from lwec_tasks.cli.prefect_server import stopped_when_done
+    from lwec_tasks.cli.services import check_prefect_api
+
+    resolved_by_prefect = needs_prefect_to_resolve(parameters["database_url"])
     if not resolved_by_prefect:
-        check_before_prefect(request)
-    if request.dask_address:
-        check_dask_scheduler(request.dask_address)
+        check_inputs()
+    for check in check_services:
+        check()
     check_prefect_api()
     with stopped_when_done():
         if resolved_by_prefect:
             import lwec_tasks.tasks.credentials  # noqa: F401 - resolves block: and secret: references
 
-            check_before_prefect(request)
-        from flows.consensus import consensus_flow
-
+            check_inputs()
+        flow = load_flow()
         if not verbose:
             from lwec_tasks.cli.console import hide_tracebacks_on_console
 
             hide_tracebacks_on_console()
-        return consensus_flow(**_credentials_out_of_parameters(parameters))
+        return flow(**_credentials_out_of_parameters(parameters))
 
 
 def check_before_prefect(request) -> None:

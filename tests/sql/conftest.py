@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import postgres_url_or_skip
+from helpers.pipeline import postgres_url_or_skip, unique
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -16,3 +16,20 @@ def db_url(request, tmp_path):
         sa.create_engine(url).connect().close()  # create the file
         return url
     return postgres_url_or_skip()
+
+
+@pytest.fixture
+def pg_schema():
+    """``(url, schema)``: the PostgreSQL test server's URL and a fresh schema on it, dropped with everything in it
+    afterwards (skips when no server is reachable)."""
+    url = postgres_url_or_skip()
+    schema = unique("lwec_schema")
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(sa.schema.CreateSchema(schema))
+    try:
+        yield url, schema
+    finally:
+        with engine.begin() as connection:
+            connection.execute(sa.schema.DropSchema(schema, cascade=True))
+        engine.dispose()

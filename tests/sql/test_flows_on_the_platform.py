@@ -16,7 +16,7 @@ from mlflow import MlflowClient
 
 from flows.assign import assign_flow
 from flows.consensus import consensus_flow
-from helpers.pipeline import blobs_frame, free_port, postgres_url_or_skip, read_labels, unique, write_frame
+from helpers.pipeline import blobs_frame, free_port, read_labels, unique, write_frame
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import DatabaseRefusedError, DatabaseUnreachableError
 from lwec_tasks.tracking import TrackingError
@@ -46,20 +46,6 @@ def labels_in(url: str, schema: str | None, table: str) -> pd.DataFrame:
         rows = connection.execute(sa.select(stored).order_by(stored.c.run_key, stored.c.id)).mappings().all()
     engine.dispose()
     return pd.DataFrame(rows)
-
-
-@pytest.fixture
-def pg_schema():
-    """A fresh schema on the PostgreSQL test server, dropped with everything in it afterwards."""
-    url = postgres_url_or_skip()
-    schema = unique("lwec_flows")
-    engine = sa.create_engine(url)
-    with engine.begin() as connection:
-        connection.execute(sa.schema.CreateSchema(schema))
-    yield url, schema
-    with engine.begin() as connection:
-        connection.execute(sa.schema.DropSchema(schema, cascade=True))
-    engine.dispose()
 
 
 def write_features(url: str, schema: str | None, table: str, frame: pd.DataFrame, id_type=sa.BigInteger) -> None:

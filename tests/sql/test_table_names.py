@@ -75,22 +75,6 @@ def rows_for(key, ids, labels, source):
 # ----------------------------------------------------------------------------- PostgreSQL schemas
 
 
-@pytest.fixture
-def pg_schema():
-    """A fresh schema on the PostgreSQL test server (dropped with everything in it afterwards) and the URL."""
-    url = postgres_url_or_skip()
-    schema = unique("lwec_schema")
-    engine = sa.create_engine(url)
-    with engine.begin() as connection:
-        connection.execute(sa.schema.CreateSchema(schema))
-    try:
-        yield url, schema
-    finally:
-        with engine.begin() as connection:
-            connection.execute(sa.schema.DropSchema(schema, cascade=True))
-        engine.dispose()
-
-
 def write_in_schema(url, schema, table, frame):
     engine = sa.create_engine(url)
     columns = [sa.Column("id", sa.BigInteger, primary_key=True),
