@@ -1,11 +1,12 @@
 """The consensus clustering flow: a database table in, labels table and MLflow run out.
 
     load features → base clusterings → ECI → LWEA | LWGP (k given or chosen) → stable cluster ids
-    → write labels → log to MLflow (figures, labelling model) → summary
+    → write labels → labelling model → log to MLflow (figures, model) → summary
 
-Every parameter is checked before anything runs (:class:`ConsensusRequest`);
-the labels are written before MLflow is contacted, so an unreachable tracking
-store fails the run without losing the labels. Prefect records each stage's time.
+One code path: every stage runs over partitions of the table on an executor, in this process (the
+default, a thread per core) or on the Dask cluster at ``dask_address``. Every parameter is checked before
+anything runs (:class:`ConsensusRequest`); the labels are written before MLflow is contacted, so an
+unreachable tracking store fails the run without losing the labels. Prefect records each stage's time.
 """
 
 from __future__ import annotations
@@ -18,22 +19,23 @@ from pydantic import Field
 
 from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
 from lwec_tasks.core.eci import DEFAULT_THETA
+from lwec_tasks.executors import open_executor
 from lwec_tasks.io import mask_url
 from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
 from lwec_tasks.request import ConsensusRequest, document_parameters
 from lwec_tasks.tasks import (
+    RunFacts,
+    build_labelling_model,
     cluster_reliability,
-    consensus_labels,
+    consensus,
     generate_ensemble,
-    labelling_model,
     load_features,
     log_to_mlflow,
     publish_summary,
     stable_cluster_ids,
     write_label_rows,
 )
-from lwec_tasks.tasks.distributed import consensus_on_dask
 
 FLOW_NAME = "lwec-consensus"
 
@@ -72,14 +74,14 @@ def consensus_flow(
     get_run_logger().info("%s consensus of table %r (%s) into %s clusters; labels → %r (run key %r)",
                           request.method.upper(), table, mask_url(database_url), request.n_clusters,
                           request.resolved_output_table, request.run_key)
-    if request.dask_address:
-        return consensus_on_dask(request)  # the same stages, the heavy ones on the Dask cluster's workers
-    loaded = load_features(request)
-    base = generate_ensemble(loaded.matrix, ensemble_size, seed)
-    reliability = cluster_reliability(base.ensemble, theta)
-    result = consensus_labels(base.ensemble, method, request.n_clusters, theta, seed)
-    stable = stable_cluster_ids(request, loaded, result.labels, result.k)
-    written = write_label_rows(request, loaded, stable.labels, result.k)
-    model = labelling_model(request, loaded, base, reliability, result, stable)
-    tracked = log_to_mlflow(request, loaded, base, reliability, result, stable, model, return_state=True)
-    return publish_summary(request, loaded, result, stable, written, allow_failure(tracked))
+    with open_executor(request.dask_address) as executor:
+        table = load_features(executor, request)
+        ensemble = generate_ensemble(table, request)
+        reliability = cluster_reliability(table, ensemble, theta)
+        labels = consensus(table, ensemble, reliability, request)
+        labels, stable = stable_cluster_ids(table, labels, request)
+        written = write_label_rows(table, labels, request)
+        model = build_labelling_model(table, ensemble, labels, reliability, request)
+        facts = RunFacts(executor, table, ensemble, labels, stable, model)
+    tracked = log_to_mlflow(request, facts, reliability, return_state=True)
+    return publish_summary(request, facts, written, allow_failure(tracked))

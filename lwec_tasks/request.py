@@ -198,15 +198,8 @@ class ConsensusRequest(BaseModel):
     chunk_size: Annotated[int, _checked(_integer(1)), Field(
         description="Rows read per database round trip")] = DEFAULT_CHUNK_SIZE
     dask_address: Annotated[str | None, _checked(_optional_address), Field(
-        description="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786; the heavy stages then run "
-                    "on its workers")] = None
-
-    @model_validator(mode="after")
-    def _auto_k_runs_locally(self) -> ConsensusRequest:
-        if self.auto_k and self.dask_address:
-            raise LwecInputError(f"n_clusters='auto' is not available with dask_address={self.dask_address!r}: "
-                                 "give k, or run without dask_address")
-        return self
+        description="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786; the stages then run on "
+                    "its workers (default: in this process, a thread per core)")] = None
 
     @model_validator(mode="after")
     def _latest_view_name_fits(self) -> ConsensusRequest:

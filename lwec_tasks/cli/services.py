@@ -42,8 +42,8 @@ def check_prefect_api(timeout: float = CHECK_TIMEOUT_SECONDS) -> None:
 
 
 def check_dask_scheduler(address: str, timeout: float = CHECK_TIMEOUT_SECONDS) -> None:
-    """Raise :class:`~lwec_tasks.distributed.cluster.DaskUnreachableError` unless the scheduler at ``address``
+    """Raise :class:`~lwec_tasks.executors.dask.DaskUnreachableError` unless the scheduler at ``address``
     answers within ``timeout`` s (its workers are awaited later, by the flow)."""
-    from lwec_tasks.distributed.cluster import check_scheduler
+    from lwec_tasks.executors.dask import check_scheduler
 
     check_scheduler(address, timeout)

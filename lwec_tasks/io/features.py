@@ -157,10 +157,13 @@ def _useless_columns_message(table: str, names: Sequence[str], useless: Sequence
 
 
 def _nonfinite_message(X: np.ndarray, names: Sequence[str], n_rows: int) -> str:
+    return _nonfinite_counts_message(names, np.isnan(X).sum(axis=0), np.isinf(X).sum(axis=0), n_rows)
+
+
+def _nonfinite_counts_message(names: Sequence[str], nan_counts, inf_counts, n_rows: int) -> str:
+    """The error for ``n_rows`` rows with non-finite features, from the NaN and inf counts per column."""
     parts = []
-    for j, name in enumerate(names):
-        n_nan = int(np.isnan(X[:, j]).sum())
-        n_inf = int(np.isinf(X[:, j]).sum())
+    for name, n_nan, n_inf in zip(names, nan_counts, inf_counts):
         if n_nan or n_inf:
             counts = [f"{n_nan} missing/NaN" if n_nan else "", f"{n_inf} infinite" if n_inf else ""]
             parts.append(f"column {name!r}: " + ", ".join(c for c in counts if c))

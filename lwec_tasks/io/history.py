@@ -1,4 +1,4 @@
-"""Earlier runs in a labels table: the previous run's labels, pruning old runs, a latest-run view.
+"""Earlier runs in a labels table: recency, an unchanged rerun, pruning old runs, a latest-run view.
 
 A labels table (:mod:`lwec_tasks.io.sink`) keeps every run's rows under its
 run key. Runs of one ``source_table`` are ordered by recency: the latest
@@ -15,9 +15,6 @@ raised as :mod:`lwec_tasks.io.errors` describes.
 """
 
 from __future__ import annotations
-
-import decimal
-from dataclasses import dataclass
 
 import numpy as np
 import sqlalchemy as sa
@@ -38,25 +35,6 @@ from lwec_tasks.io.run_metadata import RunMetadata
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
 _DELETE_BATCH = 500
 
-#: Rows fetched per round trip when reading a run.
-_FETCH_ROWS = 65_536
-
-
-
-@dataclass(frozen=True)
-class EarlierRun:
-    """One stored run's labels.
-
-    Attributes
-    ----------
-    run_key : the run's key in the labels table
-    ids : (M,) object ids, ascending (integers as int64, strings as an object array)
-    labels : (M,) int64 labels, aligned with ``ids``
-    """
-
-    run_key: str
-    ids: np.ndarray
-    labels: np.ndarray
 
 
 def labels_table_clause(labels_table: str | TableName) -> sa.TableClause:
@@ -84,129 +62,29 @@ def runs_by_recency(labels_table: str, source_table: str, exclude_run_key: str |
     )
 
 
-# ----------------------------------------------------------------------------- the previous run
-
-
-def latest_earlier_run(
-    engine: sa.Engine,
-    labels_table: str,
-    source_table: str,
-    exclude_run_key: str,
-) -> EarlierRun | None:
-    """The most recent run of ``source_table`` in ``labels_table`` other than ``exclude_run_key``.
-
-    Reads only the ``id`` and ``label`` columns of that run's rows (through the
-    ``(run_key, id)`` primary key). Returns None when the table does not exist
-    or holds no other run of ``source_table``.
-
-    Raises
-    ------
-    LwecInputError
-        ``labels_table`` exists but lacks the labels-table columns.
-    DatabaseUnreachableError
-        No connection could be made.
-    """
-    table = labels_table_clause(labels_table)
-    with database_errors(engine, f"read table {str(labels_table)!r}"), engine.connect() as connection:
-        if not _is_labels_table(connection, labels_table):
-            return None
-        statement = runs_by_recency(labels_table, source_table, exclude_run_key).limit(1)
-        run_key = connection.execute(statement).scalar()
-        if run_key is None:
-            return None
-        ids, labels = _read_run(connection, table, source_table, run_key)
-    return EarlierRun(run_key=run_key, ids=ids, labels=labels)
-
-
-def stored_run_matches(engine: sa.Engine, labels_table: str, run: RunMetadata, ids: np.ndarray,
-                       labels: np.ndarray) -> bool:
+def staged_run_matches(engine: sa.Engine, labels_table: str, staged: sa.Table, run: RunMetadata,
+                       n_rows: int) -> bool:
     """Whether ``labels_table`` already holds exactly this run: its run key with the same parameters
-    (k, method, θ, M, seed, source table) and the same (id, label) rows, ``ids`` and ``labels`` (N,).
+    (k, method, θ, M, seed, source table) and the same (id, label) rows as the ``n_rows`` rows of the
+    ``staged`` (id, label) table.
 
-    Cheap when it is not so: one aggregate query on the run key's rows; the rows
-    themselves are read and compared only when the key, the parameters and the
-    row count all agree.
+    Cheap when it is not so: one aggregate query on the run key's rows; the rows themselves are compared
+    (one join in the database) only when the key, the parameters and the row count all agree.
     """
     table = labels_table_clause(labels_table)
     stored = (table.c.k, table.c.method, table.c.theta, table.c.ensemble_size, table.c.seed, table.c.source_table)
     wanted = (int(run.k), run.method, float(run.theta), int(run.ensemble_size),
               None if run.seed is None else int(run.seed), run.source_table)
     statement = sa.select(*stored, sa.func.count()).where(table.c.run_key == run.run_key).group_by(*stored).limit(2)
+    same = (sa.select(sa.func.count()).select_from(table.join(staged, table.c.id == staged.c.id))
+            .where(table.c.run_key == run.run_key, table.c.label == staged.c.label))
     with database_errors(engine, f"read table {str(labels_table)!r}"), engine.connect() as connection:
         if not _is_labels_table(connection, labels_table):
             return False
         groups = connection.execute(statement).all()
-        if len(groups) != 1 or tuple(groups[0][:-1]) != wanted or groups[0][-1] != len(ids):
+        if len(groups) != 1 or tuple(groups[0][:-1]) != wanted or groups[0][-1] != n_rows:
             return False
-        stored_ids, stored_labels = _read_run(connection, table, run.source_table, run.run_key)
-    return _same_rows(np.asarray(ids), np.asarray(labels), stored_ids, stored_labels)
-
-
-def _same_rows(ids: np.ndarray, labels: np.ndarray, stored_ids: np.ndarray, stored_labels: np.ndarray) -> bool:
-    """Whether two (id, label) row sets are equal, whatever their order."""
-    if len(ids) != len(stored_ids):
-        return False
-    try:
-        mine, theirs = np.argsort(ids, kind="stable"), np.argsort(stored_ids, kind="stable")
-        return bool(np.all(ids[mine] == stored_ids[theirs]) and np.all(labels[mine] == stored_labels[theirs]))
-    except TypeError:  # ids of kinds that do not compare with each other
-        return False
-
-
-def _read_run(connection: sa.Connection, table: sa.TableClause, source_table: str,
-              run_key: str) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, labels) of one run, ascending by id, fetched ``_FETCH_ROWS`` rows at a time."""
-    statement = (
-        sa.select(table.c.id, table.c.label)
-        .where(table.c.run_key == run_key, table.c.source_table == source_table)
-        .order_by(table.c.id)
-    )
-    id_parts, label_parts = [], []
-    for rows in _fetch_blocks(connection, statement):
-        id_parts.append(_id_vector([row[0] for row in rows]))
-        label_parts.append(np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)))
-    if not id_parts:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    return np.concatenate(id_parts), np.concatenate(label_parts)
-
-
-def _fetch_blocks(connection: sa.Connection, statement: sa.Select):
-    """The statement's rows, ``_FETCH_ROWS`` at a time, as sequences indexable by position.
-
-    SQLite: the DB-API cursor's plain tuples (a SQLAlchemy Row per object would
-    take most of the time; sqlite3 steps through the result lazily). Other
-    databases: a server-side cursor (``stream_results``), so the client holds
-    one block at a time.
-    """
-    if connection.dialect.name == "sqlite":
-        result = connection.execute(statement)
-        try:
-            while rows := result.cursor.fetchmany(_FETCH_ROWS):
-                yield rows
-        finally:
-            result.close()
-        return
-    streaming = connection.execution_options(stream_results=True, yield_per=_FETCH_ROWS)
-    yield from streaming.execute(statement).partitions(_FETCH_ROWS)
-
-
-def _id_vector(values) -> np.ndarray:
-    """Ids as numpy values: numbers as a numeric array, anything else as an object array (as LabelRows holds them).
-
-    Integral decimals (a NUMERIC id column) become ints, as the source's ids are read.
-    """
-    array = np.asarray(values)
-    if array.dtype.kind in "iuf":
-        return array
-    if any(isinstance(v, decimal.Decimal) for v in values):
-        values = [int(v) if isinstance(v, decimal.Decimal) and v.is_finite() and v == v.to_integral_value() else v
-                  for v in values]
-        array = np.asarray(values)
-        if array.dtype.kind in "iu":
-            return array
-    array = np.empty(len(values), dtype=object)
-    array[:] = values
-    return array
+        return connection.execute(same).scalar_one() == n_rows
 
 
 # ----------------------------------------------------------------------------- pruning

@@ -25,8 +25,9 @@ def read_rows(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     *,
     exact_columns: Sequence[str] = (),
+    where: Sequence[sa.ColumnElement] = (),
 ) -> pd.DataFrame:
-    """Read ``columns`` of every row, in that column order.
+    """Read ``columns`` of every row (that meets the ``where`` clauses), in that column order.
 
     Rows come back sorted by ``order_by`` (a column, or columns in order of
     precedence) when given, so the same table always yields the same row order
@@ -45,10 +46,12 @@ def read_rows(
     """
     names = _checked_order_by(source, columns, order_by)
     exact = _exact(source.table, columns, exact_columns)
-    with database_errors(engine, f"read table {source.name!r}"):
-        frame = read_fast(engine, source.table, list(columns), names, chunk_size, exact=exact)
+    frame = None
+    if not where:
+        with database_errors(engine, f"read table {source.name!r}"):
+            frame = read_fast(engine, source.table, list(columns), names, chunk_size, exact=exact)
     if frame is None:
-        frame = _read_portable(engine, source, columns, names, chunk_size, exact)
+        frame = _read_portable(engine, source, columns, names, chunk_size, exact, where)
     return _exact_frame(frame, exact)
 
 
@@ -89,14 +92,14 @@ def _checked_order_by(source: SourceTable, columns: Sequence[str], order_by: str
 
 
 def _read_portable(engine: sa.Engine, source: SourceTable, columns: Sequence[str], order_by: list[str],
-                   chunk_size: int, exact: frozenset[str] = frozenset()) -> pd.DataFrame:
+                   chunk_size: int, exact: frozenset[str] = frozenset(), where=()) -> pd.DataFrame:
     """``columns`` of every row sorted by ``order_by``, through ``pandas.read_sql`` in chunks.
 
     ``exact`` columns are selected as text (:func:`~lwec_tasks.io.bulk_read.exact_expression`).
     """
     table = source.table
     statement = sa.select(*(exact_expression(table.c[name]).label(name) if name in exact else table.c[name]
-                            for name in columns))
+                            for name in columns)).where(*where)
     if order_by:
         statement = statement.order_by(*(table.c[name] for name in order_by))
     with database_errors(engine, f"read table {source.name!r}"), engine.connect() as connection:

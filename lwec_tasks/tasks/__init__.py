@@ -1,27 +1,31 @@
-"""Prefect tasks of the consensus pipeline: thin wrappers over the library.
+"""Prefect tasks of the consensus pipeline: thin wrappers over the stages (:mod:`lwec_tasks.stages`).
 
 load → generate base clusterings → ECI → consensus (LWEA | LWGP) → stable cluster ids → write labels
-→ log to MLflow → summary.
+→ labelling model → log to MLflow → summary; the same tasks on either executor.
 Importing this package registers the ``block:`` and ``secret:`` database URL references.
 """
 
 from lwec_tasks.tasks import credentials  # noqa: F401 - registers the Prefect block URL resolvers
-from lwec_tasks.tasks.cluster import ClusterReliability, cluster_reliability, consensus_labels, generate_ensemble
-from lwec_tasks.tasks.load import LoadedFeatures, load_features
-from lwec_tasks.tasks.model import labelling_model
-from lwec_tasks.tasks.renumber import StableIds, stable_cluster_ids
-from lwec_tasks.tasks.sink import write_label_rows
+from lwec_tasks.tasks.stages import (
+    ClusterReliability,
+    build_labelling_model,
+    cluster_reliability,
+    consensus,
+    generate_ensemble,
+    load_features,
+    stable_cluster_ids,
+    write_label_rows,
+)
 from lwec_tasks.tasks.summary import publish_summary
-from lwec_tasks.tasks.track import log_to_mlflow
+from lwec_tasks.tasks.track import RunFacts, log_to_mlflow
 
 __all__ = [
     "ClusterReliability",
-    "LoadedFeatures",
-    "StableIds",
+    "RunFacts",
+    "build_labelling_model",
     "cluster_reliability",
-    "consensus_labels",
+    "consensus",
     "generate_ensemble",
-    "labelling_model",
     "load_features",
     "log_to_mlflow",
     "publish_summary",

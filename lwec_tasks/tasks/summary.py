@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
 from prefect import get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
-from lwec_tasks.core.consensus import Consensus
 from lwec_tasks.io import mask_url
 from lwec_tasks.masking import scrub
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.tasks.load import LoadedFeatures
-from lwec_tasks.tasks.record import agreement_with_truth
-from lwec_tasks.tasks.renumber import StableIds
 from lwec_tasks.tasks.timings import stage_timings
+from lwec_tasks.tasks.track import RunFacts
 from lwec_tasks.tracking import TrackingError, mask_uri, resolve_tracking_uri
 from lwec_tasks.tracking.runs import tracking_error
 
@@ -24,8 +20,8 @@ SUMMARY_ARTIFACT_KEY = "lwec-consensus-summary"
 
 
 @task(name="publish-summary", cache_policy=NO_CACHE)
-def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, result: Consensus, stable: StableIds,
-                    rows_written: int, logged: dict | BaseException) -> dict:
+def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: int,
+                    logged: dict | BaseException) -> dict:
     """Build the run summary, publish it as an artifact and return it.
 
     ``logged`` is what the MLflow task returned, or the exception it failed
@@ -39,44 +35,33 @@ def publish_summary(request: ConsensusRequest, loaded: LoadedFeatures, result: C
     earlier run the cluster ids agree with, None without one),
     ``mlflow_run_id``, ``mlflow_run_url``, ``model_uri`` (the labelling model),
     ``figures`` (artifact name → URI), ``mlflow_experiment``,
-    ``mlflow_tracking_uri`` (password masked) and ``timings`` (seconds per stage).
+    ``mlflow_tracking_uri`` (password masked), ``timings`` (seconds per stage),
+    ``executor`` ("in-process" or "dask") and ``dask_scheduler`` (None in-process).
     The raised error's message is :func:`tracking_failure_message`.
     """
-    labels = stable.labels
-    quality = agreement_with_truth(loaded.features.truth, labels)
-    if quality:
-        get_run_logger().info("Agreement with %r: NMI %.4f, ARI %.4f", request.label_column, quality["nmi"],
-                              quality["ari"])
+    if facts.quality:
+        get_run_logger().info("Agreement with %r: NMI %.4f, ARI %.4f", request.label_column, facts.quality["nmi"],
+                              facts.quality["ari"])
     summary = {
-        "run_key": request.run_key,
-        "output_table": request.resolved_output_table,
-        "rows_written": rows_written,
-        "n_objects": len(loaded.features.ids),
-        "k": result.k,
-        "n_clusters_found": int(len(np.unique(labels))),
-        "nmi": quality.get("nmi"),
-        "ari": quality.get("ari"),
-        "ids_aligned_to": stable.aligned_to,
-        "id_agreement": stable.agreement,
+        "run_key": request.run_key, "output_table": request.resolved_output_table, "rows_written": rows_written,
+        "n_objects": facts.n_objects, "k": facts.k, "n_clusters_found": int((facts.sizes > 0).sum()),
+        "nmi": facts.quality.get("nmi"), "ari": facts.quality.get("ari"),
+        "ids_aligned_to": facts.stable.aligned_to, "id_agreement": facts.stable.agreement,
         "mlflow_experiment": request.experiment,
-        "mlflow_tracking_uri": mask_uri(resolve_tracking_uri(request.tracking_uri)),
-        "mlflow_run_id": None,
-        "mlflow_run_url": None,
-        "model_uri": None,
-        "figures": {},
-        "timings": stage_timings(flow_run.id, forget=True),
+        "mlflow_tracking_uri": mask_uri(resolve_tracking_uri(request.tracking_uri)), "mlflow_run_id": None,
+        "mlflow_run_url": None, "model_uri": None, "figures": {}, "timings": stage_timings(flow_run.id, forget=True),
+        "executor": facts.executor, "dask_scheduler": facts.scheduler,
     }
     if isinstance(logged, BaseException):
         summary["mlflow_error"] = str(logged)
         _publish(request, summary)
-        raise TrackingError(tracking_failure_message(request, rows_written, logged, summary["n_objects"])) from None
+        raise TrackingError(tracking_failure_message(request, rows_written, logged, facts.n_objects)) from None
     summary["mlflow_run_id"], summary["mlflow_run_url"] = logged["run_id"], logged["url"]
     summary["model_uri"], summary["figures"] = logged["model_uri"], logged["figures"]
     _publish(request, summary)
-    get_run_logger().info(
-        "Done: %d labels in table %r (run key %r); MLflow run %s in experiment %r",
-        rows_written, summary["output_table"], request.run_key, summary["mlflow_run_id"], request.experiment,
-    )
+    get_run_logger().info("Done: %d labels in table %r (run key %r); MLflow run %s in experiment %r",
+                          rows_written, summary["output_table"], request.run_key, summary["mlflow_run_id"],
+                          request.experiment)
     return summary
 
 
@@ -106,7 +91,7 @@ def _publish(request: ConsensusRequest, summary: dict) -> None:
     create_markdown_artifact(
         markdown=summary_markdown(request, summary),
         key=SUMMARY_ARTIFACT_KEY,
-        description=f"{request.method.upper()} consensus of {request.table}",
+        description=f"{request.method.upper()} consensus of {request.table} ({summary.get('executor')})",
     )
 
 

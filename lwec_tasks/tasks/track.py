@@ -1,46 +1,135 @@
-"""Task: log the run to MLflow (params, metrics, tables, figures, tags)."""
+"""Task: log the run to MLflow (params, metrics, tags, the ECI table, figures, the labelling model)."""
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 from prefect import get_run_logger
 from prefect.runtime import flow_run
 
-from lwec_tasks.core.consensus import Consensus
+from lwec_tasks.core.placement import Placement
+from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.tasks.cluster import BaseEnsemble, ClusterReliability
-from lwec_tasks.tasks.load import LoadedFeatures
-from lwec_tasks.tasks.model import LabellingModel
-from lwec_tasks.tasks.record import run_record
-from lwec_tasks.tasks.renumber import StableIds
+from lwec_tasks.stages.pipeline import PartitionedEnsemble, PartitionedLabels, StableIds, sample_labels
+from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.tasks.retry import tracking_task
+from lwec_tasks.tasks.stages import ClusterReliability
 from lwec_tasks.tasks.timings import stage_timings
-from lwec_tasks.tracking import log_run, mask_uri, model_uri, resolve_tracking_uri, run_page_url, tracking_client
+from lwec_tasks.tracking import SourceTable, mask_uri, resolve_tracking_uri, run_page_url, run_writer, tracking_client
+from lwec_tasks.tracking.figures import consensus_figures
+from lwec_tasks.tracking.model import active_run_in, log_placement_model
+
+#: Rows of the model's input example (raw feature values of sampled training rows).
+INPUT_EXAMPLE_ROWS = 5
+
+
+class RunFacts:
+    """The small facts of a finished run that the MLflow run and the summary report.
+
+    For the figures: ``sample_rows`` (S, d) the cluster map's rows (S ≤ 2,000, as clustered) and
+    ``sample_labels`` (S,) their written labels, gathered from the partitions after the stable ids;
+    ``linkage`` LWEA's dendrogram over the microclusters ((Ñ − 1, 4); None for LWGP); ``selection`` the
+    automatic choice of k (None when k was given).
+    """
+
+    def __init__(self, executor, table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
+                 stable: StableIds, model: tuple[Placement, float]):
+        self.executor = executor.name
+        self.scheduler = executor.address
+        self.n_workers = executor.n_workers
+        self.n_threads = executor.n_threads
+        self.n_partitions = table.n_partitions
+        self.id_column = table.plan.id_column
+        self.feature_columns = table.plan.feature_columns
+        self.n_objects, self.n_rows_read, self.n_rows_dropped = table.n_rows, table.n_read, table.n_dropped
+        self.n_base_clusters = ensemble.n_clusters_total
+        self.n_microclusters = ensemble.n_microclusters
+        self.clusters = pd.DataFrame({
+            "cluster": np.arange(ensemble.n_clusters_total), "base_clustering": ensemble.cluster_column,
+            "base_label": ensemble.cluster_label, "size": ensemble.cluster_sizes,
+        })
+        self.k, self.selection = labels.k, labels.selection
+        self.sizes = labels.sizes
+        self.quality = labels.quality
+        self.stable = stable
+        self.placement, self.model_given_back = model
+        self.sample_rows = ensemble.sample_rows
+        self.sample_labels = sample_labels(table, labels, ensemble.sample)
+        self.linkage = labels.linkage
+
+    def input_example(self) -> pd.DataFrame:
+        """A few sampled training rows as raw feature values (the standardisation undone)."""
+        rows = np.array(self.sample_rows[:INPUT_EXAMPLE_ROWS], dtype=np.float64)
+        if self.placement.standardisation is not None:
+            rows = rows * self.placement.standardisation.scale + self.placement.standardisation.mean
+        return pd.DataFrame(rows, columns=list(self.placement.feature_columns))
 
 
 @tracking_task("log-to-mlflow")
-def log_to_mlflow(request: ConsensusRequest, loaded: LoadedFeatures, base: BaseEnsemble,
-                  reliability: ClusterReliability, result: Consensus, stable: StableIds, model: LabellingModel) -> dict:
+def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliability: ClusterReliability) -> dict:
     """Log the run as one MLflow run, with the source table as its dataset input.
 
-    Raises :class:`~lwec_tasks.tracking.TrackingError` (retried only when
-    ``retryable``, see :func:`~lwec_tasks.tasks.retry.retry_if_tracking_unreachable`)
-    when the store is down or refuses a write. Returns ``{"run_id", "url" (its
-    page in the MLflow UI), "model_uri" (the labelling model), "figures"
-    (artifact URI of each figure)}``.
+    Raises :class:`~lwec_tasks.tracking.TrackingError` (retried only when ``retryable``, see
+    :func:`~lwec_tasks.tasks.retry.retry_if_tracking_unreachable`) when the store is down or refuses a
+    write. Returns ``{"run_id", "url" (its page in the MLflow UI), "model_uri" (the labelling model),
+    "figures" (artifact URI of each figure)}``.
     """
     tracking_uri = resolve_tracking_uri(request.tracking_uri)
-    record = run_record(request, loaded, base, reliability, result, stable, model, stage_timings(flow_run.id), {
-        "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run_page(),
-        "deployment_id": _deployment_id(),
-    })
-    run_id = log_run(record, tracking_uri=tracking_uri, experiment=request.experiment, run_name=flow_run.name)
-    get_run_logger().info(
-        "Logged MLflow run %s in experiment %r at %s (%d params, %d metrics, %d figures)",
-        run_id, request.experiment, mask_uri(tracking_uri), len(record.params), len(record.metrics),
-        len(record.figures),
-    )
-    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": model_uri(run_id),
-            "figures": figure_uris(tracking_uri, run_id, record.figures)}
+    eci, sizes = cluster_reliability.eci, facts.sizes
+    params = {
+        "method": request.method, "theta": request.theta, "ensemble_size": request.ensemble_size,
+        "n_clusters": request.n_clusters, "k": facts.k,
+        "k_criterion": facts.selection.criterion if facts.selection is not None else None, "seed": request.seed,
+        "table": request.table, "database": mask_url(request.database_url),
+        "output_table": request.resolved_output_table, "run_key": request.run_key, "id_column": facts.id_column,
+        "label_column": request.label_column, "feature_count": len(facts.feature_columns),
+        "feature_columns": ",".join(facts.feature_columns), "n_objects": facts.n_objects,
+        "standardize": request.standardize, "drop_nonfinite": request.drop_nonfinite,
+        "executor": facts.executor, "partitions": facts.n_partitions, "threads": facts.n_threads,
+        "dask_scheduler": facts.scheduler, "dask_workers": facts.n_workers if facts.scheduler else None,
+        "stable_ids": request.stable_ids, "keep_runs": request.keep_runs, "ids_aligned_to": facts.stable.aligned_to,
+    }
+    metrics = {
+        **facts.quality,
+        **{f"time_{stage}_s": seconds for stage, seconds in stage_timings(flow_run.id).items()},
+        "eci_mean": float(eci.mean()), "eci_median": float(np.median(eci)), "eci_min": float(eci.min()),
+        "eci_max": float(eci.max()), "uncertainty_mean_bits": float(cluster_reliability.uncertainty.mean()),
+        "n_base_clusters": facts.n_base_clusters, "n_microclusters": facts.n_microclusters,
+        "n_clusters_found": int((sizes > 0).sum()), "largest_cluster_fraction": float(sizes.max() / sizes.sum()),
+        "n_rows_read": facts.n_rows_read, "n_rows_dropped": facts.n_rows_dropped,
+        "id_agreement_with_previous_run": facts.stable.agreement,
+        "objects_shared_with_previous_run": facts.stable.n_shared if facts.stable.aligned_to else None,
+        "k": facts.k, "model_labels_given_back": facts.model_given_back,
+    }
+    tags = {
+        "lwec.run_key": request.run_key, "lwec.method": request.method, "lwec.executor": facts.executor,
+        **({"lwec.aligned_to_run_key": facts.stable.aligned_to} if facts.stable.aligned_to else {}),
+        **{f"prefect.{key}": value for key, value in {
+            "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run_page(),
+            "deployment_id": _deployment_id()}.items() if value},
+    }
+    clusters = facts.clusters.assign(uncertainty_bits=cluster_reliability.uncertainty, eci=eci)
+    location = {"output_table": request.resolved_output_table, "run_key": request.run_key,
+                "rows": int(sizes.sum()), "database": mask_url(request.database_url)}
+    with run_writer(tracking_uri, request.experiment) as writer:
+        run_id = writer.start_run(flow_run.name, params=params, metrics=metrics, tags=tags)
+        writer.log_dataset(run_id, SourceTable(database=request.database_url, table=request.table,
+                                               feature_columns=tuple(facts.feature_columns), n_rows=facts.n_objects,
+                                               n_rows_read=facts.n_rows_read))
+        writer.log_table(run_id, clusters, "eci_per_cluster.csv")
+        writer.log_dict(run_id, location, "labels_location.json")
+        figures = consensus_figures(request.method, request.theta, eci, facts.sizes, facts.sample_rows,
+                                    facts.sample_labels, facts.k, facts.linkage, facts.selection)
+        for name, figure in figures.items():
+            writer.log_figure(run_id, figure, f"figures/{name}")
+        with active_run_in(tracking_uri, run_id):
+            uri = log_placement_model(facts.placement, facts.input_example(), request.register_model)
+        writer.finish(run_id)
+    get_run_logger().info("Logged MLflow run %s in experiment %r at %s (%d params, %d metrics, %d figures; "
+                          "labelling model %s)", run_id, request.experiment, mask_uri(tracking_uri), len(params),
+                          len(metrics), len(figures), uri)
+    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": uri,
+            "figures": figure_uris(tracking_uri, run_id, figures)}
 
 
 def figure_uris(tracking_uri: str, run_id: str, figures: dict) -> dict[str, str]:

@@ -11,6 +11,7 @@ workers, so workers need the ``lwec`` package (and the database driver), not the
 
 from __future__ import annotations
 
+import decimal
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,11 +24,14 @@ from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core.lwgp import _ROW_NORM_EPS
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
-from lwec_tasks.distributed.base_clusterings import assign_base_labels
-from lwec_tasks.distributed.reductions import Microclusters, Moments, microcluster_index, pair_table, pair_tables
+from lwec_tasks.io.catalog import describe_source
+from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import mask_url, open_engine
 from lwec_tasks.io.errors import database_error
 from lwec_tasks.io.features import _id_values, _numeric_column
+from lwec_tasks.io.source import read_rows
+from lwec_tasks.stages.base_clusterings import assign_base_labels
+from lwec_tasks.stages.reductions import Microclusters, Moments, microcluster_index, pair_table, pair_tables
 
 #: Rows per INSERT batch when a worker writes its labels.
 WRITE_BATCH = 20_000
@@ -46,7 +50,7 @@ class PartitionSpec:
     index: int
     database_url: str = field(repr=False)
     table: str
-    id_column: str
+    id_column: str | None
     label_column: str | None
     feature_columns: tuple[str, ...]
     low: Any
@@ -74,6 +78,7 @@ class PartitionRows:
     n_nonfinite: int
     nan_counts: np.ndarray
     inf_counts: np.ndarray
+    distinct_integer_columns: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ class PartitionSummary:
     inf_counts: np.ndarray
     moments: Moments
     id_example: np.ndarray
+    distinct_integer_columns: tuple[str, ...]
 
 
 def worker_engine(database_url: str) -> sa.Engine:
@@ -118,29 +124,28 @@ def id_range(table: sa.TableClause, id_column: str, low, high) -> list:
 
 
 def read_partition(spec: PartitionSpec) -> PartitionRows:
-    """Read the partition's rows (in id order, ``chunk_size`` rows per round trip) and check them."""
-    columns = [spec.id_column, *([spec.label_column] if spec.label_column else []), *spec.feature_columns]
-    table = sa.table(spec.table, *(sa.column(name) for name in columns))
-    id_column = table.c[spec.id_column]
-    statement = (sa.select(*(table.c[name] for name in columns))
-                 .where(*id_range(table, spec.id_column, spec.low, spec.high)).order_by(id_column))
+    """Read the partition's rows (in id order; without an id column, sorted by every column read, the ids
+    being row positions) by the database's fast path, and check them."""
+    columns = [*([spec.id_column] if spec.id_column else []), *([spec.label_column] if spec.label_column else []),
+               *spec.feature_columns]
     engine = worker_engine(spec.database_url)
     try:
-        frame = _read_arrow_sqlite(engine, statement)
-        if frame is None:
-            with engine.connect() as connection:
-                streaming = connection.execution_options(stream_results=True)
-                chunks = list(pd.read_sql(statement, streaming, chunksize=spec.chunk_size))
-            frame = pd.concat(chunks, ignore_index=True) if chunks else pd.DataFrame({name: [] for name in columns})
-    except sa.exc.DBAPIError as error:
-        raise database_error(engine, error, f"read {spec}") from None
+        source = describe_source(engine, spec.table)
+        where = id_range(source.table, spec.id_column, spec.low, spec.high) if spec.id_column else []
+        frame = read_rows(engine, source, columns, order_by=spec.id_column or columns, chunk_size=spec.chunk_size,
+                          exact_columns=[spec.id_column] if spec.id_column else [], where=where)
     finally:
         engine.dispose()
     X = np.empty((len(frame), len(spec.feature_columns)))
     for j, name in enumerate(spec.feature_columns):
         X[:, j] = _numeric_column(frame[name], name)
-    ids = _id_values(frame[spec.id_column], spec.id_column) if len(frame) else np.empty(0, dtype=np.int64)
+    if spec.id_column is None:
+        ids = np.arange(len(frame), dtype=np.int64)
+    else:
+        ids = _id_values(frame[spec.id_column], spec.id_column) if len(frame) else np.empty(0, dtype=np.int64)
     truth = frame[spec.label_column].to_numpy() if spec.label_column else None
+    distinct = tuple(unique_integer_columns(frame, spec.feature_columns))
+    del frame
     nan_counts, inf_counts = np.isnan(X).sum(axis=0), np.isinf(X).sum(axis=0)
     n_read = len(X)
     finite = np.isfinite(X).all(axis=1)
@@ -148,32 +153,7 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
         X, ids = X[finite], ids[finite]
         truth = truth[finite] if truth is not None else None
     return PartitionRows(ids, truth, np.ascontiguousarray(X), n_read, n_read - len(X), int(n_read - finite.sum()),
-                         nan_counts, inf_counts)
-
-
-def _read_arrow_sqlite(engine: sa.Engine, statement: sa.Select) -> pd.DataFrame | None:
-    """The rows of ``statement`` from a SQLite file as Arrow columns (no Python object per value), or None
-    to read them through pandas: no ADBC driver, not a file, or values the driver cannot type by column.
-
-    The SQL is compiled by SQLAlchemy, the id bounds rendered as literals by the SQLite dialect.
-    """
-    from lwec_tasks.io import adbc_sqlite
-
-    uri = adbc_sqlite.sqlite_uri(engine, read_only=True) if adbc_sqlite.available() else None
-    if uri is None:
-        return None
-    import adbc_driver_manager
-
-    sql = str(statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
-    try:
-        with adbc_sqlite.connect(uri, adbc_sqlite.busy_timeout_ms(engine)) as connection, \
-                connection.cursor() as cursor:
-            adbc_sqlite.set_batch_rows(cursor)
-            cursor.execute(sql)
-            table = cursor.fetch_arrow_table()
-    except adbc_driver_manager.Error:
-        return None  # e.g. a column holding integers in one batch and text in the next
-    return table.to_pandas() if table.num_rows else None
+                         nan_counts, inf_counts, distinct)
 
 
 def summarise(rows: PartitionRows) -> PartitionSummary:
@@ -185,7 +165,7 @@ def summarise(rows: PartitionRows) -> PartitionSummary:
     else:
         example = ids[:1]
     return PartitionSummary(len(rows.ids), rows.n_read, rows.n_dropped, rows.n_nonfinite, rows.nan_counts,
-                            rows.inf_counts, Moments.of(finite), example)
+                            rows.inf_counts, Moments.of(finite), example, rows.distinct_integer_columns)
 
 
 def keys_of(rows: PartitionRows) -> PartitionKeys:
@@ -307,7 +287,7 @@ def lloyd_labels(embedding: np.ndarray, centres: np.ndarray, shift: np.ndarray) 
 
 
 def microclusters(codes_t: np.ndarray) -> Microclusters:
-    from lwec_tasks.distributed.reductions import microclusters_of
+    from lwec_tasks.stages.reductions import microclusters_of
 
     return microclusters_of(codes_t)
 
@@ -386,13 +366,36 @@ def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarra
         engine.dispose()
     if not rows or not len(keys.ids):
         return PreviousOverlap(np.zeros(0, dtype=np.int64), np.zeros((k, 0), dtype=np.int64))
-    where = pd.Index(keys.ids).get_indexer(pd.Index([row[0] for row in rows]))
+    earlier_ids = np.empty(len(rows), dtype=object)
+    earlier_ids[:] = [row[0] for row in rows]
+    ids, earlier_ids = matchable_ids(keys.ids, earlier_ids)
+    where = pd.Index(ids).get_indexer(pd.Index(earlier_ids))
     found = where >= 0
     earlier_labels = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))[found]
     earlier, codes = np.unique(earlier_labels, return_inverse=True)
     new = np.asarray(labels, dtype=np.int64)[where[found]]
     counts = np.bincount(new * len(earlier) + codes, minlength=k * len(earlier)).reshape(k, len(earlier))
     return PreviousOverlap(earlier, counts)
+
+
+def matchable_ids(ids: np.ndarray, earlier_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both runs' ids (N,) and (M,) in a form the matching compares: as they are when they are numbers or
+    strings; otherwise (``uuid`` values, decimals, integers beyond 64 bits) both as their canonical text,
+    so equal ids stay equal and distinct ones distinct."""
+    def plain(values: np.ndarray) -> bool:
+        return values.dtype.kind in "iufUS" or all(type(v) in (str, int, float) for v in values)
+
+    if plain(ids) and plain(earlier_ids):
+        return ids, earlier_ids
+
+    def text(value) -> str:
+        if isinstance(value, decimal.Decimal):
+            value = value.normalize()
+            value = int(value) if value == value.to_integral_value() else value
+        return str(value)
+
+    return (np.array([text(v) for v in ids.tolist()], dtype=object),
+            np.array([text(v) for v in earlier_ids.tolist()], dtype=object))
 
 
 def model_sums(codes_t: np.ndarray, labels: np.ndarray, cluster_ids: np.ndarray, offsets: np.ndarray,

@@ -107,11 +107,12 @@ def staging_table_name(output_table: str) -> str:
     return f"{output_table[:36]}_lwec_stage_{uuid.uuid4().hex[:8]}"
 
 
-def create_staging_table(engine: sa.Engine, name: str, id_type: sa.types.TypeEngine) -> None:
+def create_staging_table(engine: sa.Engine, name: str, id_type: sa.types.TypeEngine) -> sa.Table:
     table = sa.Table(name, sa.MetaData(), sa.Column("id", id_type, nullable=False),
                      sa.Column("label", sa.Integer, nullable=False))
     with engine.begin() as connection:
         table.create(connection)
+    return table
 
 
 def drop_table_quietly(engine: sa.Engine, name: str) -> None:

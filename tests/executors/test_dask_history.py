@@ -22,7 +22,7 @@ ROWS = 3000
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def database(request, tmp_path, monkeypatch):
     """(url, source table) of a fresh 3,000-row blobs table; the run is cut into four partitions."""
-    import lwec_tasks.distributed.planning as planning
+    import lwec_tasks.stages.planning as planning
 
     monkeypatch.setattr(planning, "MIN_PARTITION_ROWS", 300)
     monkeypatch.setenv(planning.PARTITION_ROWS_ENV, "800")

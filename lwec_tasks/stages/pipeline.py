@@ -1,6 +1,6 @@
 """The consensus pipeline on a Dask cluster, stage by stage, as the flow process drives it.
 
-The flow process plans partitions, sends each worker a :class:`~lwec_tasks.distributed.partitions.
+The flow process plans partitions, sends each worker a :class:`~lwec_tasks.stages.partitions.
 PartitionSpec`, and from then on only handles small things: column moments, the sample positions, the
 k-means models, the cluster sizes, the (M, n_c) entropy terms, the sparse n_c × n_c cluster graph and its
 eigenvectors, k-means partial sums, microcluster cuts, label counts. The N × d features, the N × M base
@@ -17,46 +17,43 @@ import operator
 import time
 
 import numpy as np
+import sqlalchemy as sa
 
 from lwec_tasks.core import lwgp as lwgp_core
+from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.eci import eci_from_uncertainty
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
 from lwec_tasks.core.validation import check_n_clusters
-from lwec_tasks.distributed import partitions as part
-from lwec_tasks.distributed.base_clusterings import base_plan, fit_base_model
-from lwec_tasks.distributed.cluster import DaskSession, Progress, tree_reduce
-from lwec_tasks.distributed.consensus import (
+from lwec_tasks.executors.progress import Progress, tree_reduce
+from lwec_tasks.io import ensure_latest_view, open_engine, prune_runs, staged_run_matches
+from lwec_tasks.stages import partitions as part
+from lwec_tasks.stages.base_clusterings import base_plan, fit_base_model
+from lwec_tasks.stages.consensus import (
     assemble_graph,
     check_lwea_fits,
+    choose_k,
     fit_embedding_kmeans,
     lwea_on_microclusters,
     lwgp_on_microclusters,
 )
-from lwec_tasks.distributed.planning import (
+from lwec_tasks.stages.planning import (
     RunMetadata,
-    absolute_sqlite_url,
     create_staging_table,
     drop_table_quietly,
     earlier_run_ids,
-    id_bounds,
-    id_statistics,
-    partition_count,
     publish_labels,
     staging_table_name,
 )
-from lwec_tasks.distributed.reductions import (
+from lwec_tasks.stages.read import PartitionedTable
+from lwec_tasks.stages.reductions import (
     Moments,
     add_tables,
     agreement_from_contingency,
     merge_microclusters,
     split_entropy_terms,
-    standard_scale,
 )
-from lwec_tasks.io import check_label_table, describe_source, ensure_latest_view, id_key_type, mask_url, open_engine
-from lwec_tasks.io.connection import resolve_database_url
-from lwec_tasks.io.features import plan_columns
 
 #: Rows kept (a seeded uniform sample) for the cluster map, as the local path's ``PICTURE_SAMPLE``.
 PICTURE_SAMPLE = 2_000
@@ -65,25 +62,7 @@ PICTURE_SAMPLE = 2_000
 KMEANS_TOL = 1e-4
 
 
-class DaskTable:
-    """The source table as partitions in the workers' memory.
-
-    Attributes: ``session``; ``plan`` (ColumnPlan); ``id_type`` (SQL type of the labels' id column);
-    ``database_url`` (resolved); ``specs``; ``rows`` (futures of PartitionRows, released once the base
-    clusterings are assigned); ``keys`` (futures of PartitionKeys); ``counts`` (rows per partition);
-    ``offsets`` (position of each partition's first row); ``n_rows``, ``n_read``, ``n_dropped``;
-    ``mean``, ``scale`` (standardisation); ``seconds``.
-    """
-
-    def __init__(self, **values):
-        self.__dict__.update(values)
-
-    @property
-    def n_partitions(self) -> int:
-        return len(self.specs)
-
-
-class DaskEnsemble:
+class PartitionedEnsemble:
     """The base clusterings: ``codes`` (futures of (M, n_p) int32 per-column codes) and what the local
     Ensemble knows about its clusters (``ks``, ``offsets``, ``cluster_sizes``, ``cluster_label``,
     ``cluster_column``); ``n_microclusters`` once they are counted; for the cluster map ``sample`` (S,) the
@@ -103,101 +82,21 @@ class DaskEnsemble:
         return int(self.offsets[-1])
 
 
-class DaskLabels:
+class PartitionedLabels:
     """Consensus labels: ``labels`` (futures of (n_p,) labels), ``sizes`` (rows per cluster id), ``quality``
     (NMI/ARI against ground truth, or empty); what the labelling model needs of the consensus:
     ``cluster_vectors`` (LWGP's (n_c, k) Tcut vectors, else None) and ``micro`` (LWEA's microclusters, else
-    None); ``linkage`` LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format (else None)."""
+    None); ``linkage`` LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format (else None);
+    ``k`` the number of clusters asked for (chosen, for "auto") and ``selection`` the automatic choice
+    (:class:`~lwec_tasks.core.auto_k.KSelection`, else None)."""
 
     def __init__(self, **values):
         self.cluster_vectors = None
         self.micro = None
         self.linkage = None
+        self.k = None
+        self.selection = None
         self.__dict__.update(values)
-
-
-def load_table(session: DaskSession, request, log) -> DaskTable:
-    """Reflect and check the table, partition it by id, have the workers read the partitions.
-
-    Nothing is written. Raises :class:`LwecInputError` as the local load does (missing columns, text in
-    a feature column, non-finite values, duplicate or missing ids, too few rows), and when the table has
-    no id column (partitions are id ranges).
-    """
-    started = time.perf_counter()
-    engine = open_engine(request.database_url)
-    try:
-        source = describe_source(engine, request.table)
-        plan = plan_columns(source.columns, source.numeric_columns, source.primary_key,
-                            feature_columns=request.feature_columns, id_column=request.id_column,
-                            label_column=request.label_column, table=request.table)
-        if plan.id_column is None:
-            raise LwecInputError(
-                f"table {request.table!r} has no id column (no single-column primary key, no column named 'id'); "
-                "on Dask the rows are partitioned by id ranges: pass id_column")
-        check_label_table(engine, request.resolved_output_table, request.table)
-        stats = id_statistics(engine, source, plan.id_column)
-        bounds = id_bounds(engine, source, plan.id_column, stats, partition_count(stats.n_rows, session.n_threads))
-    finally:
-        engine.dispose()
-    url = absolute_sqlite_url(resolve_database_url(request.database_url))
-    specs = [part.PartitionSpec(p, url, request.table, plan.id_column, plan.label_column, plan.feature_columns,
-                                low, high, request.chunk_size, request.drop_nonfinite)
-             for p, (low, high) in enumerate(bounds)]
-    log.info("Reading table %r of %s in %d id-range partitions on %d Dask workers (%d threads) at %s",
-             request.table, mask_url(url), len(specs), session.n_workers, session.n_threads, session.address)
-    rows = session.map(part.read_partition, specs, name="read")
-    summaries = Progress(log, "read").wait_results(session.map(part.summarise, rows, name="summarise"),
-                                                   rows_of=lambda summary: summary.n_read)
-    _refuse_nonfinite(summaries, plan.feature_columns, request.drop_nonfinite)
-    kept = [p for p, s in enumerate(summaries) if s.n_rows > 0]
-    counts = np.array([summaries[p].n_rows for p in kept], dtype=np.int64)
-    n_rows, n_read = int(counts.sum()), sum(s.n_read for s in summaries)
-    n_dropped = sum(s.n_dropped for s in summaries)
-    if n_rows < 2 * request.n_clusters:
-        dropped = f" after dropping {n_dropped} rows with non-finite features" if n_dropped else ""
-        raise LwecInputError(f"{n_rows} usable rows{dropped}, but n_clusters={request.n_clusters} needs at least "
-                             f"2·k = {2 * request.n_clusters} rows")
-    moments = Moments(0, np.zeros(len(plan.feature_columns)), np.zeros(len(plan.feature_columns)))
-    for p in kept:
-        moments = moments + summaries[p].moments
-    if request.standardize:
-        mean, scale = moments.mean, standard_scale(moments)
-    else:
-        mean, scale = np.zeros(len(plan.feature_columns)), np.ones(len(plan.feature_columns))
-    examples = np.concatenate([summaries[p].id_example for p in kept])
-    id_type = id_key_type(examples, source.table.c[plan.id_column].type)
-    rows = [rows[p] for p in kept]
-    if plan.label_like_features:
-        log.warning("Feature column(s) %s of table %r are named like a ground truth or target; if they hold labels, "
-                    "pass label_column=%r (CLI: --label-column) so they are used for NMI/ARI, not clustered on",
-                    plan.label_like_features, request.table, plan.label_like_features[0])
-    seconds = time.perf_counter() - started
-    log.info("Loaded %d rows × %d features from table %r of %s in %.2f s into %d partitions (id column: %s, "
-             "ground truth: %s%s)", n_rows, len(plan.feature_columns), request.table, mask_url(url), seconds,
-             len(kept), plan.id_column, plan.label_column or "none",
-             f"; dropped {n_dropped} rows with non-finite features" if n_dropped else "")
-    return DaskTable(
-        session=session, plan=plan, id_type=id_type, database_url=url, specs=[specs[p] for p in kept], rows=rows,
-        keys=session.map(part.keys_of, rows, name="keys"), counts=counts,
-        offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), n_rows=n_rows, n_read=n_read,
-        n_dropped=n_dropped, mean=mean, scale=scale, seconds=seconds)
-
-
-def _refuse_nonfinite(summaries, names, drop_nonfinite: bool) -> None:
-    """The local load's error for non-finite features, from the partitions' counts."""
-    nan = np.sum([s.nan_counts for s in summaries], axis=0)
-    inf = np.sum([s.inf_counts for s in summaries], axis=0)
-    n_bad_rows = sum(s.n_nonfinite for s in summaries)
-    if drop_nonfinite or n_bad_rows == 0:
-        return
-    parts = []
-    for name, n_nan, n_inf in zip(names, nan, inf):
-        if n_nan or n_inf:
-            counts = [f"{n_nan} missing/NaN" if n_nan else "", f"{n_inf} infinite" if n_inf else ""]
-            parts.append(f"column {name!r}: " + ", ".join(c for c in counts if c))
-    raise LwecInputError(
-        f"features contain non-finite values in {n_bad_rows} row(s) ({'; '.join(parts)}); "
-        "clean the table or pass drop_nonfinite=True (CLI: --drop-nonfinite) to drop those rows")
 
 
 def _local_positions(positions: np.ndarray, offsets: np.ndarray, p: int) -> np.ndarray:
@@ -206,7 +105,7 @@ def _local_positions(positions: np.ndarray, offsets: np.ndarray, p: int) -> np.n
     return positions[start:stop] - offsets[p]
 
 
-def _gather_rows(session: DaskSession, parts: list, positions: np.ndarray, offsets: np.ndarray, take, name: str,
+def _gather_rows(session, parts: list, positions: np.ndarray, offsets: np.ndarray, take, name: str,
                  **kwargs):
     """A future of the rows at sorted table ``positions``, in that order, taken from the partitions."""
     pieces = []
@@ -217,7 +116,7 @@ def _gather_rows(session: DaskSession, parts: list, positions: np.ndarray, offse
     return session.submit(part.concatenate, *pieces, name=f"{name}-concat")
 
 
-def base_clusterings(table: DaskTable, ensemble_size: int, seed: int | None, log) -> DaskEnsemble:
+def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log) -> PartitionedEnsemble:
     """M k-means base clusterings by the local rule: each model fitted on the rows the local path fits it on
     (all rows, or above ``LARGE_N`` a seeded sample per clustering), every partition assigned to the models.
 
@@ -253,7 +152,7 @@ def base_clusterings(table: DaskTable, ensemble_size: int, seed: int | None, log
         raw = session.map(part.compact_codes, raw, name="compact", lookups=lookups)
     table.rows = None  # the features are no longer needed: free the workers' memory
     ks = np.array([len(labels) for labels in present], dtype=np.int64)
-    ensemble = DaskEnsemble(
+    ensemble = PartitionedEnsemble(
         codes=raw, ks=ks, offsets=np.concatenate([[0], np.cumsum(ks)]).astype(np.int64),
         cluster_sizes=np.concatenate([s[labels] for labels, s in zip(present, sizes)]).astype(np.int64),
         cluster_label=np.concatenate(present).astype(np.int64),
@@ -275,7 +174,7 @@ def picture_positions(positions: np.ndarray, seed: int | None) -> np.ndarray:
     return np.asarray(positions, dtype=np.int64)[np.sort(chosen)]
 
 
-def sample_labels(table: DaskTable, labels: DaskLabels, positions: np.ndarray) -> np.ndarray:
+def sample_labels(table: PartitionedTable, labels: PartitionedLabels, positions: np.ndarray) -> np.ndarray:
     """The labels at sorted table ``positions`` (the cluster map's rows), taken from the partitions; (S,)."""
     if len(positions) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -283,7 +182,7 @@ def sample_labels(table: DaskTable, labels: DaskLabels, positions: np.ndarray) -
                                    "picture-labels").result(), dtype=np.int64)
 
 
-def reliability(table: DaskTable, ensemble: DaskEnsemble, theta: float, log) -> tuple[np.ndarray, np.ndarray]:
+def reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: float, log) -> tuple[np.ndarray, np.ndarray]:
     """(uncertainty H^Π, ECI) of every base cluster, from the summed pairwise contingency tables."""
     session = table.session
     tables = session.map(part.count_tables, ensemble.codes, name="contingency", ks=ensemble.ks)
@@ -304,7 +203,7 @@ class _Microclusters:
         self.table, self.size, self.index = table, size, index
 
 
-def _microclusters(table: DaskTable, ensemble: DaskEnsemble, log, for_lwea: bool) -> _Microclusters:
+def _microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log, for_lwea: bool) -> _Microclusters:
     """The distinct label rows with their counts (a distributed group-by) and each row's microcluster."""
     session = table.session
     parts = session.map(part.microclusters, ensemble.codes, name="microclusters")
@@ -321,8 +220,8 @@ def _microclusters(table: DaskTable, ensemble: DaskEnsemble, log, for_lwea: bool
     return _Microclusters(merged, size, index)
 
 
-def lwgp_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: int, seed: int | None,
-                log) -> DaskLabels:
+def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, k: int, seed: int | None,
+                log) -> PartitionedLabels:
     """LWGP: the Tcut eigenproblem on the reduced cluster graph, the embedding and k-means per partition.
 
     Follows the local :func:`lwec_tasks.core.lwgp.lwgp` regime by regime: up to ``MICROCLUSTER_LIMIT``
@@ -366,7 +265,7 @@ def lwgp_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: in
     return result
 
 
-def _kmeans_on_embedding(table: DaskTable, ensemble: DaskEnsemble, eci, cluster_vectors, k: int, seed: int,
+def _kmeans_on_embedding(table: PartitionedTable, ensemble: PartitionedEnsemble, eci, cluster_vectors, k: int, seed: int,
                          log) -> list:
     """k-means of the row-normalised embedding as the local LWGP does it on rows: the replicates on a seeded
     sample (all rows up to ``SAMPLE_THRESHOLD``), then — for a sample — Lloyd iterations on every row.
@@ -390,7 +289,7 @@ def _kmeans_on_embedding(table: DaskTable, ensemble: DaskEnsemble, eci, cluster_
     return _refine(table, embeddings, centres, log)
 
 
-def _refine(table: DaskTable, embeddings: list, centres: np.ndarray, log) -> list:
+def _refine(table: PartitionedTable, embeddings: list, centres: np.ndarray, log) -> list:
     """scikit-learn's Lloyd iterations (``KMeans(init=centres, n_init=1)``) over all partitions.
 
     Rows are centred by the global mean as scikit-learn centres them; iterations stop when no label
@@ -449,7 +348,7 @@ def _relocate(empty: np.ndarray, partials: list, sums: np.ndarray, weights: np.n
         weights[cluster] = 1
 
 
-def lwea_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: int, log) -> DaskLabels:
+def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, k: int, log) -> PartitionedLabels:
     """Exact LWEA: average linkage on the microclusters (counts as weights) on one worker, cut mapped back
     to the rows per partition; labels numbered by each cluster's first row, as locally.
 
@@ -490,7 +389,29 @@ def lwea_labels(table: DaskTable, ensemble: DaskEnsemble, eci: np.ndarray, k: in
     return result
 
 
-def _finish(table: DaskTable, labels: list, k: int, log) -> DaskLabels:
+def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, method: str,
+                     n_clusters: int | str, theta: float, seed: int | None, log) -> PartitionedLabels:
+    """LWEA or LWGP labels into ``n_clusters`` clusters, or into the k the library chooses for "auto" (the
+    choice runs as one task; the labels are then those of the fixed-k stage at the chosen k, as the library's
+    automatic choice returns them)."""
+    selection = None
+    if is_auto(n_clusters):
+        started = time.perf_counter()
+        selection = table.session.submit(choose_k, ensemble.codes, method, theta, seed, name="choose-k").result()
+        n_clusters = int(selection.k)
+        best = int(np.argmax(selection.scores))
+        log.info("Chose k=%d among k=%d..%d by %s (%.4f) in %.2f s", n_clusters, int(selection.ks.min()),
+                 int(selection.ks.max()), selection.criterion, float(selection.scores[best]),
+                 time.perf_counter() - started)
+    if method == "lwea":
+        result = lwea_labels(table, ensemble, eci, n_clusters, log)
+    else:
+        result = lwgp_labels(table, ensemble, eci, n_clusters, seed, log)
+    result.k, result.selection = int(n_clusters), selection
+    return result
+
+
+def _finish(table: PartitionedTable, labels: list, k: int, log) -> PartitionedLabels:
     """Cluster sizes and agreement with the ground truth, from per-partition counts."""
     session = table.session
     progress = Progress(log, "consensus labels")
@@ -505,7 +426,7 @@ def _finish(table: DaskTable, labels: list, k: int, log) -> DaskLabels:
             quality = agreement_from_contingency(contingency.unstack(fill_value=0).to_numpy())
     log.info("Consensus: %d clusters (requested %d); sizes from %d to %d", int((sizes > 0).sum()), k,
              int(sizes[sizes > 0].min()), int(sizes.max()))
-    return DaskLabels(labels=labels, sizes=sizes, quality=quality)
+    return PartitionedLabels(labels=labels, sizes=sizes, quality=quality)
 
 
 #: LWEA's labelling model keeps the microcluster lookup (see :mod:`lwec_tasks.core.placement`) up to this many
@@ -513,7 +434,7 @@ def _finish(table: DaskTable, labels: list, k: int, log) -> DaskLabels:
 MODEL_MICROCLUSTER_LIMIT = 1_000_000
 
 
-def labelling_model(table: DaskTable, ensemble: DaskEnsemble, labels: DaskLabels, eci: np.ndarray, method: str,
+def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels, eci: np.ndarray, method: str,
                     theta: float, n_clusters: int, seed: int | None, standardize: bool, log):
     """The run's :class:`~lwec_tasks.core.placement.Placement` for the written ``labels``, as
     :func:`~lwec_tasks.core.placement.build_placement` builds it locally, from small reductions: the base
@@ -573,7 +494,7 @@ def labelling_model(table: DaskTable, ensemble: DaskEnsemble, labels: DaskLabels
     return placement, share
 
 
-class DaskStableIds:
+class StableIds:
     """The ids a Dask run writes: ``ids`` (k,) the id of each consensus cluster 0..k−1, ``aligned_to`` the
     earlier run's key (None: none, or turned off), ``agreement`` the share of the objects both runs labelled
     that keep their id (None without an earlier run or shared object), ``n_shared`` those objects."""
@@ -583,8 +504,8 @@ class DaskStableIds:
         self.ids, self.aligned_to, self.agreement, self.n_shared = ids, aligned_to, agreement, n_shared
 
 
-def stable_ids(table: DaskTable, labels: DaskLabels, output_table: str, source_table: str, run_key: str,
-               log) -> tuple[DaskLabels, DaskStableIds]:
+def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table: str, source_table: str, run_key: str,
+               log) -> tuple[PartitionedLabels, StableIds]:
     """Renumber the labels to agree with the source table's latest earlier run in ``output_table``, as the
     local path does (:func:`lwec_tasks.core.renumber.match_clusters`), without the ids leaving the workers.
 
@@ -604,7 +525,7 @@ def stable_ids(table: DaskTable, labels: DaskLabels, output_table: str, source_t
         engine.dispose()
     if earlier is None:
         log.info("No earlier run of table %r in %r: cluster ids are 0..%d", source_table, output_table, k - 1)
-        return labels, DaskStableIds(np.arange(k, dtype=np.int64))
+        return labels, StableIds(np.arange(k, dtype=np.int64))
     overlaps = session.map(part.previous_overlap, table.specs, table.keys, labels.labels, name="earlier-overlap",
                            labels_table=output_table, run_key=earlier.run_key, k=k)
     Progress(log, f"overlap with run {earlier.run_key!r}").wait(overlaps, rows=table.counts)
@@ -624,38 +545,47 @@ def stable_ids(table: DaskTable, labels: DaskLabels, output_table: str, source_t
     renamed = session.map(part.lookup, labels.labels, name="stable-ids", values=shared_ids)
     sizes = np.zeros(int(ids.max()) + 1, dtype=labels.sizes.dtype)
     sizes[ids] = labels.sizes
-    return (DaskLabels(**{**labels.__dict__, "labels": renamed, "sizes": sizes}),
-            DaskStableIds(ids, earlier.run_key, agreement, matching.n_shared))
+    return (PartitionedLabels(**{**labels.__dict__, "labels": renamed, "sizes": sizes}),
+            StableIds(ids, earlier.run_key, agreement, matching.n_shared))
 
 
-def write_labels(table: DaskTable, labels: DaskLabels, output_table: str, run: RunMetadata, log,
+def write_labels(table: PartitionedTable, labels: PartitionedLabels, output_table: str, run: RunMetadata, log,
                  keep_runs: int | None = None) -> int:
-    """Workers insert their labels into a fresh staging table; one transaction then replaces the run key's
-    rows of the labels table with them and, with ``keep_runs``, deletes the source table's runs beyond the
-    ``keep_runs`` most recent. The staging table is dropped in every case; when any worker fails, the labels
-    table is left as it was. Afterwards the view ``<output_table>_latest`` is created if missing."""
+    """Each partition's labels go into a fresh staging table; one transaction then replaces the run key's rows
+    of the labels table with them and, with ``keep_runs``, deletes the source table's runs beyond the
+    ``keep_runs`` most recent. The staging table is dropped in every case; when any partition fails, the
+    labels table is left as it was. Afterwards the view ``<output_table>_latest`` is created if missing.
+
+    When the labels table already holds exactly these rows under this run key, with the same parameters
+    (a rerun after a failure further on, e.g. at the MLflow step), nothing is rewritten and 0 is returned.
+    """
     session = table.session
+    id_type = table.id_type if table.id_type is not None else sa.BigInteger()
     engine = open_engine(table.database_url)
     staging = staging_table_name(output_table)
+    started = time.perf_counter()
     try:
-        create_staging_table(engine, staging, table.id_type)
+        staged = create_staging_table(engine, staging, id_type)
         writes = [session.submit(part.write_partition, table.database_url, staging, keys, values, name="write")
                   for keys, values in zip(table.keys, labels.labels)]
         Progress(log, "write labels to the staging table").wait(writes, rows=table.counts, settle=True)
-        started = time.perf_counter()
-        written, pruned = publish_labels(engine, output_table, staging, table.id_type, run, table.n_rows,
-                                         keep_runs=keep_runs)
-        log.info("Published %d labels from the staging table into %r in one transaction (%.2f s)%s", written,
-                 output_table, time.perf_counter() - started,
-                 f"; deleted {len(pruned)} run(s) of {run.source_table!r} beyond the latest {keep_runs}"
-                 if pruned else "")
-    finally:
-        drop_table_quietly(engine, staging)
-        engine.dispose()
-    engine = open_engine(table.database_url)
-    try:
+        if staged_run_matches(engine, output_table, staged, run, table.n_rows):
+            if keep_runs is not None:
+                prune_runs(engine, output_table, run.source_table, keep_runs, keep_run_key=run.run_key)
+            log.info("Labels for run key %r already in table %r; not rewritten (checked in %.2f s)", run.run_key,
+                     output_table, time.perf_counter() - started)
+            written = 0
+        else:
+            written, pruned = publish_labels(engine, output_table, staging, id_type, run, table.n_rows,
+                                             keep_runs=keep_runs)
+            log.info("Wrote %d labels to table %r in %.2f s (%.0f rows/s; run key %r, earlier rows of this key "
+                     "replaced in one transaction)%s", written, output_table, time.perf_counter() - started,
+                     written / max(time.perf_counter() - started, 1e-9), run.run_key,
+                     f"; deleted {len(pruned)} run(s) of {run.source_table!r} beyond the latest {keep_runs}"
+                     if pruned else "")
         view = ensure_latest_view(engine, output_table)
     finally:
+        drop_table_quietly(engine, staging)
         engine.dispose()
     log.info("View %r shows the latest run of each source table in %r", view, output_table)
     return written

@@ -9,11 +9,11 @@ import scipy.sparse as sp
 from lwec_tasks import Ensemble, ari, generate_base_clusterings, lwea, nmi
 from lwec_tasks.core.eci import ensemble_uncertainty
 from lwec_tasks.core.lwgp import normalised_cluster_graph
-from lwec_tasks.distributed import partitions as part
-from lwec_tasks.distributed.base_clusterings import assign_base_labels, base_plan, fit_base_model
-from lwec_tasks.distributed.consensus import assemble_graph, lwea_on_microclusters
-from lwec_tasks.distributed.planning import partition_count
-from lwec_tasks.distributed.reductions import (
+from lwec_tasks.stages import partitions as part
+from lwec_tasks.stages.base_clusterings import assign_base_labels, base_plan, fit_base_model
+from lwec_tasks.stages.consensus import assemble_graph, lwea_on_microclusters
+from lwec_tasks.stages.planning import partition_count
+from lwec_tasks.stages.reductions import (
     Moments,
     add_tables,
     agreement_from_contingency,
@@ -113,7 +113,7 @@ def chunks_of(ensemble, bounds):
 
 def test_the_cluster_map_sample_is_the_local_runs_and_its_labels_are_taken_at_its_positions():
     from lwec_tasks.core.seeds import base_seed
-    from lwec_tasks.distributed.pipeline import PICTURE_SAMPLE, DaskLabels, DaskTable, picture_positions, sample_labels
+    from lwec_tasks.stages.pipeline import PICTURE_SAMPLE, DaskLabels, DaskTable, picture_positions, sample_labels
     from lwec_tasks.tasks.cluster import PICTURE_SAMPLE as LOCAL_PICTURE_SAMPLE
 
     assert PICTURE_SAMPLE == LOCAL_PICTURE_SAMPLE
@@ -135,7 +135,7 @@ def test_the_cluster_map_sample_is_the_local_runs_and_its_labels_are_taken_at_it
 
 
 class _InProcess:
-    """The part of a DaskSession that :func:`~lwec_tasks.distributed.pipeline.sample_labels` uses, run in-process."""
+    """The part of a DaskSession that :func:`~lwec_tasks.stages.pipeline.sample_labels` uses, run in-process."""
 
     def submit(self, function, *args, name=None, **kwargs):
         return _Done(function(*(a.result() if isinstance(a, _Done) else a for a in args), **kwargs))

@@ -5,7 +5,7 @@ pieces: column moments, the pairwise contingency tables of the base clusterings,
 Wy = Bᵀ Dx⁻¹ B, the distinct label rows (microclusters) with their counts, k-means partial sums, the
 contingency table of labels against ground truth. The functions here build and combine those pieces; they
 are plain numpy/scipy and run wherever Dask puts them. Combining always happens in a fixed order (see
-:func:`lwec_tasks.distributed.cluster.tree_reduce`), so floating-point sums do not depend on scheduling.
+:func:`lwec_tasks.executors.dask.tree_reduce`), so floating-point sums do not depend on scheduling.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The cluster graph is assembled from its summed blocks, LWEA runs on the microcluster table, and LWGP's
 k-means is fitted on microclusters or on a sample of embedded rows — each with the numeric core's own
-functions, so the results are those of the local path on the same inputs.
+functions, so the results are the library's on the same inputs. The automatic choice of k is the library's
+(:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings gathered from the partitions.
 """
 
 from __future__ import annotations
@@ -10,17 +11,18 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from lwec_tasks.core.auto_k import KSelection, select_k
 from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.lwgp import _kmeans, partition_embedding
 from lwec_tasks.core.memory import ensure_fits
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
-from lwec_tasks.distributed.reductions import Microclusters, assemble_normalised_graph
+from lwec_tasks.stages.reductions import Microclusters, assemble_normalised_graph
 
 
 def assemble_graph(parts: list, offsets: np.ndarray, factors: np.ndarray):
     """The normalised cluster graph (sparse CSR) from the summed output of
-    :func:`lwec_tasks.distributed.partitions.graph_blocks`."""
+    :func:`lwec_tasks.stages.partitions.graph_blocks`."""
     n_columns = len(offsets) - 1
     return assemble_normalised_graph(parts[n_columns:], parts[:n_columns], offsets, factors)
 
@@ -88,3 +90,10 @@ def fit_embedding_kmeans(sample: np.ndarray, k: int, seed: int) -> np.ndarray:
     """LWGP's k-means (the core's settings: replicates, iterations) on a sample of embedded rows; (k, r) centres."""
     with threadpool_limits(1):
         return _kmeans(int(k), int(seed)).fit(np.ascontiguousarray(sample)).cluster_centers_
+
+
+def choose_k(codes: list[np.ndarray], method: str, theta: float, seed: int | None) -> KSelection:
+    """The library's choice of k for ``method`` on the base clusterings: ``codes`` are the partitions' (M, n_p)
+    label codes in table order. Needs the (N, M) labels in one place (4·N·M bytes) and the library's time."""
+    labels = np.concatenate(codes, axis=1).T
+    return select_k(labels, method, theta, random_state=seed)

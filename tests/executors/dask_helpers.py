@@ -1,7 +1,7 @@
 """Helpers of the Dask tests: feature tables, labels read-back, and worker plugins that make a worker fail.
 
 The plugins are imported by the worker processes (this folder is on their ``sys.path``, inherited from
-the test process), where they patch a function of :mod:`lwec_tasks.distributed.partitions` or the
+the test process), where they patch a function of :mod:`lwec_tasks.stages.partitions` or the
 environment for as long as they are registered.
 """
 
@@ -71,7 +71,7 @@ class FailingWrites(WorkerPlugin):
         self.bad_id = bad_id
 
     def setup(self, worker):
-        from lwec_tasks.distributed import partitions
+        from lwec_tasks.stages import partitions
 
         self.original = partitions.write_partition
         original, bad_id = self.original, self.bad_id
@@ -84,7 +84,7 @@ class FailingWrites(WorkerPlugin):
         partitions.write_partition = write_partition
 
     def teardown(self, worker):
-        from lwec_tasks.distributed import partitions
+        from lwec_tasks.stages import partitions
 
         partitions.write_partition = self.original
 

@@ -1,0 +1,101 @@
+"""The in-process executor: the pipeline's partition functions run in this process, on a thread pool.
+
+It offers what :class:`~lwec_tasks.executors.dask.DaskSession` offers (``submit``, ``map``, ``gather``,
+``share``), so every stage is written once. Tasks run when submitted; a handle (:class:`Done`) holds the
+result, so nothing waits on a scheduler. ``map`` runs one task per partition on a pool of one thread per
+core (numpy, numba and scikit-learn release the GIL in their loops); a single partition runs on the
+calling thread, so a small table pays for no pool at all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from threadpoolctl import threadpool_limits
+
+_keys = itertools.count()
+
+
+class Done:
+    """A finished in-process task, read like a Dask future: ``result()``, ``key``, ``status``."""
+
+    __slots__ = ("key", "_value")
+
+    status = "finished"
+
+    def __init__(self, value, name: str):
+        self.key = f"{name}-{next(_keys)}"
+        self._value = value
+
+    def result(self):
+        return self._value
+
+
+def _resolved(value):
+    """``value`` with every :class:`Done` in it (also inside lists, tuples and dicts) replaced by its result."""
+    if isinstance(value, Done):
+        return value.result()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_resolved(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _resolved(v) for k, v in value.items()}
+    return value
+
+
+class InProcess:
+    """Runs partition functions in this process; ``n_threads`` of them at a time (default: every core)."""
+
+    name = "in-process"
+    address = None
+    n_workers = 1
+
+    def __init__(self, n_threads: int | None = None):
+        self.n_threads = max(1, n_threads or len(os.sched_getaffinity(0)))
+        self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="lwec") if self.n_threads > 1 else None
+
+    def submit(self, function: Callable, *args, name: str | None = None, **kwargs) -> Done:
+        return Done(function(*_resolved(args), **_resolved(kwargs)), name or function.__name__)
+
+    def map(self, function: Callable, *iterables, name: str | None = None, **kwargs) -> list[Done]:
+        """``function(*items, **kwargs)`` over the zipped ``iterables``, in parallel when there are several."""
+        calls = [_resolved(items) for items in zip(*iterables)]
+        kwargs = _resolved(kwargs)
+        name = name or function.__name__
+        if self._pool is None or len(calls) < 2:
+            return [Done(function(*items, **kwargs), name) for items in calls]
+        # One BLAS/OpenMP thread per task while the pool's threads share the cores.
+        with threadpool_limits(1):
+            results = list(self._pool.map(lambda items: function(*items, **kwargs), calls))
+        return [Done(result, name) for result in results]
+
+    def gather(self, handles):
+        if isinstance(handles, Done):
+            return handles.result()
+        return [h.result() if isinstance(h, Done) else h for h in handles]
+
+    def share(self, value):
+        return value
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+@contextmanager
+def in_process(n_threads: int | None = None) -> Iterator[InProcess]:
+    """An :class:`InProcess` executor whose thread pool is shut down on exit."""
+    executor = InProcess(n_threads)
+    try:
+        yield executor
+    finally:
+        executor.close()
+
+
+def as_completed(handles: list, with_results: bool = False):
+    """The handles (with their results) in the order they finished: for finished handles, their order."""
+    for handle in handles:
+        yield (handle, handle.result()) if with_results else handle

@@ -1,0 +1,147 @@
+"""Stage: read the source table into partitions held by the executor, checked as one table.
+
+The flow process runs the checks of :func:`lwec_tasks.preflight.plan_consensus_read` (the command line
+ran them before Prefect started), plans id-range partitions, and from then on sees only per-partition
+summaries: row counts, non-finite counts, column moments, an id example. A table without an id column is
+read as one partition sorted by every column read; its ids are the row positions in that order.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.executors.progress import Progress
+from lwec_tasks.io import check_label_table, id_key_type, mask_url, open_engine
+from lwec_tasks.io.connection import resolve_database_url
+from lwec_tasks.io.features import _nonfinite_counts_message, _useless_columns_message
+from lwec_tasks.preflight import plan_consensus_read
+from lwec_tasks.stages import partitions as part
+from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, id_statistics, partition_count
+from lwec_tasks.stages.reductions import Moments, standard_scale
+
+
+class PartitionedTable:
+    """The source table as partitions in the executor's memory.
+
+    Attributes: ``session`` (the executor); ``plan`` (ColumnPlan); ``id_type`` (SQL type of the labels' id
+    column; None: row positions); ``database_url`` (resolved); ``specs``; ``rows`` (handles of
+    PartitionRows, released once the base clusterings are assigned); ``keys`` (handles of PartitionKeys);
+    ``counts`` (rows per partition); ``offsets`` (position of each partition's first row); ``n_rows``,
+    ``n_read``, ``n_dropped``; ``mean``, ``scale`` (standardisation); ``seconds``.
+    """
+
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+    @property
+    def n_partitions(self) -> int:
+        return len(self.specs)
+
+
+def load_table(session, request, log) -> PartitionedTable:
+    """Check the table and the output table, plan the partitions, have the executor read them.
+
+    Nothing is written. Raises :class:`LwecInputError` on bad input (missing columns, text in a feature
+    column, a feature column without a finite value, non-finite values unless ``drop_nonfinite``,
+    duplicate or missing ids, too few rows).
+    """
+    started = time.perf_counter()
+    k_min = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
+    engine = open_engine(request.database_url)
+    try:
+        planned = plan_consensus_read(engine, request)
+        plan = planned.columns
+        n_partitions = partition_count(planned.n_rows, session.n_threads) if plan.id_column else 1
+        if n_partitions > 1:
+            stats = id_statistics(engine, planned.source, plan.id_column)
+            bounds = id_bounds(engine, planned.source, plan.id_column, stats, n_partitions)
+        else:
+            bounds = [(None, None)]
+    finally:
+        engine.dispose()
+    url = absolute_sqlite_url(resolve_database_url(request.database_url))
+    specs = [part.PartitionSpec(p, url, request.table, plan.id_column, plan.label_column, plan.feature_columns,
+                                low, high, request.chunk_size, request.drop_nonfinite)
+             for p, (low, high) in enumerate(bounds)]
+    if session.address:
+        log.info("Reading table %r of %s in %d id-range partitions on %d Dask workers (%d threads) at %s",
+                 request.table, mask_url(url), len(specs), session.n_workers, session.n_threads, session.address)
+    rows = session.map(part.read_partition, specs, name="read")
+    summaries = Progress(log, "read").wait_results(session.map(part.summarise, rows, name="summarise"),
+                                                   rows_of=lambda summary: summary.n_read)
+    n_read = sum(s.n_read for s in summaries)
+    _refuse_unusable(summaries, plan.feature_columns, request.drop_nonfinite, request.table, n_read)
+    kept = [p for p, s in enumerate(summaries) if s.n_rows > 0]
+    counts = np.array([summaries[p].n_rows for p in kept], dtype=np.int64)
+    n_rows, n_dropped = int(counts.sum()), sum(s.n_dropped for s in summaries)
+    if n_rows < 2 * k_min:
+        dropped = f" after dropping {n_dropped} rows with non-finite features" if n_dropped else ""
+        raise LwecInputError(f"table {request.table!r} has only {n_rows} usable rows{dropped}, but n_clusters={k_min} "
+                             f"needs at least 2·k = {2 * k_min} rows")
+    d = len(plan.feature_columns)
+    moments = sum((summaries[p].moments for p in kept), Moments(0, np.zeros(d), np.zeros(d)))
+    mean, scale = (moments.mean, standard_scale(moments)) if request.standardize else (np.zeros(d), np.ones(d))
+    id_type = None
+    if plan.id_column:
+        # A column without a usable declared type (SQLite `create table t (id, ...)`) gets one inferred from
+        # its values, and the labels table's ids must be of the same kind.
+        examples = np.concatenate([summaries[p].id_example for p in kept])
+        id_type = id_key_type(examples, planned.id_type)
+        if planned.source.kinds.get(plan.id_column) == "untyped":
+            engine = open_engine(request.database_url)
+            try:
+                check_label_table(engine, planned.output_table, request.table, id_type=id_type,
+                                  id_column=plan.id_column)
+            finally:
+                engine.dispose()
+    _log_columns(log, request.table, plan, summaries, n_read)
+    seconds = time.perf_counter() - started
+    log.info("Loaded %d rows × %d features from table %r of %s in %.2f s (%.0f rows/s; %d partition%s; id column: "
+             "%s, ground truth: %s%s)", n_rows, d, request.table, mask_url(url), seconds,
+             n_read / max(seconds, 1e-9), len(kept), "s" if len(kept) != 1 else "", plan.id_column or "row position",
+             plan.label_column or "none",
+             f"; dropped {n_dropped} rows with non-finite features" if n_dropped else "")
+    return PartitionedTable(
+        session=session, plan=plan, id_type=id_type, database_url=url, specs=[specs[p] for p in kept],
+        rows=[rows[p] for p in kept], keys=session.map(part.keys_of, [rows[p] for p in kept], name="keys"),
+        counts=counts, offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), n_rows=n_rows,
+        n_read=n_read, n_dropped=n_dropped, mean=mean, scale=scale, seconds=seconds)
+
+
+def _refuse_unusable(summaries, names, drop_nonfinite: bool, table: str, n_read: int) -> None:
+    """The errors for feature columns without a finite value and for non-finite features, from the counts."""
+    nan = np.sum([s.nan_counts for s in summaries], axis=0)
+    inf = np.sum([s.inf_counts for s in summaries], axis=0)
+    useless = [name for name, bad in zip(names, nan + inf) if bad == n_read]
+    if useless:
+        raise LwecInputError(_useless_columns_message(table, names, useless))
+    n_bad_rows = sum(s.n_nonfinite for s in summaries)
+    if n_bad_rows and not drop_nonfinite:
+        raise LwecInputError(_nonfinite_counts_message(names, nan, inf, n_bad_rows))
+
+
+def _log_columns(log, table: str, plan, summaries, n_read: int) -> None:
+    """Which columns are clustered on and why others are not; warnings for keys and labels among the features."""
+    log.info("Table %r: %s", table, plan.describe())
+    distinct = set(plan.feature_columns)
+    for s in summaries:
+        distinct &= set(s.distinct_integer_columns)
+    for name in plan.feature_columns:
+        why = [w for w, hit in (("named like a key", name in plan.key_like_features),
+                                (f"an integer with a distinct value in each of the {n_read} rows",
+                                 name in distinct and n_read > 1)) if hit]
+        if why:
+            log.warning("Feature column %r of table %r looks like a key (%s), not a measurement: clustering on it "
+                        "groups rows by their key; leave it out (feature_columns=%r) or pass id_column=%r", name, table,
+                        " and ".join(why), [c for c in plan.feature_columns if c != name] or None, name)
+    if plan.label_like_features:
+        log.warning("Feature column(s) %s of table %r are named like a ground truth or target; if they hold labels, "
+                    "pass label_column=%r (CLI: --label-column) so they are used for NMI/ARI, not clustered on",
+                    plan.label_like_features, table, plan.label_like_features[0])
+    if not plan.id_column:
+        log.warning("Table %r has no id column (no single-column primary key, no column named 'id'): ids in the "
+                    "labels table are row positions after sorting the rows by %s; pass id_column to key them by a "
+                    "column", table, ", ".join(plan.columns_to_read))

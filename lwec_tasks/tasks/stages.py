@@ -1,0 +1,106 @@
+"""Prefect tasks of the consensus pipeline: one per stage, thin wrappers over :mod:`lwec_tasks.stages`.
+
+The same tasks run on either executor (:mod:`lwec_tasks.executors`): in-process, or the workers of a Dask
+cluster. The flow process keeps only small reduced results; the features, base labels and labels stay in
+the executor's partitions until they are written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
+
+from lwec_tasks.core.placement import Placement
+from lwec_tasks.io import mask_url
+from lwec_tasks.io.run_metadata import RunMetadata
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.stages.pipeline import (
+    PartitionedEnsemble,
+    PartitionedLabels,
+    StableIds,
+    base_clusterings,
+    consensus_labels,
+    labelling_model,
+    reliability,
+    stable_ids,
+    write_labels,
+)
+from lwec_tasks.stages.read import PartitionedTable, load_table
+from lwec_tasks.tasks.retry import database_task
+from lwec_tasks.tasks.timings import record_stage_time
+
+
+@dataclass(frozen=True)
+class ClusterReliability:
+    """Per-base-cluster uncertainty H^Π (bits) and ECI, each shape (n_c,), in the ensemble's cluster order."""
+
+    uncertainty: np.ndarray
+    eci: np.ndarray
+
+
+@database_task("load-features", on_completion=[record_stage_time])
+def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
+    """Check the table and have the executor read it in partitions (kept in its memory).
+
+    The checks are :func:`lwec_tasks.preflight.plan_consensus_read`'s (the command line runs them before
+    Prefect starts). Nothing is written. Raises :class:`~lwec_tasks.core.errors.LwecInputError` on bad input
+    and :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the database does not answer.
+    """
+    return load_table(executor, request, get_run_logger())
+
+
+@task(name="generate-base-clusterings", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def generate_ensemble(table: PartitionedTable, request: ConsensusRequest) -> PartitionedEnsemble:
+    """M k-means base clusterings: fitted on the library's rows (all, or a seeded sample), every row assigned."""
+    return base_clusterings(table, request.ensemble_size, request.seed, get_run_logger())
+
+
+@task(name="ensemble-driven-cluster-index", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def cluster_reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: float) -> ClusterReliability:
+    """Uncertainty and ECI of every base cluster (paper Defs. 3–5), from contingency tables summed over partitions."""
+    return ClusterReliability(*reliability(table, ensemble, theta, get_run_logger()))
+
+
+@task(name="consensus", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def consensus(table: PartitionedTable, ensemble: PartitionedEnsemble, cluster_reliability: ClusterReliability,
+              request: ConsensusRequest) -> PartitionedLabels:
+    """LWEA or LWGP labels (k given or chosen, ``n_clusters="auto"``), kept in the partitions."""
+    return consensus_labels(table, ensemble, cluster_reliability.eci, request.method, request.n_clusters,
+                            request.theta, request.seed, get_run_logger())
+
+
+@database_task("stable-cluster-ids", on_completion=[record_stage_time])
+def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels,
+                       request: ConsensusRequest) -> tuple[PartitionedLabels, StableIds]:
+    """Renumber the labels to agree with the source table's latest earlier run (unless ``stable_ids`` is off)."""
+    if not request.stable_ids:
+        return labels, StableIds(np.arange(len(labels.sizes), dtype=np.int64))
+    return stable_ids(table, labels, request.resolved_output_table, request.table, request.run_key,
+                      get_run_logger())
+
+
+@database_task("write-labels", on_completion=[record_stage_time])
+def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request: ConsensusRequest) -> int:
+    """Stage the partitions' labels; one transaction replaces the run key's rows and prunes the source table's
+    runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view.
+    Returns the rows written (0 when the table already held exactly these labels under this run key)."""
+    run = RunMetadata(run_key=request.run_key, k=labels.k, method=request.method, theta=request.theta,
+                      ensemble_size=request.ensemble_size, seed=request.seed, source_table=request.table,
+                      flow_run_id=flow_run.id)
+    log = get_run_logger()
+    written = write_labels(table, labels, request.resolved_output_table, run, log, keep_runs=request.keep_runs)
+    log.info("Labels of run key %r are in table %r of %s", request.run_key, request.resolved_output_table,
+             mask_url(request.database_url))
+    return written
+
+
+@task(name="build-labelling-model", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+def build_labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
+                          cluster_reliability: ClusterReliability, request: ConsensusRequest) -> tuple[Placement, float]:
+    """The run's labelling model (a Placement writing the stored ids) and the share of rows it gives back."""
+    return labelling_model(table, ensemble, labels, cluster_reliability.eci, request.method, request.theta,
+                           labels.k, request.seed, request.standardize, get_run_logger())
