@@ -14,10 +14,10 @@ before anything is written. The model is looked up in the MLflow store of
 
 from __future__ import annotations
 
-import numpy as np
 from prefect import flow, get_run_logger
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.executors import open_executor
 from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, parse_table_name
 from lwec_tasks.tasks.assign import (
     assign_run_key,
@@ -39,6 +39,7 @@ def assign_flow(
     feature_columns: list[str] | None = None,
     id_column: str | None = None,
     output_table: str | None = None,
+    dask_address: str | None = None,
 ) -> dict:
     """Label the rows of ``table`` with the consensus model at ``model_uri``.
 
@@ -55,17 +56,19 @@ def assign_flow(
             else row positions.
         output_table: Table receiving the labels (table or schema.table); default <table>_lwec_labels in the
             table's schema.
+        dask_address: Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786; the rows are then read,
+            placed and written by its workers (default: in this process, a thread per core).
     """
-    _check_parameters(database_url, table, model_uri, id_column)
+    _check_parameters(database_url, table, model_uri, id_column, dask_address)
     table = str(parse_table_name(table))
     output_table = check_new_table_name(output_table) if output_table is not None else default_output_table(table)
     placement = load_model(model_uri)
     columns = check_feature_columns(placement, feature_columns)
-    rows = read_rows_to_label(database_url, table, columns, id_column, output_table)
-    labels = place_rows(placement, rows)
     run_key = assign_run_key(placement, table)
-    written = write_assigned_labels(database_url, table, output_table, run_key, placement, rows, labels)
-    ids, counts = (values.tolist() for values in np.unique(labels, return_counts=True))
+    with open_executor(dask_address) as executor:
+        rows = read_rows_to_label(executor, database_url, table, columns, id_column, output_table)
+        labels, counts = place_rows(placement, rows)
+        written = write_assigned_labels(rows, table, output_table, run_key, placement, labels)
     get_run_logger().info("Labelled %d rows of table %r (%s) with model %s → table %r, run key %r",
                           written, table, mask_url(database_url), model_uri, output_table, run_key)
     return {
@@ -76,13 +79,15 @@ def assign_flow(
         "method": placement.method,
         "n_clusters": placement.n_clusters,
         "feature_columns": list(placement.feature_columns),
-        "counts": dict(zip(ids, counts)),
+        "counts": counts,
     }
 
 
-def _check_parameters(database_url, table, model_uri, id_column) -> None:
+def _check_parameters(database_url, table, model_uri, id_column, dask_address) -> None:
     for name, value in (("database_url", database_url), ("table", table), ("model_uri", model_uri)):
         if not isinstance(value, str) or not value.strip():
             raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
+    if dask_address is not None and (not isinstance(dask_address, str) or not dask_address.strip()):
+        raise LwecInputError(f"dask_address must be a scheduler address such as tcp://host:8786, got {dask_address!r}")
     if id_column is not None and (not isinstance(id_column, str) or not id_column):
         raise LwecInputError(f"id_column must be a column name or None, got {id_column!r}")

@@ -334,6 +334,12 @@ def renumber(raw: np.ndarray, ids: np.ndarray, labels: np.ndarray) -> np.ndarray
     return labels[np.searchsorted(ids, raw)]
 
 
+def place_partition(rows: PartitionRows, placement) -> np.ndarray:
+    """The labelling model's cluster id of each of the partition's rows (raw features), (n,) int64."""
+    with threadpool_limits(1):
+        return placement.predict(rows.X)
+
+
 def label_sizes(labels: np.ndarray, k: int) -> np.ndarray:
     return np.bincount(labels, minlength=k)
 

@@ -549,9 +549,9 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
             StableIds(ids, earlier.run_key, agreement, matching.n_shared))
 
 
-def write_labels(table: PartitionedTable, labels: PartitionedLabels, output_table: str, run: RunMetadata, log,
+def write_labels(table: PartitionedTable, labels: list, output_table: str, run: RunMetadata, log,
                  keep_runs: int | None = None) -> int:
-    """Each partition's labels go into a fresh staging table; one transaction then replaces the run key's rows
+    """Each partition's labels (``labels``: one handle of (n_p,) ids per partition) go into a fresh staging table; one transaction then replaces the run key's rows
     of the labels table with them and, with ``keep_runs``, deletes the source table's runs beyond the
     ``keep_runs`` most recent. The staging table is dropped in every case; when any partition fails, the
     labels table is left as it was. Afterwards the view ``<output_table>_latest`` is created if missing.
@@ -567,7 +567,7 @@ def write_labels(table: PartitionedTable, labels: PartitionedLabels, output_tabl
     try:
         staged = create_staging_table(engine, staging, id_type)
         writes = [session.submit(part.write_partition, table.database_url, staging, keys, values, name="write")
-                  for keys, values in zip(table.keys, labels.labels)]
+                  for keys, values in zip(table.keys, labels)]
         Progress(log, "write labels to the staging table").wait(writes, rows=table.counts, settle=True)
         if staged_run_matches(engine, output_table, staged, run, table.n_rows):
             if keep_runs is not None:

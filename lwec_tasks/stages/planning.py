@@ -139,12 +139,12 @@ def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
     """The most recent run of ``source_table`` in ``labels_table`` other than ``exclude_run_key`` (recency as
     :func:`lwec_tasks.io.history.runs_by_recency` orders runs), with its distinct labels; None when the table
     does not exist or holds no such run. Two small queries: one row, then one row per cluster."""
-    from lwec_tasks.io.history import labels_table_clause, runs_by_recency
+    from lwec_tasks.io.history import _is_labels_table, labels_table_clause, runs_by_recency
 
     table = labels_table_clause(labels_table)
     try:
         with engine.connect() as connection:
-            if not sa.inspect(connection).has_table(labels_table):
+            if not _is_labels_table(connection, labels_table):
                 return None
             run_key = connection.execute(runs_by_recency(labels_table, source_table, exclude_run_key).limit(1)).scalar()
             if run_key is None:

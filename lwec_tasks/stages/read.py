@@ -53,62 +53,76 @@ def load_table(session, request, log) -> PartitionedTable:
     engine = open_engine(request.database_url)
     try:
         planned = plan_consensus_read(engine, request)
-        plan = planned.columns
-        n_partitions = partition_count(planned.n_rows, session.n_threads) if plan.id_column else 1
-        if n_partitions > 1:
-            stats = id_statistics(engine, planned.source, plan.id_column)
-            bounds = id_bounds(engine, planned.source, plan.id_column, stats, n_partitions)
-        else:
-            bounds = [(None, None)]
     finally:
         engine.dispose()
-    url = absolute_sqlite_url(resolve_database_url(request.database_url))
-    specs = [part.PartitionSpec(p, url, request.table, plan.id_column, plan.label_column, plan.feature_columns,
-                                low, high, request.chunk_size, request.drop_nonfinite)
+    table, summaries = read_partitions(session, request.database_url, request.table, planned, request.chunk_size,
+                                       request.drop_nonfinite, log)
+    plan = planned.columns
+    _refuse_unusable(summaries, plan.feature_columns, request.drop_nonfinite, request.table, table.n_read)
+    if table.n_rows < 2 * k_min:
+        dropped = f" after dropping {table.n_dropped} rows with non-finite features" if table.n_dropped else ""
+        raise LwecInputError(f"table {request.table!r} has only {table.n_rows} usable rows{dropped}, but "
+                             f"n_clusters={k_min} needs at least 2·k = {2 * k_min} rows")
+    d = len(plan.feature_columns)
+    moments = sum((s.moments for s in summaries), Moments(0, np.zeros(d), np.zeros(d)))
+    table.mean, table.scale = (moments.mean, standard_scale(moments)) if request.standardize \
+        else (np.zeros(d), np.ones(d))
+    _log_columns(log, request.table, plan, summaries, table.n_read)
+    table.seconds = time.perf_counter() - started
+    log.info("Loaded %d rows × %d features from table %r of %s in %.2f s (%.0f rows/s; %d partition%s; id column: "
+             "%s, ground truth: %s%s)", table.n_rows, d, request.table, mask_url(table.database_url), table.seconds,
+             table.n_read / max(table.seconds, 1e-9), table.n_partitions, "s" if table.n_partitions != 1 else "",
+             plan.id_column or "row position", plan.label_column or "none",
+             f"; dropped {table.n_dropped} rows with non-finite features" if table.n_dropped else "")
+    return table
+
+
+def read_partitions(session, database_url: str, table_name: str, planned, chunk_size: int, drop_nonfinite: bool,
+                    log) -> tuple[PartitionedTable, list]:
+    """Plan id-range partitions of the checked table (``planned``, a :class:`~lwec_tasks.preflight.ReadPlan`)
+    and have the executor read them; returns the table (without standardisation) and the summaries of its
+    non-empty partitions. The labels' id type is settled here, before any computation."""
+    plan = planned.columns
+    n_partitions = partition_count(planned.n_rows, session.n_threads) if plan.id_column else 1
+    bounds = [(None, None)]
+    if n_partitions > 1:
+        engine = open_engine(database_url)
+        try:
+            stats = id_statistics(engine, planned.source, plan.id_column)
+            bounds = id_bounds(engine, planned.source, plan.id_column, stats, n_partitions)
+        finally:
+            engine.dispose()
+    url = absolute_sqlite_url(resolve_database_url(database_url))
+    specs = [part.PartitionSpec(p, url, table_name, plan.id_column, plan.label_column, plan.feature_columns,
+                                low, high, chunk_size, drop_nonfinite)
              for p, (low, high) in enumerate(bounds)]
     if session.address:
-        log.info("Reading table %r of %s in %d id-range partitions on %d Dask workers (%d threads) at %s",
-                 request.table, mask_url(url), len(specs), session.n_workers, session.n_threads, session.address)
+        log.info("Reading table %r of %s in %d partitions on %d Dask workers (%d threads) at %s", table_name,
+                 mask_url(url), len(specs), session.n_workers, session.n_threads, session.address)
     rows = session.map(part.read_partition, specs, name="read")
     summaries = Progress(log, "read").wait_results(session.map(part.summarise, rows, name="summarise"),
                                                    rows_of=lambda summary: summary.n_read)
-    n_read = sum(s.n_read for s in summaries)
-    _refuse_unusable(summaries, plan.feature_columns, request.drop_nonfinite, request.table, n_read)
+    n_read, n_dropped = sum(s.n_read for s in summaries), sum(s.n_dropped for s in summaries)
     kept = [p for p, s in enumerate(summaries) if s.n_rows > 0]
-    counts = np.array([summaries[p].n_rows for p in kept], dtype=np.int64)
-    n_rows, n_dropped = int(counts.sum()), sum(s.n_dropped for s in summaries)
-    if n_rows < 2 * k_min:
-        dropped = f" after dropping {n_dropped} rows with non-finite features" if n_dropped else ""
-        raise LwecInputError(f"table {request.table!r} has only {n_rows} usable rows{dropped}, but n_clusters={k_min} "
-                             f"needs at least 2·k = {2 * k_min} rows")
-    d = len(plan.feature_columns)
-    moments = sum((summaries[p].moments for p in kept), Moments(0, np.zeros(d), np.zeros(d)))
-    mean, scale = (moments.mean, standard_scale(moments)) if request.standardize else (np.zeros(d), np.ones(d))
     id_type = None
-    if plan.id_column:
+    if plan.id_column and kept:
         # A column without a usable declared type (SQLite `create table t (id, ...)`) gets one inferred from
         # its values, and the labels table's ids must be of the same kind.
-        examples = np.concatenate([summaries[p].id_example for p in kept])
-        id_type = id_key_type(examples, planned.id_type)
+        id_type = id_key_type(np.concatenate([summaries[p].id_example for p in kept]), planned.id_type)
         if planned.source.kinds.get(plan.id_column) == "untyped":
-            engine = open_engine(request.database_url)
+            engine = open_engine(database_url)
             try:
-                check_label_table(engine, planned.output_table, request.table, id_type=id_type,
-                                  id_column=plan.id_column)
+                check_label_table(engine, planned.output_table, table_name, id_type=id_type, id_column=plan.id_column)
             finally:
                 engine.dispose()
-    _log_columns(log, request.table, plan, summaries, n_read)
-    seconds = time.perf_counter() - started
-    log.info("Loaded %d rows × %d features from table %r of %s in %.2f s (%.0f rows/s; %d partition%s; id column: "
-             "%s, ground truth: %s%s)", n_rows, d, request.table, mask_url(url), seconds,
-             n_read / max(seconds, 1e-9), len(kept), "s" if len(kept) != 1 else "", plan.id_column or "row position",
-             plan.label_column or "none",
-             f"; dropped {n_dropped} rows with non-finite features" if n_dropped else "")
-    return PartitionedTable(
+    counts = np.array([summaries[p].n_rows for p in kept], dtype=np.int64)
+    kept_rows = [rows[p] for p in kept]
+    table = PartitionedTable(
         session=session, plan=plan, id_type=id_type, database_url=url, specs=[specs[p] for p in kept],
-        rows=[rows[p] for p in kept], keys=session.map(part.keys_of, [rows[p] for p in kept], name="keys"),
-        counts=counts, offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), n_rows=n_rows,
-        n_read=n_read, n_dropped=n_dropped, mean=mean, scale=scale, seconds=seconds)
+        rows=kept_rows, keys=session.map(part.keys_of, kept_rows, name="keys"), counts=counts,
+        offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), n_rows=int(counts.sum()), n_read=n_read,
+        n_dropped=n_dropped, mean=None, scale=None, seconds=None)
+    return table, summaries
 
 
 def _refuse_unusable(summaries, names, drop_nonfinite: bool, table: str, n_read: int) -> None:

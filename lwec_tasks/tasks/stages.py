@@ -92,7 +92,7 @@ def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request
                       ensemble_size=request.ensemble_size, seed=request.seed, source_table=request.table,
                       flow_run_id=flow_run.id)
     log = get_run_logger()
-    written = write_labels(table, labels, request.resolved_output_table, run, log, keep_runs=request.keep_runs)
+    written = write_labels(table, labels.labels, request.resolved_output_table, run, log, keep_runs=request.keep_runs)
     log.info("Labels of run key %r are in table %r of %s", request.run_key, request.resolved_output_table,
              mask_url(request.database_url))
     return written

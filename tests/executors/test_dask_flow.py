@@ -17,7 +17,7 @@ from flows.consensus import consensus_flow
 from helpers.pipeline import free_port, unique
 from lwec_tasks import ari
 from lwec_tasks.core.errors import LwecMemoryError
-from lwec_tasks.stages import DaskUnreachableError
+from lwec_tasks.executors import DaskUnreachableError
 
 pytestmark = pytest.mark.slow
 

@@ -109,7 +109,7 @@ def test_a_second_dask_run_writes_the_ids_the_local_renumbering_gives(prefect_se
                                                                        dask_scheduler, database, monkeypatch):
     from mlflow import MlflowClient
 
-    import lwec_tasks.tasks.distributed as dask_tasks
+    import lwec_tasks.tasks.track as dask_tasks
     from lwec_tasks.core.renumber import align_to_previous
 
     url, table = database
@@ -154,7 +154,7 @@ def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server
     import pandas as pd
     from mlflow import MlflowClient
 
-    import lwec_tasks.tasks.distributed as dask_tasks
+    import lwec_tasks.tasks.track as dask_tasks
     from lwec_tasks.tracking import load_placement_model
 
     url, table = database

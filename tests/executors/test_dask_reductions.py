@@ -113,10 +113,10 @@ def chunks_of(ensemble, bounds):
 
 def test_the_cluster_map_sample_is_the_local_runs_and_its_labels_are_taken_at_its_positions():
     from lwec_tasks.core.seeds import base_seed
-    from lwec_tasks.stages.pipeline import PICTURE_SAMPLE, DaskLabels, DaskTable, picture_positions, sample_labels
-    from lwec_tasks.tasks.cluster import PICTURE_SAMPLE as LOCAL_PICTURE_SAMPLE
+    from lwec_tasks.stages.pipeline import PICTURE_SAMPLE, PartitionedLabels, picture_positions, sample_labels
+    from lwec_tasks.executors import InProcess
+    from lwec_tasks.stages.read import PartitionedTable
 
-    assert PICTURE_SAMPLE == LOCAL_PICTURE_SAMPLE
     n = 3000
     local = np.sort(np.random.default_rng(base_seed(7)).choice(n, size=PICTURE_SAMPLE, replace=False))
     np.testing.assert_array_equal(picture_positions(np.arange(n), 7), local)  # all rows gathered: the local rows
@@ -127,26 +127,11 @@ def test_the_cluster_map_sample_is_the_local_runs_and_its_labels_are_taken_at_it
 
     labels = np.random.default_rng(2).integers(0, 9, size=BOUNDS[-1]) * 3 + 1  # ids not 0..k−1
     parts = [labels[a:b] for a, b in zip(BOUNDS[:-1], BOUNDS[1:])]
-    table = DaskTable(session=_InProcess(), offsets=np.array(BOUNDS))
+    table = PartitionedTable(session=InProcess(n_threads=1), offsets=np.array(BOUNDS))
     for positions in (np.array([0, 129, 130, 131, 999]), picture_positions(np.arange(BOUNDS[-1]), 3),
                       np.zeros(0, np.int64)):
-        taken = sample_labels(table, DaskLabels(labels=parts), positions)
+        taken = sample_labels(table, PartitionedLabels(labels=parts), positions)
         np.testing.assert_array_equal(taken, labels[positions])
-
-
-class _InProcess:
-    """The part of a DaskSession that :func:`~lwec_tasks.stages.pipeline.sample_labels` uses, run in-process."""
-
-    def submit(self, function, *args, name=None, **kwargs):
-        return _Done(function(*(a.result() if isinstance(a, _Done) else a for a in args), **kwargs))
-
-
-class _Done:
-    def __init__(self, value):
-        self.value = value
-
-    def result(self):
-        return self.value
 
 
 def test_moments_combine_to_the_whole_columns_and_scale_like_standard_scaler():

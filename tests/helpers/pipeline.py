@@ -177,3 +177,30 @@ def client_for(api_url: str):
 
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class EarlierRun:
+    """A stored run's (id, label) rows, ascending by id: ``run_key``, ``ids`` (numpy), ``labels`` (int64)."""
+
+    def __init__(self, run_key: str, ids: np.ndarray, labels: np.ndarray):
+        self.run_key, self.ids, self.labels = run_key, ids, labels
+
+
+def latest_earlier_run(engine: sa.Engine, labels_table: str, source_table: str,
+                       exclude_run_key: str) -> EarlierRun | None:
+    """The run the stable ids align to (the pipeline's :func:`earlier_run_ids`), with its rows read plainly."""
+    from lwec_tasks.io.history import labels_table_clause
+    from lwec_tasks.stages.planning import earlier_run_ids
+
+    earlier = earlier_run_ids(engine, labels_table, source_table, exclude_run_key)
+    if earlier is None:
+        return None
+    table = labels_table_clause(labels_table)
+    with engine.connect() as connection:
+        rows = connection.execute(sa.select(table.c.id, table.c.label).where(
+            table.c.run_key == earlier.run_key, table.c.source_table == source_table).order_by(table.c.id)).all()
+    ids = np.asarray([row[0] for row in rows])
+    if ids.dtype.kind not in "iufU":
+        ids = np.empty(len(rows), dtype=object)
+        ids[:] = [row[0] for row in rows]
+    return EarlierRun(earlier.run_key, ids, np.array([row[1] for row in rows], dtype=np.int64))

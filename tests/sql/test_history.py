@@ -8,14 +8,12 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import read_labels, unique
+from helpers.pipeline import EarlierRun, latest_earlier_run, read_labels, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import (
     DatabaseRefusedError,
-    EarlierRun,
     LabelRows,
     ensure_latest_view,
-    latest_earlier_run,
     latest_labels_query,
     latest_view_name,
     open_engine,
@@ -99,14 +97,6 @@ def test_a_rewritten_run_becomes_the_newest(engine, tables):
 
 def test_latest_earlier_run_without_a_table_is_none(engine, tables):
     assert latest_earlier_run(engine, tables(), "features", exclude_run_key="a") is None
-
-
-def test_string_ids_come_back_as_python_strings(engine, tables):
-    table = tables()
-    write_runs(engine, table, [("a", "features", np.array(["y", "x", "z"], dtype=object), [1, 0, 1])])
-    earlier = latest_earlier_run(engine, table, "features", exclude_run_key="b")
-    assert earlier.ids.dtype == object and earlier.ids.tolist() == ["x", "y", "z"]
-    assert earlier.labels.tolist() == [0, 1, 1]
 
 
 def test_a_table_that_is_not_a_labels_table_is_refused(engine, tables):

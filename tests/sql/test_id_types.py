@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 import lwec_tasks.io.sink as sink
-from helpers.pipeline import postgres_url_or_skip, unique
+from helpers.pipeline import latest_earlier_run, postgres_url_or_skip, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.renumber import align_to_previous
 from lwec_tasks.io import (
@@ -18,7 +18,6 @@ from lwec_tasks.io import (
     check_label_table,
     describe_source,
     id_key_type,
-    latest_earlier_run,
     open_engine,
     read_rows,
     write_labels,
@@ -26,7 +25,7 @@ from lwec_tasks.io import (
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV
 from lwec_tasks.io.features import plan_columns, prepare_features
 from lwec_tasks.io.sink import write_labels_portable
-from lwec_tasks.tasks.renumber import matchable_ids
+from lwec_tasks.stages.partitions import matchable_ids
 
 N = 30
 

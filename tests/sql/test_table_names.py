@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import blobs_frame, postgres_url_or_skip, unique, write_frame
+from helpers.pipeline import blobs_frame, latest_earlier_run, postgres_url_or_skip, unique, write_frame
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import (
     LabelRows,
@@ -16,7 +16,6 @@ from lwec_tasks.io import (
     default_output_table,
     describe_source,
     ensure_latest_view,
-    latest_earlier_run,
     latest_view_name,
     open_engine,
     parse_table_name,

@@ -10,7 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from helpers.pipeline import postgres_url_or_skip, unique
-from lwec_tasks.io import LabelRows, open_engine, stored_run_matches, write_labels
+from lwec_tasks.io import LabelRows, id_key_type, open_engine, staged_run_matches, write_labels
+from lwec_tasks.stages.planning import create_staging_table, drop_table_quietly
 
 
 def rows_for(ids, labels, **changes):
@@ -30,7 +31,16 @@ def labels_table(db_url):
 
 
 def matches(engine, name, rows):
-    return stored_run_matches(engine, name, rows, rows.ids, rows.labels)
+    """Stage the rows as a run's write does, then ask whether the labels table already holds them."""
+    staging = unique("staged")
+    staged = create_staging_table(engine, staging, id_key_type(rows.ids))
+    try:
+        with engine.begin() as connection:
+            connection.execute(sa.insert(staged), [{"id": i, "label": int(label)}
+                                                   for i, label in zip(rows.ids.tolist(), rows.labels)])
+        return staged_run_matches(engine, name, staged, rows, len(rows.ids))
+    finally:
+        drop_table_quietly(engine, staging)
 
 
 def test_only_exactly_the_stored_run_matches(labels_table):
