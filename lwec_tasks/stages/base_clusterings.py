@@ -56,7 +56,7 @@ def base_plan(n_rows: int, n_clusterings: int, random_state=None) -> BasePlan:
     return BasePlan(ks, seeds, samples)
 
 
-def fit_base_model(rows: np.ndarray, positions: np.ndarray, sample: np.ndarray, k: int, seed: int) -> KMeans:
+def fit_base_model(sample: np.ndarray, k: int, seed: int, *, rows: np.ndarray, positions: np.ndarray) -> KMeans:
     """k-means (one initialisation) on the ``sample`` positions, taken from ``rows`` gathered at ``positions``."""
     with threadpool_limits(1):
         return KMeans(n_clusters=int(k), n_init=1, random_state=int(seed)).fit(rows[np.searchsorted(positions, sample)])

@@ -131,8 +131,8 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
     picture = picture_positions(positions, seed)
     picture_rows = session.submit(part.take, rows, np.searchsorted(positions, picture), name="picture-rows")
     shared_positions = session.share(positions)
-    models = [session.submit(fit_base_model, rows, shared_positions, session.share(sample), int(k), int(s),
-                             name="fit-base") for k, s, sample in zip(plan.ks, plan.seeds, plan.samples)]
+    models = session.map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), name="fit-base",
+                         rows=rows, positions=shared_positions)
     Progress(log, f"fit {len(models)} k-means models on {len(plan.samples[0])} rows each").wait(
         models, rows=[len(sample) for sample in plan.samples])
     sample_rows = picture_rows.result()

@@ -1,7 +1,7 @@
 """MLflow edge of the pipeline: where runs are logged and what a run record holds.
 
 - :mod:`~lwec_tasks.tracking.store` — tracking URI, default store, experiment and artifact location, run links
-- :mod:`~lwec_tasks.tracking.runs` — writing runs (:func:`log_run`, :func:`run_writer`)
+- :mod:`~lwec_tasks.tracking.runs` — writing runs (:func:`run_writer`)
 - :mod:`~lwec_tasks.tracking.dataset` — the source table as the run's dataset input (:class:`SourceTable`)
 - :mod:`~lwec_tasks.tracking.limits` — how long requests to a store may take before it counts as down
 - :mod:`~lwec_tasks.tracking.failures` — why logging failed, in a few words
@@ -16,7 +16,7 @@ from lwec_tasks.masking import url_has_credentials
 from lwec_tasks.tracking.dataset import SourceTable
 from lwec_tasks.tracking.figures import cluster_size_bars, cluster_size_figure, eci_figure
 from lwec_tasks.tracking.reproduction import log_reproduction
-from lwec_tasks.tracking.runs import RunRecord, RunWriter, log_run, run_writer
+from lwec_tasks.tracking.runs import RunWriter, run_writer
 from lwec_tasks.tracking.store import (
     TrackingError,
     default_tracking_uri,
@@ -40,7 +40,6 @@ def __getattr__(name: str):
 
 __all__ = [
     "PlacementModel",
-    "RunRecord",
     "RunWriter",
     "SourceTable",
     "TrackingError",
@@ -51,7 +50,6 @@ __all__ = [
     "log_reproduction",
     "load_placement_model",
     "log_placement_model",
-    "log_run",
     "mask_uri",
     "model_uri",
     "resolve_tracking_uri",

@@ -4,7 +4,8 @@ Runs are written through :class:`mlflow.MlflowClient` with explicit run ids
 (the fluent ``mlflow.active_run()`` is per thread, and Prefect may run tasks in
 worker threads). :func:`run_writer` opens the experiment in the store and turns
 any failure into a :class:`TrackingError` with the URI's secrets masked;
-:func:`log_run` writes a consensus run with it, and
+the consensus flow writes its run with it
+(:func:`lwec_tasks.tasks.track.log_to_mlflow`), and
 :func:`lwec_tasks.tracking.reproduction.log_reproduction` a parent run with
 one nested run per method.
 """
@@ -15,14 +16,12 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from lwec_tasks.core.placement import Placement
 from lwec_tasks.masking import scrub
 from lwec_tasks.tracking.dataset import SourceTable, dataset_input
 from lwec_tasks.tracking.failures import failure_reason, store_did_not_answer
@@ -33,39 +32,6 @@ from lwec_tasks.tracking.store import TrackingError, experiment_id, mask_uri, tr
 MAX_PARAM_LENGTH = 500
 #: Tag that makes a run a nested (child) run of another in the MLflow UI.
 PARENT_RUN_TAG = "mlflow.parentRunId"
-
-
-@dataclass
-class RunRecord:
-    """Everything logged for one consensus run.
-
-    Attributes
-    ----------
-    params : str-able values (truncated to 500 characters each)
-    metrics : finite floats; None or NaN values are skipped
-    tags : str values
-    labels : DataFrame with columns ``id, label`` (plus ``truth`` when known), one row per object
-    clusters : DataFrame, one row per base cluster (column, label, size, uncertainty, ECI)
-    figures : artifact file name → matplotlib Figure
-    model : the run's :class:`~lwec_tasks.core.placement.Placement`, logged as the
-        MLflow model ``model`` (see :func:`lwec_tasks.tracking.model.log_placement_model`); None: no model
-    model_input_example : a few rows with the feature columns, stored with the model
-        (default: centres of the first base clustering, in raw feature units)
-    register_model_name : register the model under this name in the Model Registry
-    source : the table the run clustered, logged as the run's dataset input (see
-        :mod:`lwec_tasks.tracking.dataset`); None: no dataset input
-    """
-
-    params: dict
-    metrics: dict
-    tags: dict
-    labels: pd.DataFrame
-    clusters: pd.DataFrame
-    figures: dict[str, Figure] = field(default_factory=dict)
-    model: Placement | None = None
-    model_input_example: pd.DataFrame | None = None
-    register_model_name: str | None = None
-    source: SourceTable | None = None
 
 
 class RunWriter:
@@ -115,17 +81,10 @@ class RunWriter:
         return run_id
 
     def log_table(self, run_id: str, frame: pd.DataFrame, artifact_file: str) -> None:
-        """``frame`` as a CSV artifact (no index column), written by Arrow's multi-threaded CSV writer.
-
-        Integer, float, boolean and text columns are written as they are; a
-        column of any other values (uuid, decimal, bytes, integers beyond 64 bits,
-        mixed kinds) is written as text (see :func:`csv_ready`).
-        """
-        import pyarrow.csv
-
+        """``frame`` (a small table: one row per base cluster, per method, ...) as a CSV artifact, no index."""
         with tempfile.TemporaryDirectory(prefix="lwec-artifact-") as scratch:
             path = Path(scratch, Path(artifact_file).name)
-            pyarrow.csv.write_csv(csv_ready(frame), path)
+            frame.to_csv(path, index=False)
             directory = str(Path(artifact_file).parent)
             self.client.log_artifact(run_id, str(path), None if directory == "." else directory)
 
@@ -188,69 +147,3 @@ def tracking_error(error: BaseException, tracking_uri: str, run_id: str | None =
     return TrackingError(scrub(" ".join(message.split()), tracking_uri), retryable=retryable)
 
 
-def log_run(record: RunRecord, *, tracking_uri: str, experiment: str, run_name: str | None = None) -> str:
-    """Create the MLflow run, log ``record`` to it and return the run id.
-
-    ``record.source`` becomes the run's dataset input (context ``training``).
-    Artifacts: ``labels.csv``, ``eci_per_cluster.csv`` and ``figures/<name>``
-    for every figure; with ``record.model``, the MLflow model ``model`` (URI
-    ``runs:/<run id>/model``, also in the run's tag ``lwec.model_uri``; see
-    :func:`lwec_tasks.tracking.model.model_uri`), registered under
-    ``record.register_model_name`` when given. Raises :class:`TrackingError` (with the URI's password
-    masked) when the store cannot be reached or any write fails; a run created
-    before the failure is marked FAILED when the store still answers.
-    """
-    with run_writer(tracking_uri, experiment) as writer:
-        run_id = writer.start_run(run_name, params=record.params, metrics=record.metrics, tags=record.tags)
-        if record.source is not None:
-            writer.log_dataset(run_id, record.source)
-        writer.log_table(run_id, record.labels, "labels.csv")
-        writer.log_table(run_id, record.clusters, "eci_per_cluster.csv")
-        for name, figure in record.figures.items():
-            writer.log_figure(run_id, figure, f"figures/{name}")
-        if record.model is not None:
-            from lwec_tasks.tracking.model import active_run_in, log_placement_model
-
-            with active_run_in(tracking_uri, run_id):
-                log_placement_model(record.model, record.model_input_example, record.register_model_name)
-        writer.finish(run_id)
-    return run_id
-
-
-def csv_ready(frame: pd.DataFrame):
-    """``frame`` as a ``pyarrow.Table`` that Arrow's CSV writer accepts (no index column).
-
-    Columns Arrow reads as integers, floats, booleans or text are kept; every
-    other column becomes text: ``str(value)`` (``uuid.UUID`` → its canonical
-    form, ``Decimal`` → its exact digits), bytes as hex, missing values empty.
-    """
-    import pyarrow as pa
-
-    return pa.table({str(name): _csv_column(frame[name]) for name in frame.columns})
-
-
-def _csv_column(values: pd.Series):
-    import pyarrow as pa
-
-    try:
-        array = pa.array(values, from_pandas=True)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError):
-        array = None
-    if array is not None and _csv_writes_as_is(array.type):
-        return array
-    return pa.array([_as_text(value) for value in values], type=pa.string())
-
-
-def _csv_writes_as_is(arrow_type) -> bool:
-    import pyarrow as pa
-
-    return (pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_boolean(arrow_type)
-            or pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) or pa.types.is_null(arrow_type))
-
-
-def _as_text(value) -> str | None:
-    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value).hex()
-    return str(value)

@@ -28,3 +28,11 @@ def dask_client(dask_scheduler):
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture(params=["in-process", "dask"])
+def executor(request):
+    """The ``dask_address`` of each executor: None (in-process, the default) and the session's Dask cluster."""
+    if request.param == "in-process":
+        return None
+    return request.getfixturevalue("dask_scheduler")

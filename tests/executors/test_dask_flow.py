@@ -23,17 +23,18 @@ pytestmark = pytest.mark.slow
 
 
 def compare(url: str, scheduler: str, store: str, record_property=None, **parameters) -> dict:
-    """Run the flow locally and on Dask; return both summaries, both label vectors (by id) and agreement."""
+    """Run the flow in-process and on Dask; return both summaries, both label vectors (by id) and agreement."""
     common = dict(database_url=url, table="blobs", label_column="target", seed=3, tracking_uri=store,
                   experiment=unique("dask"), **parameters)
+    keys = unique("local"), unique("dask")
     started = time.perf_counter()
-    local = consensus_flow(**common, run_name="local")
+    local = consensus_flow(**common, run_name=keys[0])
     local_seconds = time.perf_counter() - started
     started = time.perf_counter()
-    on_dask = consensus_flow(**common, run_name="dask", dask_address=scheduler)
+    on_dask = consensus_flow(**common, run_name=keys[1], dask_address=scheduler)
     dask_seconds = time.perf_counter() - started
     output = local["output_table"]
-    a, b = labels_of(url, output, "local"), labels_of(url, output, "dask")
+    a, b = labels_of(url, output, keys[0]), labels_of(url, output, keys[1])
     assert a["id"].tolist() == b["id"].tolist()
     result = {
         "local": local, "dask": on_dask, "local_labels": a["label"].to_numpy(), "dask_labels": b["label"].to_numpy(),
@@ -142,7 +143,7 @@ def test_postgres_read_path_with_text_ids(prefect_server, mlflow_store, dask_sch
         result = compare(postgres_url, dask_scheduler, mlflow_store, method="lwgp", n_clusters=6, ensemble_size=8,
                          output_table="blobs_dask_labels")
         assert result["ari"] >= 0.99 and result["identical"] >= 0.99
-        stored = read_labels(postgres_url, "blobs_dask_labels", "dask")
+        stored = read_labels(postgres_url, "blobs_dask_labels", result["dask"]["run_key"])
         assert len(stored) == 20_000 and stored["id"].str.startswith("r").all()
         assert not [name for name in table_names(postgres_url) if "lwec_stage" in name]
     finally:

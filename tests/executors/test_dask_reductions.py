@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from lwec_tasks import Ensemble, ari, generate_base_clusterings, lwea, nmi
 from lwec_tasks.core.eci import ensemble_uncertainty
 from lwec_tasks.core.lwgp import normalised_cluster_graph
+from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.base_clusterings import assign_base_labels, base_plan, fit_base_model
 from lwec_tasks.stages.consensus import assemble_graph, lwea_on_microclusters
@@ -24,7 +25,6 @@ from lwec_tasks.stages.reductions import (
     split_entropy_terms,
     standard_scale,
 )
-from lwec_tasks.request import ConsensusRequest
 
 BOUNDS = [0, 130, 131, 400, 777, 1000]  # uneven partitions, one of a single row
 
@@ -113,8 +113,8 @@ def chunks_of(ensemble, bounds):
 
 def test_the_cluster_map_sample_is_the_local_runs_and_its_labels_are_taken_at_its_positions():
     from lwec_tasks.core.seeds import base_seed
-    from lwec_tasks.stages.pipeline import PICTURE_SAMPLE, PartitionedLabels, picture_positions, sample_labels
     from lwec_tasks.executors import InProcess
+    from lwec_tasks.stages.pipeline import PICTURE_SAMPLE, PartitionedLabels, picture_positions, sample_labels
     from lwec_tasks.stages.read import PartitionedTable
 
     n = 3000
@@ -171,7 +171,7 @@ def test_base_clusterings_from_partitions_equal_the_local_ones(monkeypatch, n_ro
     X, _ = make_blobs(n_rows, n_features=3, centers=5, random_state=4)
     plan = base_plan(n_rows, 5, random_state=2)
     positions = plan.positions
-    models = [fit_base_model(X[positions], positions, sample, k, seed)
+    models = [fit_base_model(sample, k, seed, rows=X[positions], positions=positions)
               for k, seed, sample in zip(plan.ks, plan.seeds, plan.samples)]
     codes = np.hstack([assign_base_labels(X[a:b], models) for a, b in [(0, 250), (250, 251), (251, n_rows)]])
     np.testing.assert_array_equal(codes.T, generate_base_clusterings(X, 5, random_state=2))

@@ -54,7 +54,8 @@ def test_the_assign_deployment_is_defined_and_served():
     from prefect.utilities.callables import parameter_schema
 
     properties = parameter_schema(serve.FLOWS[assign["entrypoint"]].fn).model_dump()["properties"]
-    assert set(properties) == {"database_url", "table", "model_uri", "feature_columns", "id_column", "output_table"}
+    assert set(properties) == {"database_url", "table", "model_uri", "feature_columns", "id_column", "output_table",
+                               "dask_address"}
     assert "MLflow model URI" in properties["model_uri"]["description"]
     assert set(serve.deployment_definitions()) == {"nightly", "on-demand"}  # the consensus flow's, as before
 

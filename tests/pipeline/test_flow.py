@@ -1,13 +1,13 @@
 """The consensus flow end to end: database in, labels table and MLflow run out."""
 
 import io
+import json
 import os
 import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 import sqlalchemy as sa
 from mlflow import MlflowClient
@@ -76,7 +76,8 @@ def assert_complete_run(url, store, summary, parameters, frame, method="lwea"):
     assert run.data.tags["prefect.flow_run_id"] == stored["flow_run_id"].iloc[0]
     paths = {a.path for a in client.list_artifacts(run.info.run_id)}
     paths |= {a.path for a in client.list_artifacts(run.info.run_id, "figures")}
-    assert {"labels.csv", "eci_per_cluster.csv", "figures/eci_distribution.png", "figures/cluster_sizes.png"} <= paths
+    assert {"labels_location.json", "eci_per_cluster.csv", "figures/eci_distribution.png",
+            "figures/cluster_sizes.png"} <= paths
     return stored
 
 
@@ -86,9 +87,10 @@ def test_sqlite_end_to_end_then_rerun_is_idempotent(prefect_server, mlflow_store
     stored = assert_complete_run(url, mlflow_store, summary, parameters, frame)
     assert summary["rows_written"] == len(frame) and summary["output_table"] == "blobs_lwec_labels"
 
-    labels_csv = MlflowClient(mlflow_store).download_artifacts(summary["mlflow_run_id"], "labels.csv", str(tmp_path))
-    logged = pd.read_csv(labels_csv)
-    assert logged[["id", "label"]].values.tolist() == stored[["id", "label"]].values.tolist()
+    location = MlflowClient(mlflow_store).download_artifacts(summary["mlflow_run_id"], "labels_location.json",
+                                                             str(tmp_path))
+    assert json.loads(Path(location).read_text()) == {
+        "output_table": "blobs_lwec_labels", "run_key": summary["run_key"], "rows": len(frame), "database": url}
 
     again, _ = run(url, mlflow_store, experiment=parameters["experiment"])
     assert again["run_key"] == summary["run_key"]

@@ -134,9 +134,9 @@ def test_n_clusters_names_what_it_accepts(bad):
         ConsensusRequest(**{**REQUIRED, "n_clusters": bad})
 
 
-def test_auto_k_is_refused_on_a_dask_cluster_before_anything_runs():
-    with pytest.raises(LwecInputError, match="dask_address"):
-        ConsensusRequest(**{**REQUIRED, "n_clusters": "auto", "dask_address": "tcp://127.0.0.1:8786"})
+def test_auto_k_runs_on_a_dask_cluster_too():
+    request = ConsensusRequest(**{**REQUIRED, "n_clusters": "auto", "dask_address": "tcp://127.0.0.1:8786"})
+    assert request.auto_k and request.dask_address == "tcp://127.0.0.1:8786"
 
 
 def test_run_name_placeholders_give_each_scheduled_night_its_own_key():

@@ -9,33 +9,29 @@ from mlflow import MlflowClient
 
 from helpers.pipeline import free_port, unique
 from lwec_tasks.tracking import (
-    RunRecord,
     TrackingError,
     cluster_size_figure,
     default_tracking_uri,
     eci_figure,
-    log_run,
     mask_uri,
     resolve_tracking_uri,
+    run_writer,
 )
-
-
-def record():
-    labels = np.array([0, 0, 1, 1, 1])
-    return RunRecord(
-        params={"method": "lwea", "theta": 0.4, "feature_columns": "x" * 900},
-        metrics={"nmi": 0.5, "ari": float("nan"), "skipped": None},
-        tags={"prefect.flow_run_id": "abc"},
-        labels=pd.DataFrame({"id": [10, 11, 12, 13, 14], "label": labels}),
-        clusters=pd.DataFrame({"cluster": [0, 1], "eci": [0.9, 0.2]}),
-        figures={"eci_distribution.png": eci_figure(np.array([0.9, 0.2]), 0.4),
-                 "cluster_sizes.png": cluster_size_figure(labels, "lwea")},
-    )
 
 
 def test_a_logged_run_reads_back_complete(mlflow_store, tmp_path):
     experiment = unique("tracking")
-    run_id = log_run(record(), tracking_uri=mlflow_store, experiment=experiment, run_name="r1")
+    labels = np.array([0, 0, 1, 1, 1])
+    clusters = pd.DataFrame({"cluster": [0, 1], "eci": [0.9, 0.2]})
+    with run_writer(mlflow_store, experiment) as writer:
+        run_id = writer.start_run("r1", params={"method": "lwea", "theta": 0.4, "feature_columns": "x" * 900},
+                                  metrics={"nmi": 0.5, "ari": float("nan"), "skipped": None},
+                                  tags={"prefect.flow_run_id": "abc"})
+        writer.log_table(run_id, clusters, "eci_per_cluster.csv")
+        writer.log_dict(run_id, {"output_table": "labels", "rows": 5}, "labels_location.json")
+        writer.log_figure(run_id, eci_figure(np.array([0.9, 0.2]), 0.4), "figures/eci_distribution.png")
+        writer.log_figure(run_id, cluster_size_figure(labels, "lwea"), "figures/cluster_sizes.png")
+        writer.finish(run_id)
     client = MlflowClient(mlflow_store)
     run = client.get_run(run_id)
     assert client.get_experiment(run.info.experiment_id).name == experiment
@@ -45,10 +41,10 @@ def test_a_logged_run_reads_back_complete(mlflow_store, tmp_path):
     assert run.data.metrics == {"nmi": 0.5}  # NaN and None are not logged
     assert run.data.tags["prefect.flow_run_id"] == "abc"
     files = {a.path for a in client.list_artifacts(run_id)} | {a.path for a in client.list_artifacts(run_id, "figures")}
-    assert files >= {"labels.csv", "eci_per_cluster.csv", "figures",
+    assert files >= {"labels_location.json", "eci_per_cluster.csv", "figures",
                      "figures/eci_distribution.png", "figures/cluster_sizes.png"}
-    labels = pd.read_csv(client.download_artifacts(run_id, "labels.csv", str(tmp_path)))
-    assert labels.to_dict("list") == {"id": [10, 11, 12, 13, 14], "label": [0, 0, 1, 1, 1]}
+    table = pd.read_csv(client.download_artifacts(run_id, "eci_per_cluster.csv", str(tmp_path)))
+    assert table.to_dict("list") == clusters.to_dict("list")
     (tmp_path / "figures").mkdir()
     png = client.download_artifacts(run_id, "figures/eci_distribution.png", str(tmp_path))
     assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -58,8 +54,8 @@ def test_an_unreachable_store_raises_with_the_password_masked(monkeypatch):
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
     uri = f"http://ops:s3cret@127.0.0.1:{free_port()}"
-    with pytest.raises(TrackingError) as error:
-        log_run(record(), tracking_uri=uri, experiment="x")
+    with pytest.raises(TrackingError) as error, run_writer(uri, "x") as writer:
+        writer.start_run("r", params={}, metrics={}, tags={})
     assert "http://ops:***@127.0.0.1" in str(error.value)
     assert "s3cret" not in str(error.value)
 

@@ -1,7 +1,9 @@
-"""What a Dask run does with the source table's earlier runs: retention, the latest-run view, stable ids.
+"""One pipeline, two executors: the same labels, stable ids, retention, latest-run view and model in-process
+and on a Dask cluster (a ``LocalCluster`` of two worker processes).
 
-Each test runs on a SQLite file and on PostgreSQL (skipped without a server). The tables are small but cut
-into four id-range partitions (the partition size is lowered), so every reduction crosses partitions.
+Each test runs on a SQLite file and on PostgreSQL (skipped without a server), on each executor. The tables
+are small but cut into four id-range partitions (the partition size is lowered), so every reduction crosses
+partitions.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sqlalchemy as sa
 from dask_helpers import blobs_table, labels_of
 
 from flows.consensus import consensus_flow
-from helpers.pipeline import unique
+from helpers.pipeline import expected_labels, unique
 
 pytestmark = pytest.mark.slow
 
@@ -73,23 +75,22 @@ def latest_view_rows(url: str, labels_table: str) -> list:
         engine.dispose()
 
 
-def dask_parameters(url, table, scheduler, store, **overrides) -> dict:
+def flow_parameters(url, table, scheduler, store, **overrides) -> dict:
     parameters = dict(database_url=url, table=table, n_clusters=5, method="lwgp", ensemble_size=6, seed=3,
                       dask_address=scheduler, tracking_uri=store, experiment=unique("history"),
                       output_table=f"{table}_labels")
     return {**parameters, **overrides}
 
 
-def test_dask_runs_prune_earlier_runs_and_keep_a_latest_view(prefect_server, mlflow_store, dask_scheduler,
-                                                              database):
+def test_runs_prune_earlier_runs_and_keep_a_latest_view(prefect_server, mlflow_store, executor, database):
     url, table = database
     output = f"{table}_labels"
     other = f"{table}_other"
     blobs_table(url, other, 400, n_features=6, centers=3, seed=5)
-    consensus_flow(**dask_parameters(url, other, dask_scheduler, mlflow_store, output_table=output, keep_runs=1,
+    consensus_flow(**flow_parameters(url, other, executor, mlflow_store, output_table=output, keep_runs=1,
                                      dask_address=None), run_name="other")
 
-    parameters = dask_parameters(url, table, dask_scheduler, mlflow_store)
+    parameters = flow_parameters(url, table, executor, mlflow_store)
     for name in ("first", "second", "third"):
         summary = consensus_flow(**parameters, run_name=name, keep_runs=2)
         assert summary["rows_written"] == ROWS
@@ -105,21 +106,21 @@ def test_dask_runs_prune_earlier_runs_and_keep_a_latest_view(prefect_server, mlf
     assert len(labels_of(url, output, "fourth")) == ROWS
 
 
-def test_a_second_dask_run_writes_the_ids_the_local_renumbering_gives(prefect_server, mlflow_store,
-                                                                       dask_scheduler, database, monkeypatch):
+def test_a_second_run_writes_the_ids_the_library_renumbering_gives(prefect_server, mlflow_store, executor,
+                                                                    database, monkeypatch):
     from mlflow import MlflowClient
 
-    import lwec_tasks.tasks.track as dask_tasks
+    import lwec_tasks.tasks.track as track
     from lwec_tasks.core.renumber import align_to_previous
 
     url, table = database
     output = f"{table}_labels"
-    parameters = dask_parameters(url, table, dask_scheduler, mlflow_store)
+    parameters = flow_parameters(url, table, executor, mlflow_store)
     first = consensus_flow(**parameters, run_name="first")
     assert first["ids_aligned_to"] is None and first["id_agreement"] is None
     # Another method, k and seed: the raw ids of the second run have no reason to agree with the first's.
     second_run = {**parameters, "method": "lwea", "n_clusters": 6, "seed": 8}
-    pictured = _record_cluster_map(monkeypatch, dask_tasks)
+    pictured = _record_cluster_map(monkeypatch, track)
     second = consensus_flow(**second_run, run_name="second")
     monkeypatch.undo()
     raw = consensus_flow(**second_run, run_name="raw", stable_ids=False)
@@ -149,19 +150,19 @@ def test_a_second_dask_run_writes_the_ids_the_local_renumbering_gives(prefect_se
 
 
 @pytest.mark.parametrize("method", ["lwgp", "lwea"])
-def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server, mlflow_store, dask_scheduler,
+def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server, mlflow_store, executor,
                                                                   database, method, monkeypatch):
     import pandas as pd
     from mlflow import MlflowClient
 
-    import lwec_tasks.tasks.track as dask_tasks
+    import lwec_tasks.tasks.track as track
     from lwec_tasks.tracking import load_placement_model
 
     url, table = database
     output = f"{table}_labels"
-    parameters = dask_parameters(url, table, dask_scheduler, mlflow_store, method=method)
+    parameters = flow_parameters(url, table, executor, mlflow_store, method=method)
     consensus_flow(**{**parameters, "n_clusters": 4}, run_name="earlier")
-    pictured = _record_cluster_map(monkeypatch, dask_tasks)
+    pictured = _record_cluster_map(monkeypatch, track)
     summary = consensus_flow(**parameters, run_name="modelled")  # ids aligned to "earlier": not 0..k−1
     assert summary["model_uri"] == f"runs:/{summary['mlflow_run_id']}/model"
     figures = {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png"}
@@ -202,12 +203,12 @@ def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server
     assert run.data.tags["lwec.model_uri"] == summary["model_uri"]
 
 
-def _record_cluster_map(monkeypatch, dask_tasks) -> dict:
+def _record_cluster_map(monkeypatch, track) -> dict:
     """Record the flow's cluster-map input (sample positions, rows, gathered labels) and the figure's legend."""
     from lwec_tasks.tracking import figures
 
     recorded = {}
-    gather, draw = dask_tasks.sample_labels, figures.cluster_map_figure
+    gather, draw = track.sample_labels, figures.cluster_map_figure
 
     def sample_labels(table, labels, positions):
         recorded["positions"] = np.asarray(positions)
@@ -219,6 +220,45 @@ def _record_cluster_map(monkeypatch, dask_tasks) -> dict:
         recorded["legend"] = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
         return figure
 
-    monkeypatch.setattr(dask_tasks, "sample_labels", sample_labels)
+    monkeypatch.setattr(track, "sample_labels", sample_labels)
     monkeypatch.setattr(figures, "cluster_map_figure", cluster_map_figure)
     return recorded
+
+
+@pytest.mark.parametrize("method, n_clusters", [("lwea", 5), ("lwgp", 5), ("lwea", "auto"), ("lwgp", "auto")])
+def test_both_executors_give_the_same_labels_ids_and_model(prefect_server, mlflow_store, dask_scheduler, database,
+                                                           method, n_clusters):
+    """Same seed, same table: identical labels in-process and on Dask, for a second run too (stable ids aligned
+    to the first), with equal labelling models; for "auto", the library's choice of k on the same ensemble."""
+    import pandas as pd
+
+    from lwec_tasks import ari
+    from lwec_tasks.tracking import load_placement_model
+
+    url, table = database
+    output = f"{table}_labels"
+    summaries = {}
+    for name, address in (("local", None), ("dask", dask_scheduler)):
+        parameters = flow_parameters(url, table, address, mlflow_store, method=method, n_clusters=n_clusters,
+                                     output_table=f"{output}_{name}")
+        consensus_flow(**{**parameters, "n_clusters": 4, "seed": 9}, run_name="earlier")
+        summaries[name] = consensus_flow(**parameters, run_name="later")
+    local, on_dask = summaries["local"], summaries["dask"]
+    assert local["k"] == on_dask["k"] and local["ids_aligned_to"] == on_dask["ids_aligned_to"] == "earlier"
+    a, b = labels_of(url, f"{output}_local", "later"), labels_of(url, f"{output}_dask", "later")
+    assert a["id"].tolist() == b["id"].tolist() and len(a) == ROWS
+    assert a["label"].tolist() == b["label"].tolist()
+    assert local["id_agreement"] == pytest.approx(on_dask["id_agreement"])
+    # The partition is the library's on the same rows and seed (ids renamed by the alignment).
+    engine = sa.create_engine(url)
+    try:
+        frame = pd.read_sql_table(table, engine)
+    finally:
+        engine.dispose()
+    features = [c for c in frame.columns if c.startswith("f")]
+    expected = expected_labels(frame, features, n_clusters, 6, 3, method=method)
+    assert ari(expected.loc[a["id"]].to_numpy(), a["label"].to_numpy()) == pytest.approx(1.0)
+    models = [load_placement_model(s["model_uri"], mlflow_store) for s in (local, on_dask)]
+    assert models[0].digest() == models[1].digest()
+    rows = np.random.default_rng(0).normal(size=(500, len(models[0].feature_columns)))
+    np.testing.assert_array_equal(models[0].predict(rows), models[1].predict(rows))
