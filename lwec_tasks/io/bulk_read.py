@@ -1,20 +1,20 @@
-"""Fast table reads that make no Python object per row.
+"""Fast table reads through ADBC drivers: the rows arrive as Arrow columns, not as Python objects.
 
-* **PostgreSQL (psycopg 3)**: ``COPY (<select>) TO STDOUT (FORMAT BINARY)``,
-  decoded by :class:`lwec_tasks.io.pgcopy.BinaryCopyReader` into columns
-  allocated once from a ``count(*)`` taken in the same REPEATABLE READ
-  snapshot. The ``SELECT`` casts integer columns to ``bigint`` and numeric ones
-  to ``double precision`` so every non-text field is 8 bytes wide.
-* **SQLite**: the ADBC SQLite driver returns the result as Arrow columns.
+* **PostgreSQL (psycopg URLs)**: ``adbc-driver-postgresql`` on the libpq URI
+  of the engine's URL (:func:`postgres_uri`). The ``SELECT`` casts numeric
+  columns to ``double precision`` and uuids to text, as the portable path
+  converts them.
+* **SQLite files**: ``adbc-driver-sqlite`` (:mod:`lwec_tasks.io.adbc_sqlite`).
 
 Both return exactly what the portable path (``pandas.read_sql`` in chunks,
 :func:`lwec_tasks.io.source.read_rows_portable`) returns — the same values,
 dtypes and row order — or None when they cannot promise that, and the caller
 then reads the portable way: column types they do not handle (booleans,
-dates, ...), a non-UTF-8 client encoding, an empty result, or a column that
-is NULL throughout one of the portable path's chunks (pandas would give that
-chunk ``object`` dtype). The ``SELECT`` is always compiled by SQLAlchemy from
-the reflected table, so identifiers are quoted by the dialect.
+dates, ...), an empty result, a driver error other than a lost connection, or
+a column that is NULL throughout one of the portable path's chunks (pandas
+would give that chunk ``object`` dtype). The ``SELECT`` is always compiled by
+SQLAlchemy from the reflected table, identifiers quoted and the ``where``
+clauses' values rendered as literals by the dialect.
 
 Ids are read exactly on every path: a DECIMAL/NUMERIC column asked for in
 ``exact`` is selected as text (:func:`exact_expression`) and turned into
@@ -37,6 +37,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from lwec_tasks.io import adbc_sqlite
+from lwec_tasks.io.errors import is_connection_failure
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +56,10 @@ def read_fast(
     order_by: Sequence[str],
     chunk_size: int,
     exact: Collection[str] = (),
+    where: Sequence[sa.ColumnElement] = (),
 ) -> pd.DataFrame | None:
-    """``columns`` of every row of ``table`` sorted by ``order_by``, or None (read the portable way).
+    """``columns`` of the rows of ``table`` matching ``where``, sorted by ``order_by``, or None (read the
+    portable way).
 
     ``chunk_size`` is the portable path's chunk size; its result's dtypes can
     depend on it (a chunk with only NULLs in a column), so the fast path checks
@@ -68,10 +71,16 @@ def read_fast(
         return None
     dialect = engine.dialect
     if dialect.name == "postgresql" and dialect.driver == "psycopg":
-        return _read_postgres(engine, table, columns, order_by, chunk_size, exact)
-    if dialect.name == "sqlite" and dialect.driver == "pysqlite" and not exact:
-        return _read_sqlite(engine, table, columns, order_by, chunk_size)
-    return None
+        plan = _postgres_columns(table, columns, exact)
+        if plan is None:
+            return None
+        expressions, uuids = plan
+        arrow = _read_postgres(engine, literal_sql(_select(table, expressions, order_by, where), dialect))
+    elif dialect.name == "sqlite" and dialect.driver == "pysqlite" and not exact:
+        uuids, arrow = (), _read_sqlite(engine, table, columns, order_by, where)
+    else:
+        return None
+    return None if arrow is None else _frame(arrow, columns, uuids, chunk_size)
 
 
 def exact_expression(column: sa.ColumnElement) -> sa.ColumnElement | None:
@@ -106,16 +115,14 @@ def exact_values(values: pd.Series) -> pd.Series:
     return pd.Series(converted, index=values.index, name=values.name, dtype=object)
 
 
-def _select(table: sa.Table, expressions, order_by: Sequence[str]) -> sa.Select:
-    return sa.select(*expressions).order_by(*(table.c[name] for name in order_by))
+def _select(table: sa.Table, expressions, order_by: Sequence[str], where=()) -> sa.Select:
+    return sa.select(*expressions).where(*where).order_by(*(table.c[name] for name in order_by))
 
 
-def _compiled_without_parameters(statement, dialect) -> str | None:
-    """The SQL text of a statement without bound parameters, ready to send as is (None if it has some)."""
-    compiled = statement.compile(dialect=dialect)
-    if compiled.params:
-        return None
-    return unescape_percents(str(compiled), dialect)
+def literal_sql(statement, dialect) -> str:
+    """The SQL text of ``statement`` with its bound values rendered as literals by the dialect."""
+    return unescape_percents(str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True})),
+                             dialect)
 
 
 def unescape_percents(sql: str, dialect) -> str:
@@ -130,132 +137,91 @@ def unescape_percents(sql: str, dialect) -> str:
     return sql
 
 
-def _null_chunk(mask: np.ndarray | None, chunk_size: int) -> bool:
-    """Whether some portable-path chunk (``chunk_size`` rows) is NULL in every row."""
-    if mask is None or not len(mask):
-        return False
-    return bool(np.logical_and.reduceat(mask, np.arange(0, len(mask), max(1, int(chunk_size)))).any())
+def _frame(arrow, columns: Sequence[str], uuids: Collection[str], chunk_size: int) -> pd.DataFrame | None:
+    """The DataFrame the portable path builds from the Arrow result, or None (an Arrow type not handled,
+    no rows, or a portable-path chunk of ``chunk_size`` rows NULL throughout a column)."""
+    import pyarrow as pa
+
+    if arrow.num_rows == 0:
+        return None
+    data = {}
+    starts = np.arange(0, arrow.num_rows, max(1, int(chunk_size)))
+    for name, column in zip(columns, arrow.columns):
+        kind = column.type
+        if column.null_count and np.logical_and.reduceat(
+                column.is_null().combine_chunks().to_numpy(zero_copy_only=False), starts).any():
+            return None
+        if name in uuids:
+            data[name] = pd.Series([None if text is None else uuid.UUID(text) for text in column.to_pylist()],
+                                   dtype=object)
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            data[name] = column.to_pandas()
+        elif pa.types.is_integer(kind) or pa.types.is_float64(kind):
+            values = column.to_pandas().to_numpy()  # integers with NULLs: float64 with NaN, as pandas reads them
+            data[name] = values.astype(np.int64) if values.dtype.kind in "iu" else values
+        else:
+            return None
+    return pd.DataFrame(data, copy=False)
 
 
 # ----------------------------------------------------------------------------- PostgreSQL
 
 
+def postgres_uri(url: sa.URL) -> str:
+    """The libpq URI of a SQLAlchemy PostgreSQL URL (the ``+driver`` dropped; user, password, host, port,
+    database and query options kept), with the engines' connect timeout unless the URL sets one."""
+    from lwec_tasks.io.connection import CONNECT_TIMEOUT
+
+    query = {"connect_timeout": str(CONNECT_TIMEOUT), **url.query}
+    return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
+
+
 def _postgres_columns(table: sa.Table, columns: Sequence[str], exact: Collection[str] = ()):
-    """(kinds, expressions) for the binary COPY, or None when a column type is not handled.
-
-    Kinds are the reader's (int8, float8, text) plus ``uuid``: text the frame turns into :class:`uuid.UUID`.
-    """
-    from lwec_tasks.io.pgcopy import FLOAT8, INT8, TEXT
-
-    kinds, expressions = [], []
+    """(select expressions, names of the uuid columns), or None when a column type is not handled."""
+    expressions, uuids = [], []
     for name in columns:
         column = table.c[name]
-        kind_of = column.type
-        if isinstance(kind_of, (sa.Boolean, sa.Enum)):
-            return None
+        kind = column.type
         if name in exact and exact_expression(column) is not None:
-            kinds.append(TEXT)
             expressions.append(exact_expression(column))
-        elif isinstance(kind_of, sa.Uuid) and getattr(kind_of, "as_uuid", True):
-            kinds.append(UUID)
+        elif isinstance(kind, sa.Uuid) and getattr(kind, "as_uuid", True):
+            uuids.append(name)  # sent as text, returned as uuid.UUID objects
             expressions.append(sa.cast(column, sa.Text))
-        elif isinstance(kind_of, sa.Integer):
-            kinds.append(INT8)
-            expressions.append(sa.cast(column, sa.BigInteger))
-        elif isinstance(kind_of, sa.REAL):
+        elif isinstance(kind, (sa.Boolean, sa.Enum)) or not isinstance(kind, (sa.Integer, sa.Float, sa.Numeric,
+                                                                               sa.String)):
+            return None
+        elif isinstance(kind, sa.REAL):
             # psycopg reads float4 as the float of its shortest text form
             # (1e30, not 1.0000000150474662e+30): convert through text the same way.
-            kinds.append(FLOAT8)
             expressions.append(sa.cast(sa.cast(column, sa.Text), postgresql.DOUBLE_PRECISION))
-        elif isinstance(kind_of, (sa.Float, sa.Numeric)):  # SQLAlchemy 2.1: Float is no Numeric
+        elif isinstance(kind, (sa.Float, sa.Numeric)) and not isinstance(kind, sa.Integer):
             # double precision as is; numeric -> float8 rounds like float(Decimal) (pandas' coerce_float).
-            kinds.append(FLOAT8)
             expressions.append(sa.cast(column, postgresql.DOUBLE_PRECISION))
-        elif isinstance(kind_of, sa.String):
-            kinds.append(TEXT)
+        else:
             expressions.append(column)
-        else:
-            return None
-    return kinds, expressions
+    return expressions, uuids
 
 
-#: Column kind of the PostgreSQL read: a uuid, sent as text and returned as :class:`uuid.UUID` objects.
-UUID = "uuid"
-
-
-def _read_postgres(engine, table, columns, order_by, chunk_size, exact=()) -> pd.DataFrame | None:
-    import psycopg
-
-    from lwec_tasks.io.pgcopy import TEXT, BinaryCopyReader, CopyFormatError
-
-    plan = _postgres_columns(table, columns, exact)
-    if plan is None:
-        logger.debug("binary COPY not used: a column type is not handled")
+def _read_postgres(engine: sa.Engine, sql: str):
+    """The Arrow table of ``sql``; None on a data error (SQLSTATE class 22) or an error of the driver itself (the
+    portable path decides); the server's other refusals and lost connections are raised."""
+    try:
+        import adbc_driver_manager
+        import adbc_driver_postgresql.dbapi
+    except ImportError:
         return None
-    kinds, expressions = plan
-    select_sql = _compiled_without_parameters(_select(table, expressions, order_by), engine.dialect)
-    if select_sql is None:
+    try:
+        with adbc_driver_postgresql.dbapi.connect(postgres_uri(engine.url)) as connection, \
+                connection.cursor() as cursor:
+            cursor.execute(sql)
+            return cursor.fetch_arrow_table()
+    except adbc_driver_manager.Error as error:
+        sqlstate = getattr(error, "sqlstate", None) or ""
+        if is_connection_failure(error) or (sqlstate and not sqlstate.startswith("22")):
+            raise  # read_rows reports it (lwec_tasks.io.errors.database_errors)
+        # e.g. a numeric too large for double precision
+        logger.debug("ADBC read not used: %s", error)
         return None
-    copy_sql = f"COPY ({select_sql}) TO STDOUT (FORMAT BINARY)"
-    count = sa.select(sa.func.count()).select_from(table)
-    with engine.connect() as connection:
-        # One snapshot for the count and the rows.
-        connection.execution_options(isolation_level="REPEATABLE READ")
-        with connection.begin() as transaction:
-            n_rows = connection.execute(count).scalar_one()
-            if n_rows == 0:
-                return None
-            driver = connection.connection.driver_connection
-            try:
-                reader = BinaryCopyReader([TEXT if kind == UUID else kind for kind in kinds], n_rows,
-                                          driver.info.encoding)
-                with driver.cursor() as cursor:
-                    reader.read_from(driver, cursor, copy_sql)
-                values, masks = reader.finish()
-            except CopyFormatError as error:
-                logger.debug("binary COPY not used: %s", error)
-                transaction.rollback()
-                return None
-            except psycopg.Error as error:
-                if driver.closed or driver.broken:
-                    lost = error
-                    if not isinstance(error, psycopg.OperationalError):
-                        lost = psycopg.OperationalError(str(error))
-                    connection.invalidate()
-                    raise sa.exc.DBAPIError.instance(copy_sql, None, lost, psycopg.Error,
-                                                     dialect=engine.dialect) from error
-                # e.g. a numeric too large for double precision: the portable path decides.
-                logger.debug("binary COPY not used: %s", error)
-                transaction.rollback()
-                return None
-    return _frame(columns, kinds, values, masks, chunk_size)
-
-
-def _frame(columns, kinds, values, masks, chunk_size) -> pd.DataFrame | None:
-    """The DataFrame the portable path would build, or None if a chunk of it would be NULL throughout a column.
-
-    ``values``: per column an int64 or float64 array (NULLs already NaN in
-    floats) or an Arrow string column; ``masks``: per column the NULL rows, or None.
-    """
-    if any(_null_chunk(mask, chunk_size) for mask in masks):
-        return None
-    data = {}
-    for name, kind, column, mask in zip(columns, kinds, values, masks):
-        if kind == UUID:
-            data[name] = pd.Series([None if text is None else uuid.UUID(text) for text in column.to_pylist()],
-                                   dtype=object)
-        elif kind == "text":
-            data[name] = column.to_pandas()
-        elif kind == "int8" and mask is not None:
-            as_float = column.astype(np.float64)  # pandas reads integers with NULLs as floats
-            as_float[mask] = np.nan
-            data[name] = as_float
-        elif kind == "float8" and mask is not None:
-            column[mask] = np.nan
-            data[name] = column
-        else:
-            data[name] = column
-    return pd.DataFrame(data, copy=False)
 
 
 # ----------------------------------------------------------------------------- SQLite
@@ -269,109 +235,42 @@ def _passes_values_through(column: sa.Column, dialect) -> bool:
         return False
 
 
-def _read_sqlite(engine, table, columns, order_by, chunk_size) -> pd.DataFrame | None:
-    if not adbc_sqlite.available():
-        return None
-    uri = adbc_sqlite.sqlite_uri(engine, read_only=True)
-    if uri is None:
-        return None
+def _read_sqlite(engine, table, columns, order_by, where):
+    uri = adbc_sqlite.sqlite_uri(engine, read_only=True) if adbc_sqlite.available() else None
     dialect = engine.dialect
     # Booleans, decimals, dates, ... are converted by SQLAlchemy on the portable path.
-    if not all(_passes_values_through(table.c[name], dialect) for name in columns):
-        return None
-    select_sql = _compiled_without_parameters(_select(table, [table.c[name] for name in columns], order_by), dialect)
-    count_sql = _compiled_without_parameters(sa.select(sa.func.count()).select_from(table), dialect)
-    if select_sql is None or count_sql is None:
+    if uri is None or not all(_passes_values_through(table.c[name], dialect) for name in columns):
         return None
     import adbc_driver_manager
+    import pyarrow as pa
 
     try:
-        # One read transaction: the count, the rows and the check see one snapshot.
+        # One read transaction: the rows and the check see one snapshot.
         with adbc_sqlite.connect(uri, adbc_sqlite.busy_timeout_ms(engine)) as connection:
             with connection.cursor() as cursor:
-                cursor.execute(count_sql)
-                n_rows = cursor.fetchone()[0]
-                if n_rows == 0:
-                    return None
                 adbc_sqlite.set_batch_rows(cursor)
-                cursor.execute(select_sql)
-                collected = _ArrowColumns(len(columns), n_rows)
-                for batch in cursor.fetch_record_batch():
-                    if not collected.add(batch):
-                        return None
-            if not collected.complete():
-                return None
-            text = [name for name, kind in zip(columns, collected.kinds) if kind == "text"]
-            if text and _text_columns_hold_other_values(connection, table, text, dialect):
+                cursor.execute(literal_sql(_select(table, [table.c[name] for name in columns], order_by, where),
+                                           dialect))
+                arrow = cursor.fetch_arrow_table()
+            text = [name for name, kind in zip(columns, arrow.schema.types)
+                    if pa.types.is_string(kind) or pa.types.is_large_string(kind)]
+            if text and _text_columns_hold_other_values(connection, table, text, dialect, where):
                 return None
     except adbc_driver_manager.Error as error:
         # Type changes within a column ("expected INT64 but got DOUBLE"), locks, ...
         logger.debug("ADBC read not used: %s", error)
         return None
-    return _frame(columns, collected.kinds, collected.values(), collected.masks, chunk_size)
+    return arrow
 
 
-class _ArrowColumns:
-    """Copies Arrow record batches into numpy columns allocated once (``n_rows`` long)."""
-
-    def __init__(self, n_columns: int, n_rows: int):
-        self.n_rows = n_rows
-        self.kinds: list[str] | None = None
-        self.masks: list[np.ndarray | None] = [None] * n_columns
-        self._values: list = [None] * n_columns
-        self._row = 0
-
-    def add(self, batch) -> bool:
-        """Take one batch; False when a column has a type the fast path does not handle."""
-        import pyarrow as pa
-
-        if self.kinds is None:
-            self.kinds = []
-            for j, kind in enumerate(batch.schema.types):
-                if pa.types.is_int64(kind):
-                    self.kinds.append("int8")
-                    self._values[j] = np.empty(self.n_rows, dtype=np.int64)
-                elif pa.types.is_float64(kind):
-                    self.kinds.append("float8")
-                    self._values[j] = np.empty(self.n_rows, dtype=np.float64)
-                elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
-                    self.kinds.append("text")
-                    self._values[j] = []
-                else:
-                    return False
-        stop = self._row + batch.num_rows
-        if stop > self.n_rows:
-            return False
-        for j, (kind, column) in enumerate(zip(self.kinds, batch.columns)):
-            if kind == "text":
-                self._values[j].append(column)
-            else:
-                self._values[j][self._row:stop] = column.fill_null(0).to_numpy(zero_copy_only=False)
-            if column.null_count:
-                if self.masks[j] is None:
-                    self.masks[j] = np.zeros(self.n_rows, dtype=np.bool_)
-                self.masks[j][self._row:stop] = column.is_null().to_numpy(zero_copy_only=False)
-        self._row = stop
-        return True
-
-    def complete(self) -> bool:
-        return self.kinds is not None and self._row == self.n_rows
-
-    def values(self) -> list:
-        import pyarrow as pa
-
-        return [pa.chunked_array(value) if kind == "text" else value for kind, value in zip(self.kinds, self._values)]
-
-
-def _text_columns_hold_other_values(connection, table, names, dialect) -> bool:
+def _text_columns_hold_other_values(connection, table, names, dialect, where) -> bool:
     """Whether a column the driver returned as text stores numbers or blobs too.
 
     The driver turns such values into text; sqlite3 (the portable path) keeps
     their own types, which pandas reads as an ``object`` column.
     """
     tests = [sa.func.typeof(table.c[name]).not_in(["text", "null"]) for name in names]
-    statement = sa.select(sa.literal_column("1")).select_from(table).where(sa.or_(*tests)).limit(1)
-    sql = str(statement.compile(dialect=dialect, compile_kwargs={"literal_binds": True}))
+    statement = sa.select(sa.literal_column("1")).select_from(table).where(*where, sa.or_(*tests)).limit(1)
     with connection.cursor() as cursor:
-        cursor.execute(sql)
+        cursor.execute(literal_sql(statement, dialect))
         return cursor.fetchone() is not None

@@ -86,6 +86,10 @@ def is_connection_failure(error: BaseException) -> bool:
     return kind == "InterfaceError" or _is_psycopg(original) or bool(_CONNECTION_WORDS.search(message))
 
 
+def _is_adbc(error: BaseException) -> bool:
+    return type(error).__module__.split(".")[0] == "adbc_driver_manager"
+
+
 def _is_psycopg(error: BaseException) -> bool:
     return type(error).__module__.split(".")[0] in ("psycopg", "psycopg2")
 
@@ -95,6 +99,9 @@ def driver_message(error: BaseException) -> str:
     original = error.orig if isinstance(error, sa.exc.DBAPIError) and error.orig is not None else error
     diagnostics = getattr(original, "diag", None)
     text = getattr(diagnostics, "message_primary", None) or str(original)
+    if _is_adbc(original):  # "STATUS: [libpq] Failed to ...: ERROR:  reason\nQuery was: ..."
+        reasons = re.findall(r"(?:ERROR|FATAL):\s+([^\n]*)", text)
+        text = reasons[-1] if reasons else re.sub(r"^[A-Z_]+: (?:\[\w+\] )?", "", text).split("\n")[0]
     sqlstate = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None) or ""
     if sqlstate.startswith("22"):  # data exceptions quote the offending value: keep only what went wrong
         text = re.sub(r':\s*".*$', "", text, flags=re.DOTALL)
@@ -119,9 +126,13 @@ def database_errors(engine: sa.Engine | sa.Connection | str, action: str) -> Ite
     """Raise :func:`database_error`'s exception, chained to nothing, for any driver error inside the block.
 
     Without the chain no traceback shows SQLAlchemy's message, which quotes
-    the statement and its parameters.
+    the statement and its parameters. ADBC driver errors are turned alike.
     """
     try:
         yield
     except sa.exc.DBAPIError as error:
+        raise database_error(engine, error, action) from None
+    except Exception as error:
+        if not _is_adbc(error):
+            raise
         raise database_error(engine, error, action) from None

@@ -3,8 +3,8 @@
 The labels table is keyed by ``(run_key, id)``. Writing a run deletes the
 rows of its run key and inserts the new ones inside one transaction, so a
 rerun replaces its rows (never duplicates them) and a failed write leaves
-the previous rows untouched. PostgreSQL and SQLite get the rows in bulk
-(binary ``COPY``, ADBC); see :mod:`lwec_tasks.io.bulk_write`.
+the previous rows untouched. The rows go through a staging table, filled in
+bulk by ADBC on PostgreSQL and SQLite; see :mod:`lwec_tasks.io.staging`.
 """
 
 from __future__ import annotations
@@ -19,15 +19,12 @@ import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.bulk_read import fast_path_enabled
-from lwec_tasks.io.bulk_write import copy_labels, write_sqlite
 from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, check_label_table  # noqa: F401 - re-exported
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, prune_runs
 from lwec_tasks.io.names import TableName, parse_table_name
 from lwec_tasks.io.run_metadata import RunMetadata
 
-_INSERT_BATCH = 10_000
 T = TypeVar("T")
 
 
@@ -110,31 +107,20 @@ def write_labels(
     ``keep_runs`` (default None: keep every run) prunes the table in the same
     transaction: only the ``keep_runs`` most recent runs of ``rows.source_table``,
     this one included, are kept (:func:`lwec_tasks.io.history.prune_runs`); a
-    failed write deletes nothing. The SQLite fast path commits through ADBC, so
-    there the prune runs in a second transaction right after the write.
+    failed write deletes nothing.
 
-    PostgreSQL (psycopg) receives the rows as one binary ``COPY`` and SQLite
-    files through ADBC with Arrow-bound parameters, built from the id and label
-    vectors without a Python object per row (:mod:`lwec_tasks.io.bulk_write`);
-    other databases, and the cases those paths decline, get the rows through
-    ``executemany`` (:func:`write_labels_portable`). The stored rows are the same.
+    The rows go through a staging table (:mod:`lwec_tasks.io.staging`: ADBC
+    bulk ingestion on PostgreSQL and SQLite files, ``executemany`` elsewhere),
+    dropped again whatever happens.
     """
-    return _write_labels(engine, table_name, rows, id_type, fast=fast_path_enabled(), keep_runs=keep_runs)
+    from lwec_tasks.io.staging import (
+        append_to,
+        create_staging_table,
+        drop_table_quietly,
+        publish_labels,
+        staging_table_name,
+    )
 
-
-def write_labels_portable(
-    engine: sa.Engine,
-    table_name: str,
-    rows: LabelRows,
-    id_type: sa.types.TypeEngine | None = None,
-    keep_runs: int | None = None,
-) -> int:
-    """:func:`write_labels` through SQLAlchemy ``executemany`` inserts (any database)."""
-    return _write_labels(engine, table_name, rows, id_type, fast=False, keep_runs=keep_runs)
-
-
-def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: int | None = None) -> int:
-    """:func:`write_labels` with the bulk paths (``fast``) or with ``executemany`` inserts only."""
     if keep_runs is not None:
         keep_runs = check_keep(keep_runs, "keep_runs")
     ids = np.asarray(rows.ids)
@@ -142,25 +128,13 @@ def _write_labels(engine, table_name, rows, id_type, *, fast: bool, keep_runs: i
     if ids.shape != labels.shape or ids.ndim != 1:
         raise LwecInputError(f"ids {ids.shape} and labels {labels.shape} must be equal-length vectors")
     id_type = id_key_type(ids, id_type)
-    table = label_table_schema(table_name, id_type)
-    common = rows.column_values()
-    labels = labels.astype(np.int64)
-    if fast:
-        with database_errors(engine, f"write labels to table {table_name!r}"):
-            written = write_sqlite(engine, table, common, ids, labels)
-            if written is not None and keep_runs is not None:
-                # ADBC commits its own transaction, so the prune follows it in another: a failed
-                # write still deletes nothing, and a failed prune only leaves older runs in place.
-                prune_runs(engine, table_name, rows.source_table, keep_runs, keep_run_key=rows.run_key)
-        if written is not None:
-            return written
-
-    def insert(connection: sa.Connection) -> None:
-        if not (fast and copy_labels(connection, table, common, ids, labels)):
-            _insert_rows(connection, table, common, ids, labels)
-
-    replace_run_key(engine, table, rows.run_key, rows.source_table, keep_runs, insert)
-    return len(ids)
+    staging = staging_table_name(table_name)
+    create_staging_table(engine, staging, id_type)
+    try:
+        append_to(engine, staging, ids, labels)
+        return publish_labels(engine, table_name, staging, id_type, rows, len(ids), keep_runs)[0]
+    finally:
+        drop_table_quietly(engine, staging)
 
 
 def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_table: str, keep_runs: int | None,
@@ -192,19 +166,6 @@ def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_tab
                 _drop_quietly(engine, table)
             raise
     return inserted, pruned
-
-
-def _insert_rows(connection: sa.Connection, table: sa.Table, common: dict, ids: np.ndarray,
-                 labels: np.ndarray) -> None:
-    """``executemany`` inserts, ``_INSERT_BATCH`` rows at a time."""
-    for start in range(0, len(ids), _INSERT_BATCH):
-        stop = start + _INSERT_BATCH
-        # Python scalars only: numpy integers would be stored as BLOBs by sqlite3.
-        records = [
-            {**common, "id": object_id, "label": label}
-            for object_id, label in zip(ids[start:stop].tolist(), labels[start:stop].tolist())
-        ]
-        connection.execute(sa.insert(table), records)
 
 
 def _drop_quietly(engine: sa.Engine, table: sa.Table) -> None:

@@ -27,7 +27,11 @@ def read_rows(
     exact_columns: Sequence[str] = (),
     where: Sequence[sa.ColumnElement] = (),
 ) -> pd.DataFrame:
-    """Read ``columns`` of every row (that meets the ``where`` clauses), in that column order.
+    """Read ``columns`` of every row matching the ``where`` clauses, in that column order.
+
+    ``where``: SQLAlchemy boolean clauses on ``source.table``'s columns (e.g.
+    ``source.table.c.id >= 5``), all of which a row must meet; values in them
+    are bound or rendered as literals by the dialect, never pasted.
 
     Rows come back sorted by ``order_by`` (a column, or columns in order of
     precedence) when given, so the same table always yields the same row order
@@ -37,8 +41,8 @@ def read_rows(
     among them comes back as int64, Python ints beyond 64 bits, or
     ``decimal.Decimal`` values (instead of float64, which rounds 20-digit keys).
 
-    PostgreSQL (psycopg) tables are read with a binary ``COPY`` and SQLite
-    files through ADBC as Arrow columns, without a Python object per row
+    PostgreSQL (psycopg URLs) tables and SQLite files are read through ADBC
+    drivers as Arrow columns, without a Python object per row
     (:mod:`lwec_tasks.io.bulk_read`); other databases, and the cases those
     paths decline, are read by :func:`read_rows_portable`. Both give the same
     frame: values, dtypes and row order. Database errors are raised as
@@ -46,10 +50,8 @@ def read_rows(
     """
     names = _checked_order_by(source, columns, order_by)
     exact = _exact(source.table, columns, exact_columns)
-    frame = None
-    if not where:
-        with database_errors(engine, f"read table {source.name!r}"):
-            frame = read_fast(engine, source.table, list(columns), names, chunk_size, exact=exact)
+    with database_errors(engine, f"read table {source.name!r}"):
+        frame = read_fast(engine, source.table, list(columns), names, chunk_size, exact=exact, where=where)
     if frame is None:
         frame = _read_portable(engine, source, columns, names, chunk_size, exact, where)
     return _exact_frame(frame, exact)
@@ -63,10 +65,12 @@ def read_rows_portable(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     *,
     exact_columns: Sequence[str] = (),
+    where: Sequence[sa.ColumnElement] = (),
 ) -> pd.DataFrame:
     """:func:`read_rows` through ``pandas.read_sql``, streaming ``chunk_size`` rows at a time (any database)."""
     exact = _exact(source.table, columns, exact_columns)
-    frame = _read_portable(engine, source, columns, _checked_order_by(source, columns, order_by), chunk_size, exact)
+    frame = _read_portable(engine, source, columns, _checked_order_by(source, columns, order_by), chunk_size, exact,
+                           where)
     return _exact_frame(frame, exact)
 
 
@@ -93,7 +97,7 @@ def _checked_order_by(source: SourceTable, columns: Sequence[str], order_by: str
 
 def _read_portable(engine: sa.Engine, source: SourceTable, columns: Sequence[str], order_by: list[str],
                    chunk_size: int, exact: frozenset[str] = frozenset(), where=()) -> pd.DataFrame:
-    """``columns`` of every row sorted by ``order_by``, through ``pandas.read_sql`` in chunks.
+    """``columns`` of the rows matching ``where`` sorted by ``order_by``, through ``pandas.read_sql`` in chunks.
 
     ``exact`` columns are selected as text (:func:`~lwec_tasks.io.bulk_read.exact_expression`).
     """

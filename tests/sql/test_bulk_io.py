@@ -1,9 +1,9 @@
-"""The fast database paths (binary COPY on PostgreSQL, ADBC on SQLite) against the portable ones.
+"""The fast database paths (ADBC drivers on PostgreSQL and SQLite) against the portable ones.
 
 Every read compares ``read_fast`` (which must have been taken, not declined)
 with ``read_rows_portable`` value by value, dtype by dtype, row by row; every
-write compares the rows stored by ``write_labels`` with those stored by
-``write_labels_portable``.
+write compares the rows stored by ``write_labels`` through ADBC ingestion with
+those stored with the fast paths off (SQLAlchemy ``executemany``).
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import lwec_tasks.io.bulk_write as bulk_write
-import lwec_tasks.io.pgcopy as pgcopy
 import lwec_tasks.io.run_metadata as run_metadata
 import lwec_tasks.io.sink as sink
+import lwec_tasks.io.staging as staging
 from helpers.pipeline import postgres_url_or_skip, unique
 from lwec_tasks.io import DatabaseRefusedError, DatabaseUnreachableError, LabelRows, describe_source, open_engine
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV, read_fast
-from lwec_tasks.io.sink import write_labels, write_labels_portable
+from lwec_tasks.io.sink import write_labels
 from lwec_tasks.io.source import read_rows, read_rows_portable
 
 DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -181,9 +180,8 @@ def test_columns_come_back_in_the_order_asked_and_order_by_keeps_its_precedence(
         [[r["c"], r["a"], r["b"], r["id"]] for r in records])
 
 
-def test_small_blocks_split_rows_anywhere(engine, monkeypatch):
-    """Blocks of a few bytes: rows, fields and text split across blocks; NULL and clean blocks mixed."""
-    monkeypatch.setattr(pgcopy.BinaryCopyReader, "block_bytes", 37)
+def test_null_and_clean_chunks_mixed(engine):
+    """NULLs in some of the portable path's chunks, none in others; text of varying widths."""
     rng = np.random.default_rng(3)
     records = [{"id": i, "f0": None if i in (17, 18, 90) else float(rng.normal()), "f1": float(i),
                 "t": "é" * (i % 5)} for i in range(150)]
@@ -274,28 +272,28 @@ def test_postgres_types_it_does_not_decode_are_read_the_portable_way():
 
 
 @pytest.mark.postgres
-def test_postgres_connection_lost_during_the_copy_is_unreachable(monkeypatch):
+def test_postgres_connection_lost_during_the_read_is_unreachable(monkeypatch):
+    import adbc_driver_postgresql.dbapi
+
     url = postgres_url_or_skip()
     engine = open_engine(url)
     name = unique("lost")
-    make_table(engine, name, [sa.Column("id", sa.BigInteger, primary_key=True), sa.Column("f0", sa.Float)], [])
-    with engine.begin() as connection:
-        connection.exec_driver_sql(f"insert into {name} select g, g * 0.5 from generate_series(1, 300000) g")
-    monkeypatch.setattr(pgcopy.BinaryCopyReader, "block_bytes", 4096)
-    decode = pgcopy.BinaryCopyReader._decode
+    make_table(engine, name, [sa.Column("id", sa.BigInteger, primary_key=True), sa.Column("f0", sa.Float)],
+               [{"id": 1, "f0": 0.5}])
+    connect = adbc_driver_postgresql.dbapi.connect
     killer = sa.create_engine(url)
 
-    def decode_then_lose_the_connection(self, final):
-        decode(self, final)
-        if not getattr(self, "_killed", False):
-            self._killed = True
-            with killer.begin() as connection:
-                connection.execute(sa.text(
-                    "select pg_terminate_backend(pid) from pg_stat_activity "
-                    "where query like 'COPY%' and strpos(query, :name) > 0 and pid <> pg_backend_pid()"),
-                    {"name": name})
+    def connect_then_lose_the_connection(*args, **kwargs):
+        connection = connect(*args, **kwargs)
+        with connection.cursor() as cursor:
+            cursor.execute("select pg_backend_pid()")
+            pid = cursor.fetchone()[0]
+        connection.commit()
+        with killer.begin() as killing:
+            killing.execute(sa.text("select pg_terminate_backend(:pid)"), {"pid": pid})
+        return connection
 
-    monkeypatch.setattr(pgcopy.BinaryCopyReader, "_decode", decode_then_lose_the_connection)
+    monkeypatch.setattr(adbc_driver_postgresql.dbapi, "connect", connect_then_lose_the_connection)
     try:
         with pytest.raises(DatabaseUnreachableError, match="cannot reach database"):
             read_rows(engine, describe_source(engine, name), ["id", "f0"], order_by="id")
@@ -334,8 +332,22 @@ def rows_for(key, ids, labels, **overrides):
     return LabelRows(**fields)
 
 
-def no_portable_insert(*args, **kwargs):
-    raise AssertionError("the portable insert was used")
+def write_labels_portable(engine, table_name, rows, **kwargs):
+    """``write_labels`` with the fast paths off: the staging table filled by SQLAlchemy ``executemany``."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAST_PATH_ENV, "0")
+        return write_labels(engine, table_name, rows, **kwargs)
+
+
+def ingest_only(patch):
+    """Make every label write fail unless its rows are appended by ADBC bulk ingestion."""
+    ingest = staging._ingest
+
+    def checked(*args):
+        assert ingest(*args), "the executemany append was used"
+        return True
+
+    patch.setattr(staging, "_ingest", checked)
 
 
 @pytest.mark.parametrize("ids", [
@@ -350,7 +362,7 @@ def test_fast_write_stores_the_rows_of_the_portable_write(engine, monkeypatch, i
     created_tables(engine).extend([fast, portable])
     rows = rows_for("run-a", ids, [2, 0, 1, 1, 0], seed=seed, flow_run_id=flow_run_id)
     assert write_labels_portable(engine, portable, rows) == 5
-    monkeypatch.setattr(sink, "_insert_rows", no_portable_insert)
+    ingest_only(monkeypatch)
     assert write_labels(engine, fast, rows) == 5
     assert stored(engine, fast) == stored(engine, portable)
     if engine.dialect.name == "sqlite":
@@ -361,7 +373,6 @@ def test_fast_write_stores_the_rows_of_the_portable_write(engine, monkeypatch, i
 
 
 def test_fast_write_of_many_rows_in_several_blocks(engine, monkeypatch):
-    monkeypatch.setattr(bulk_write, "BLOCK_ROWS", 1000)
     monkeypatch.setattr(run_metadata, "dt", FrozenClock)
     n = 4321
     text_ids = np.array([f"id-{i}" * (i % 4) + str(i) for i in range(n)], dtype=object)
@@ -371,7 +382,7 @@ def test_fast_write_of_many_rows_in_several_blocks(engine, monkeypatch):
         for key in ("a", "b"):
             write_labels_portable(engine, portable, rows_for(key, ids, np.arange(n) % 5))
         with monkeypatch.context() as patch:
-            patch.setattr(sink, "_insert_rows", no_portable_insert)
+            ingest_only(patch)
             for key in ("a", "b"):
                 write_labels(engine, fast, rows_for(key, ids, np.arange(n) % 5))
         assert stored(engine, fast) == stored(engine, portable)
@@ -381,7 +392,7 @@ def test_fast_write_of_many_rows_in_several_blocks(engine, monkeypatch):
 def test_rewriting_a_run_key_replaces_only_its_rows(engine, monkeypatch):
     out = unique("replace_labels")
     created_tables(engine).append(out)
-    monkeypatch.setattr(sink, "_insert_rows", no_portable_insert)
+    ingest_only(monkeypatch)
     write_labels(engine, out, rows_for("a", np.arange(100), np.arange(100) % 2))
     write_labels(engine, out, rows_for("b", np.arange(50), np.zeros(50, dtype=int)))
     write_labels(engine, out, rows_for("a", np.arange(10, 30), np.ones(20, dtype=int), seed=1))
@@ -401,62 +412,33 @@ def test_a_duplicate_id_fails_the_write_and_leaves_the_earlier_rows(engine, monk
         write_labels(engine, out, rows_for("a", np.r_[np.arange(5000), 7], np.zeros(5001, dtype=int)))
     assert stored(engine, out) == before
     # The fast path alone (no portable retry) leaves them too.
-    monkeypatch.setattr(sink, "_insert_rows", no_portable_insert)
+    ingest_only(monkeypatch)
     with pytest.raises((DatabaseRefusedError, AssertionError)):
         write_labels(engine, out, rows_for("a", np.r_[np.arange(5000), 7], np.zeros(5001, dtype=int)))
     assert stored(engine, out) == before
 
 
-@pytest.mark.postgres
-def test_postgres_a_copy_failing_after_the_delete_leaves_the_earlier_rows(monkeypatch):
-    engine = open_engine(postgres_url_or_skip())
+def test_a_failure_after_the_delete_leaves_the_earlier_rows_and_no_staging_table(engine, monkeypatch):
     out = unique("atomic_labels")
-    try:
-        write_labels(engine, out, rows_for("a", np.arange(3000), np.arange(3000) % 3))
-        before = stored(engine, out)
-        monkeypatch.setattr(bulk_write, "BLOCK_ROWS", 1000)
-        build = pgcopy.build_rows
-        calls = []
+    created_tables(engine).append(out)
+    write_labels(engine, out, rows_for("a", np.arange(3000), np.arange(3000) % 3))
+    before = stored(engine, out)
+    tables_before = set(sa.inspect(engine).get_table_names())
 
-        def fail_on_third_block(*args, **kwargs):
-            calls.append(1)
-            if len(calls) == 3:
-                raise RuntimeError("injected failure in the middle of the COPY")
-            return build(*args, **kwargs)
+    def fail(*args, **kwargs):
+        raise RuntimeError("injected failure after the DELETE and the INSERT")
 
-        monkeypatch.setattr(pgcopy, "build_rows", fail_on_third_block)
-        with pytest.raises(RuntimeError, match="injected"):
-            write_labels(engine, out, rows_for("a", np.arange(5000), np.ones(5000, dtype=int)))
-        assert len(calls) == 3  # two blocks were sent after the DELETE
-        assert stored(engine, out) == before
-    finally:
-        with engine.begin() as connection:
-            sa.Table(out, sa.MetaData()).drop(connection, checkfirst=True)
-        engine.dispose()
-
-
-def test_sqlite_a_failure_after_the_delete_leaves_the_earlier_rows(tmp_path, monkeypatch):
-    import adbc_driver_manager.dbapi
-
-    path = tmp_path / "atomic.db"
-    path.touch()
-    engine = open_engine(f"sqlite:///{path}")
-    write_labels(engine, "labels", rows_for("a", np.arange(300), np.arange(300) % 3))
-    before = stored(engine, "labels")
-
-    def fail(self, *args, **kwargs):
-        raise RuntimeError("injected failure after the DELETE")
-
-    monkeypatch.setattr(adbc_driver_manager.dbapi.Cursor, "executemany", fail)
+    monkeypatch.setattr(sink, "prune_runs", fail)  # runs last in the publishing transaction
     with pytest.raises(RuntimeError, match="injected"):
-        write_labels(engine, "labels", rows_for("a", np.arange(500), np.ones(500, dtype=int)))
-    assert stored(engine, "labels") == before
+        write_labels(engine, out, rows_for("a", np.arange(5000), np.ones(5000, dtype=int)), keep_runs=3)
+    assert stored(engine, out) == before
+    assert set(sa.inspect(engine).get_table_names()) == tables_before
 
 
 def test_a_failed_first_fast_write_leaves_no_table(engine, monkeypatch):
     out = unique("first_labels")
     created_tables(engine).append(out)
-    monkeypatch.setattr(sink, "_insert_rows", no_portable_insert)
+    ingest_only(monkeypatch)
     with pytest.raises((DatabaseRefusedError, AssertionError)):
         write_labels(engine, out, rows_for("a", [7, 8, 8], [1, 1, 1]))
     assert not sa.inspect(engine).has_table(out)
@@ -464,7 +446,7 @@ def test_a_failed_first_fast_write_leaves_no_table(engine, monkeypatch):
 
 def test_labels_table_names_needing_quotes(engine, monkeypatch):
     monkeypatch.setattr(run_metadata, "dt", FrozenClock)
-    monkeypatch.setattr(sink, "_insert_rows", no_portable_insert)
+    ingest_only(monkeypatch)
     out = "Order"  # a keyword, mixed case: quoted by the dialect
     created_tables(engine).append(out)
     write_labels(engine, out, rows_for("a", [1, 2], [0, 1]))
@@ -474,7 +456,7 @@ def test_labels_table_names_needing_quotes(engine, monkeypatch):
 
 @pytest.mark.postgres
 def test_postgres_existing_labels_tables_with_other_column_types():
-    """An int4 id column gets int4 fields; a numeric id column is left to the portable insert."""
+    """Staged bigint ids go into an int4 or numeric id column (out-of-range ids refused as the portable path does)."""
     engine = open_engine(postgres_url_or_skip())
     names = []
     try:
@@ -540,41 +522,10 @@ def test_round_trip_of_random_ids_labels_and_floats(engine, monkeypatch, data, c
         id_values = np.array(ids, dtype=object) if text_ids else np.array(ids, dtype=np.int64)
         rows = rows_for("p", id_values, np.array(labels))
         write_labels_portable(engine, out_portable, rows)
-        patch.setattr(sink, "_insert_rows", no_portable_insert)
+        ingest_only(patch)
         write_labels(engine, out_fast, rows)
         assert stored(engine, out_fast) == stored(engine, out_portable)
     with engine.begin() as connection:
         for table in (name, out_fast, out_portable):
             sa.Table(table, sa.MetaData()).drop(connection, checkfirst=True)
     del created_tables(engine)[-3:]
-
-
-def test_build_rows_lays_out_what_postgres_reads():
-    """The writer's layout decoded by the reader's parser (no database needed for the format itself)."""
-    ids = np.array(["a", "", "ccc", "dddd"], dtype=object)
-    data, offsets = bulk_write._utf8_column(ids)
-    constant = pgcopy.field(b"key") + pgcopy.field(None)
-    block = pgcopy.build_rows(4, constant, [(">f8", np.array([0.5, -1, 2, 3.25]))], data, offsets)
-    reader = pgcopy.BinaryCopyReader([pgcopy.TEXT, pgcopy.TEXT, pgcopy.FLOAT8, pgcopy.TEXT], 4)
-    for piece in (pgcopy.HEADER, bytes(block), pgcopy.TRAILER):
-        reader.feed(piece)
-    values, masks = reader.finish()
-    assert values[0].to_pylist() == ["key"] * 4
-    assert values[1].to_pylist() == [None] * 4 and masks[1].all()
-    assert values[2].tolist() == [0.5, -1, 2, 3.25] and masks[2] is None
-    assert values[3].to_pylist() == list(ids)
-
-
-def test_reader_refuses_malformed_streams():
-    reader = pgcopy.BinaryCopyReader([pgcopy.INT8], 1)
-    with pytest.raises(pgcopy.CopyFormatError):
-        reader.feed(b"not a copy stream at all")
-        reader.finish()
-    reader = pgcopy.BinaryCopyReader([pgcopy.INT8], 1)
-    reader.feed(pgcopy.HEADER + b"\x00\x01\x00\x00\x00\x04abcd" + pgcopy.TRAILER)  # a 4-byte field
-    with pytest.raises(pgcopy.CopyFormatError, match="width"):
-        reader.finish()
-    reader = pgcopy.BinaryCopyReader([pgcopy.INT8], 2)
-    reader.feed(pgcopy.HEADER + b"\x00\x01\x00\x00\x00\x08" + bytes(8) + pgcopy.TRAILER)
-    with pytest.raises(pgcopy.CopyFormatError, match="expected 2 rows"):
-        reader.finish()

@@ -20,8 +20,7 @@ from lwec_tasks.io import (
     prune_runs,
     write_labels,
 )
-from lwec_tasks.io.bulk_read import unescape_percents
-from lwec_tasks.io.sink import write_labels_portable
+from lwec_tasks.io.bulk_read import FAST_PATH_ENV, unescape_percents
 
 
 @pytest.fixture
@@ -149,8 +148,10 @@ def test_prune_needs_a_positive_integer(engine, tables, keep):
 # ----------------------------------------------------------------------------- write_labels(keep_runs=)
 
 
-@pytest.mark.parametrize("write", [write_labels, write_labels_portable])
-def test_write_labels_prunes_in_the_same_transaction(db_url, engine, tables, write):
+@pytest.mark.parametrize("fast", ["1", "0"], ids=["adbc", "executemany"])
+def test_write_labels_prunes_in_the_same_transaction(db_url, engine, tables, monkeypatch, fast):
+    monkeypatch.setenv(FAST_PATH_ENV, fast)
+    write = write_labels
     table = tables()
     write_runs(engine, table, [("a1", "features", [1, 2], [0, 1]), ("a2", "features", [1, 2], [1, 1]),
                                ("b1", "other", [1], [0]), ("a3", "features", [1, 2], [0, 0])])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-import lwec_tasks.io.sink as sink
+import lwec_tasks.io.staging as staging
 from helpers.pipeline import latest_earlier_run, postgres_url_or_skip, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.renumber import align_to_previous
@@ -24,7 +24,6 @@ from lwec_tasks.io import (
 )
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV
 from lwec_tasks.io.features import plan_columns, prepare_features
-from lwec_tasks.io.sink import write_labels_portable
 from lwec_tasks.stages.partitions import matchable_ids
 
 N = 30
@@ -99,10 +98,9 @@ def test_postgres_ids_round_trip_exactly(pg, monkeypatch, kind, fast):
     created.append(out)
     check_label_table(engine, out, name, id_type=id_type, id_column="id")
     labels = np.arange(N) % 3
-    write = write_labels if fast else write_labels_portable
-    if fast and kind in ("uuid", "text", "bigint"):
-        monkeypatch.setattr(sink, "_insert_rows", no_portable_insert)  # these go through the binary COPY
-    assert write(engine, out, rows_for("first", features.ids, labels, name), id_type=id_type) == N
+    if fast:
+        ingest_only(monkeypatch)  # every kind is staged by ADBC ingestion (uuids and numerics as text)
+    assert write_labels(engine, out, rows_for("first", features.ids, labels, name), id_type=id_type) == N
     stored_type = sa.inspect(engine).get_columns(out)[1]["type"]
     assert type(stored_type).__name__.lower().startswith(SQL_TYPES[kind].split("(")[0][:4])
     check_label_table(engine, out, name, id_type=id_type, id_column="id")  # the labels table fits its source
@@ -117,8 +115,15 @@ def test_postgres_ids_round_trip_exactly(pg, monkeypatch, kind, fast):
     assert renumbered.agreement == 1.0 and renumbered.labels.tolist() == labels.tolist()
 
 
-def no_portable_insert(*args, **kwargs):
-    raise AssertionError("the portable insert was used")
+def ingest_only(patch):
+    """Make every label write fail unless its rows are appended by ADBC bulk ingestion."""
+    ingest = staging._ingest
+
+    def checked(*args):
+        assert ingest(*args), "the executemany append was used"
+        return True
+
+    patch.setattr(staging, "_ingest", checked)
 
 
 @pytest.mark.postgres
