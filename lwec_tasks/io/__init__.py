@@ -23,7 +23,7 @@ _EXPORTS = {
     "ensure_latest_view": "history",
     "latest_labels_query": "history",
     "prune_runs": "history",
-    "staged_run_matches": "history",
+    "staged_run_matches": "staging",
     "check_new_table_name": "identifiers",
     "default_output_table": "identifiers",
     "latest_view_name": "identifiers",
@@ -35,7 +35,7 @@ _EXPORTS = {
     "describe_source": "catalog",
     "LabelRows": "sink",
     "id_key_type": "sink",
-    "write_labels": "sink",
+    "write_labels": "staging",
     "read_rows": "source",
 }
 

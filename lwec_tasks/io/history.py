@@ -30,7 +30,6 @@ from lwec_tasks.io.identifiers import (  # noqa: F401 - the view's name rules, r
     latest_view_of,
 )
 from lwec_tasks.io.names import TableName, parse_table_name
-from lwec_tasks.io.run_metadata import RunMetadata
 
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
 _DELETE_BATCH = 500
@@ -60,31 +59,6 @@ def runs_by_recency(labels_table: str, source_table: str, exclude_run_key: str |
         .group_by(table.c.run_key)
         .order_by(last_written.desc(), table.c.run_key.desc())
     )
-
-
-def staged_run_matches(engine: sa.Engine, labels_table: str, staged: sa.Table, run: RunMetadata,
-                       n_rows: int) -> bool:
-    """Whether ``labels_table`` already holds exactly this run: its run key with the same parameters
-    (k, method, θ, M, seed, source table) and the same (id, label) rows as the ``n_rows`` rows of the
-    ``staged`` (id, label) table.
-
-    Cheap when it is not so: one aggregate query on the run key's rows; the rows themselves are compared
-    (one join in the database) only when the key, the parameters and the row count all agree.
-    """
-    table = labels_table_clause(labels_table)
-    stored = (table.c.k, table.c.method, table.c.theta, table.c.ensemble_size, table.c.seed, table.c.source_table)
-    wanted = (int(run.k), run.method, float(run.theta), int(run.ensemble_size),
-              None if run.seed is None else int(run.seed), run.source_table)
-    statement = sa.select(*stored, sa.func.count()).where(table.c.run_key == run.run_key).group_by(*stored).limit(2)
-    same = (sa.select(sa.func.count()).select_from(table.join(staged, table.c.id == staged.c.id))
-            .where(table.c.run_key == run.run_key, table.c.label == staged.c.label))
-    with database_errors(engine, f"read table {str(labels_table)!r}"), engine.connect() as connection:
-        if not _is_labels_table(connection, labels_table):
-            return False
-        groups = connection.execute(statement).all()
-        if len(groups) != 1 or tuple(groups[0][:-1]) != wanted or groups[0][-1] != n_rows:
-            return False
-        return connection.execute(same).scalar_one() == n_rows
 
 
 # ----------------------------------------------------------------------------- pruning
@@ -133,7 +107,7 @@ def prune_runs(
 
 def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep: int,
            keep_run_key: str | None) -> list[str]:
-    if not _is_labels_table(connection, labels_table):
+    if not is_labels_table(connection, labels_table):
         return []
     ranked = [row.run_key for row in connection.execute(runs_by_recency(labels_table, source_table))]
     if keep_run_key is None:
@@ -210,7 +184,7 @@ def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
     """
     view = latest_view_of(parse_table_name(labels_table, "labels_table"))
     with database_errors(engine, f"create view {str(view)!r}"), engine.begin() as connection:
-        if not _is_labels_table(connection, labels_table):
+        if not is_labels_table(connection, labels_table):
             raise LwecInputError(
                 f"labels_table={labels_table!r} does not exist; write labels before creating its view {str(view)!r}"
             )
@@ -266,7 +240,7 @@ def _execute_without_parameters(connection: sa.Connection, sql: str) -> None:
         cursor.close()
 
 
-def _is_labels_table(connection: sa.Connection, labels_table: str | TableName) -> bool:
+def is_labels_table(connection: sa.Connection, labels_table: str | TableName) -> bool:
     """Whether ``labels_table`` exists; :class:`LwecInputError` if it exists without the labels columns."""
     name = parse_table_name(labels_table, "labels_table")
     inspector = sa.inspect(connection)

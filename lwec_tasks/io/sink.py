@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, check_label_table  # noqa: F401 - re-exported
 from lwec_tasks.io.errors import database_errors
-from lwec_tasks.io.history import check_keep, prune_runs
+from lwec_tasks.io.history import prune_runs
 from lwec_tasks.io.names import TableName, parse_table_name
 from lwec_tasks.io.run_metadata import RunMetadata
 
@@ -91,50 +91,6 @@ def label_table_schema(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
         sa.Column("written_at", sa.DateTime(timezone=True), nullable=False),
         schema=parsed.schema,
     )
-
-
-def write_labels(
-    engine: sa.Engine,
-    table_name: str,
-    rows: LabelRows,
-    id_type: sa.types.TypeEngine | None = None,
-    keep_runs: int | None = None,
-) -> int:
-    """Replace the rows of ``rows.run_key`` in ``table_name`` in one transaction.
-
-    Creates the table when missing. Returns the number of rows written.
-
-    ``keep_runs`` (default None: keep every run) prunes the table in the same
-    transaction: only the ``keep_runs`` most recent runs of ``rows.source_table``,
-    this one included, are kept (:func:`lwec_tasks.io.history.prune_runs`); a
-    failed write deletes nothing.
-
-    The rows go through a staging table (:mod:`lwec_tasks.io.staging`: ADBC
-    bulk ingestion on PostgreSQL and SQLite files, ``executemany`` elsewhere),
-    dropped again whatever happens.
-    """
-    from lwec_tasks.io.staging import (
-        append_to,
-        create_staging_table,
-        drop_table_quietly,
-        publish_labels,
-        staging_table_name,
-    )
-
-    if keep_runs is not None:
-        keep_runs = check_keep(keep_runs, "keep_runs")
-    ids = np.asarray(rows.ids)
-    labels = np.asarray(rows.labels)
-    if ids.shape != labels.shape or ids.ndim != 1:
-        raise LwecInputError(f"ids {ids.shape} and labels {labels.shape} must be equal-length vectors")
-    id_type = id_key_type(ids, id_type)
-    staging = staging_table_name(table_name)
-    create_staging_table(engine, staging, id_type)
-    try:
-        append_to(engine, staging, ids, labels)
-        return publish_labels(engine, table_name, staging, id_type, rows, len(ids), keep_runs)[0]
-    finally:
-        drop_table_quietly(engine, staging)
 
 
 def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_table: str, keep_runs: int | None,

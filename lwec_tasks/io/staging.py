@@ -23,14 +23,15 @@ import uuid
 import numpy as np
 import sqlalchemy as sa
 
+from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import adbc_sqlite
 from lwec_tasks.io.bulk_read import fast_path_enabled, postgres_uri
 from lwec_tasks.io.connection import open_engine
 from lwec_tasks.io.errors import database_errors
-from lwec_tasks.io.history import check_keep
+from lwec_tasks.io.history import check_keep, is_labels_table, labels_table_clause
 from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_metadata import RunMetadata
-from lwec_tasks.io.sink import label_table_schema, replace_run_key
+from lwec_tasks.io.sink import LabelRows, id_key_type, label_table_schema, replace_run_key
 
 #: Rows per ``executemany`` batch when the rows cannot be ingested by ADBC.
 APPEND_BATCH = 20_000
@@ -155,6 +156,33 @@ def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndar
     return True
 
 
+def staged_run_matches(engine: sa.Engine, labels_table: str, staging: str, id_type: sa.types.TypeEngine,
+                       run: RunMetadata, n_rows: int) -> bool:
+    """Whether ``labels_table`` already holds exactly this run: its run key with the same parameters
+    (k, method, θ, M, seed, source table) and the same (id, label) rows as the ``n_rows`` rows of the
+    staging table ``staging`` (made by :func:`create_staging_table` for ``id_type`` ids).
+
+    Cheap when it is not so: one aggregate query on the run key's rows; the rows themselves are compared
+    (one join in the database) only when the key, the parameters and the row count all agree.
+    """
+    table = labels_table_clause(labels_table)
+    stored = (table.c.k, table.c.method, table.c.theta, table.c.ensemble_size, table.c.seed, table.c.source_table)
+    wanted = (int(run.k), run.method, float(run.theta), int(run.ensemble_size),
+              None if run.seed is None else int(run.seed), run.source_table)
+    statement = sa.select(*stored, sa.func.count()).where(table.c.run_key == run.run_key).group_by(*stored).limit(2)
+    staged = _staging(staging, id_type)
+    staged_id = sa.cast(staged.c.id, id_type) if _cast_on_publish(id_type) else staged.c.id
+    same = (sa.select(sa.func.count()).select_from(table.join(staged, table.c.id == staged_id))
+            .where(table.c.run_key == run.run_key, table.c.label == staged.c.label))
+    with database_errors(engine, f"read table {str(labels_table)!r}"), engine.connect() as connection:
+        if not is_labels_table(connection, labels_table):
+            return False
+        groups = connection.execute(statement).all()
+        if len(groups) != 1 or tuple(groups[0][:-1]) != wanted or groups[0][-1] != n_rows:
+            return False
+        return connection.execute(same).scalar_one() == n_rows
+
+
 def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: sa.types.TypeEngine,
                    run: RunMetadata, expected_rows: int, keep_runs: int | None = None) -> tuple[int, list[str]]:
     """Replace the run key's rows of ``output_table`` by the staged labels, in one transaction.
@@ -186,3 +214,38 @@ def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: 
         return inserted
 
     return replace_run_key(engine, table, run.run_key, run.source_table, keep_runs, insert)
+
+
+def write_labels(
+    engine: sa.Engine,
+    table_name: str,
+    rows: LabelRows,
+    id_type: sa.types.TypeEngine | None = None,
+    keep_runs: int | None = None,
+) -> int:
+    """Replace the rows of ``rows.run_key`` in ``table_name`` in one transaction.
+
+    Creates the table when missing. Returns the number of rows written.
+
+    ``keep_runs`` (default None: keep every run) prunes the table in the same
+    transaction: only the ``keep_runs`` most recent runs of ``rows.source_table``,
+    this one included, are kept (:func:`lwec_tasks.io.history.prune_runs`); a
+    failed write deletes nothing.
+
+    The rows go through a staging table (ADBC bulk ingestion on PostgreSQL and
+    SQLite files, ``executemany`` elsewhere), dropped again whatever happens.
+    """
+    if keep_runs is not None:
+        keep_runs = check_keep(keep_runs, "keep_runs")
+    ids = np.asarray(rows.ids)
+    labels = np.asarray(rows.labels)
+    if ids.shape != labels.shape or ids.ndim != 1:
+        raise LwecInputError(f"ids {ids.shape} and labels {labels.shape} must be equal-length vectors")
+    id_type = id_key_type(ids, id_type)
+    staging = staging_table_name(table_name)
+    create_staging_table(engine, staging, id_type)
+    try:
+        append_to(engine, staging, ids, labels)
+        return publish_labels(engine, table_name, staging, id_type, rows, len(ids), keep_runs)[0]
+    finally:
+        drop_table_quietly(engine, staging)

@@ -2,16 +2,24 @@
 
 The flow process plans and reduces; an executor (:mod:`lwec_tasks.executors`: in-process or Dask) runs the
 per-partition functions. A stage that needs a global quantity gets it from a reduction of per-partition
-results.
+results. In pipeline order:
 
-- :mod:`~lwec_tasks.stages.planning` — id-range partitions and the earlier run's ids
+- :mod:`~lwec_tasks.stages.read` — check the table, plan id-range partitions, read them, standardisation
+- :mod:`~lwec_tasks.stages.ensemble` — the base clusterings and each base cluster's ECI
+- :mod:`~lwec_tasks.stages.consensus` — LWEA or LWGP labels, k given or chosen
+- :mod:`~lwec_tasks.stages.identities` — stable cluster ids (alignment with the latest earlier run)
+- :mod:`~lwec_tasks.stages.write` — staged per partition, published in one transaction
+- :mod:`~lwec_tasks.stages.model` — the labelling model from reductions
+
+and what they share:
+
 - :mod:`~lwec_tasks.stages.partitions` — what runs on one partition (read, standardise, assign, count,
   embed, k-means partial sums, write)
 - :mod:`~lwec_tasks.stages.reductions` — per-partition partial results and how they combine
-- :mod:`~lwec_tasks.stages.consensus` — whole-table steps on small reduced inputs (graph assembly, LWEA on
+- :mod:`~lwec_tasks.stages.whole_table` — whole-table steps on small reduced inputs (graph assembly, LWEA on
   microclusters, LWGP's k-means fits, the automatic choice of k)
-- :mod:`~lwec_tasks.stages.base_clusterings` — the base-clustering rule on partitioned rows
-- :mod:`~lwec_tasks.stages.pipeline` — the stages as the flow drives them
+- :mod:`~lwec_tasks.stages.base_clusterings` — which rows each base k-means model is fitted on
+- :mod:`~lwec_tasks.stages.planning` — id-range partition bounds, the earlier run's cluster ids
 
 Prefect is imported only by :mod:`lwec_tasks.tasks`; :mod:`distributed` only by the Dask executor. See
 docs/pipeline.md and docs/scale.md.

@@ -1,99 +1,300 @@
-"""Whole-table steps that need only small, reduced inputs; they run as single tasks on a worker.
+"""Stage: the consensus labels — LWEA (exact, on microclusters) or LWGP (Tcut), k given or chosen.
 
-The cluster graph is assembled from its summed blocks, LWEA runs on the microcluster table, and LWGP's
-k-means is fitted on microclusters or on a sample of embedded rows — each with the numeric core's own
-functions, so the results are the library's on the same inputs. The automatic choice of k is the library's
-(:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings gathered from the partitions.
+Global quantities come from reductions of per-partition results: the microcluster table, the cluster graph,
+k-means partial sums; the labels stay in the partitions. ``n_clusters="auto"`` is the library's choice of
+k (:func:`lwec_tasks.core.auto_k.select_k`) on the gathered base clusterings.
 """
 
 from __future__ import annotations
 
+import operator
+import time
+
 import numpy as np
-from threadpoolctl import threadpool_limits
 
-from lwec_tasks.core.auto_k import KSelection, select_k
-from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
-from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
-from lwec_tasks.core.lwgp import _kmeans, partition_embedding
-from lwec_tasks.core.memory import ensure_fits
-from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
-from lwec_tasks.stages.reductions import Microclusters, assemble_normalised_graph
+from lwec_tasks.core import lwgp as lwgp_core
+from lwec_tasks.core.defaults import is_auto
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.seeds import base_seed, derived_seed
+from lwec_tasks.core.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
+from lwec_tasks.core.validation import check_n_clusters
+from lwec_tasks.executors.progress import Progress, tree_reduce
+from lwec_tasks.stages import partitions as part
+from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows
+from lwec_tasks.stages.read import PartitionedTable
+from lwec_tasks.stages.reductions import (
+    Moments,
+    add_tables,
+    agreement_from_contingency,
+    merge_microclusters,
+)
+from lwec_tasks.stages.whole_table import (
+    assemble_graph,
+    check_lwea_fits,
+    choose_k,
+    fit_embedding_kmeans,
+    lwea_on_microclusters,
+    lwgp_on_microclusters,
+)
+
+#: scikit-learn's default relative tolerance of k-means, which LWGP's refinement on all rows uses.
+KMEANS_TOL = 1e-4
 
 
-def assemble_graph(parts: list, offsets: np.ndarray, factors: np.ndarray):
-    """The normalised cluster graph (sparse CSR) from the summed output of
-    :func:`lwec_tasks.stages.partitions.graph_blocks`."""
-    n_columns = len(offsets) - 1
-    return assemble_normalised_graph(parts[n_columns:], parts[:n_columns], offsets, factors)
+class PartitionedLabels:
+    """Consensus labels: ``labels`` (futures of (n_p,) labels), ``sizes`` (rows per cluster id), ``quality``
+    (NMI/ARI against ground truth, or empty); what the labelling model needs of the consensus:
+    ``cluster_vectors`` (LWGP's (n_c, k) Tcut vectors, else None) and ``micro`` (LWEA's microclusters, else
+    None); ``linkage`` LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format (else None);
+    ``k`` the number of clusters asked for (chosen, for "auto") and ``selection`` the automatic choice
+    (:class:`~lwec_tasks.core.auto_k.KSelection`, else None)."""
+
+    def __init__(self, **values):
+        self.cluster_vectors = None
+        self.micro = None
+        self.linkage = None
+        self.k = None
+        self.selection = None
+        self.__dict__.update(values)
 
 
-def check_lwea_fits(n_microclusters: int) -> None:
-    """Raise :class:`~lwec_tasks.core.errors.LwecMemoryError` if exact LWEA on this many microclusters would
-    not fit in this worker's memory (the condensed distance matrix)."""
-    ensure_fits(
-        n_microclusters * (n_microclusters - 1) // 2 * 8,
-        f"exact LWEA on at least {n_microclusters} microclusters (condensed distance matrix)",
-        "use method 'lwgp', which scales linearly in N, or fewer/coarser base clusterings",
-    )
+def sample_labels(table: PartitionedTable, labels: PartitionedLabels, positions: np.ndarray) -> np.ndarray:
+    """The labels at sorted table ``positions`` (the cluster map's rows), taken from the partitions; (S,)."""
+    if len(positions) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(gather_rows(table.session, labels.labels, positions, table.offsets, part.take,
+                                   "picture-labels").result(), dtype=np.int64)
 
 
-class _LeafCut(MicroclusterDendrogram):
-    """LWEA's dendrogram cut at the level of microclusters.
+class _Microclusters:
+    """The microcluster table (a future), its size and each partition's row → microcluster index (futures)."""
 
-    The cut itself is the core's (:meth:`MicroclusterDendrogram.cut` with the true number of objects);
-    instead of splitting the objects of a microclusters whose internal merges the cut does not all keep,
-    it records how many of them stay together, so the rows can be split where they live.
+    def __init__(self, table, size: int, index: list):
+        self.table, self.size, self.index = table, size, index
+
+
+def _microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log, for_lwea: bool) -> _Microclusters:
+    """The distinct label rows with their counts (a distributed group-by) and each row's microcluster."""
+    session = table.session
+    parts = session.map(part.microclusters, ensemble.codes, name="microclusters")
+    progress = Progress(log, "microclusters")
+    progress.wait(parts, rows=table.counts)
+    if for_lwea:
+        largest = max(session.gather(session.map(len, parts, name="count")))
+        session.submit(check_lwea_fits, largest, name="memory-check").result()
+    merged = tree_reduce(session, parts, merge_microclusters, "microclusters-merge")
+    size = int(session.submit(len, merged, name="count").result())
+    index = session.map(part.micro_index, ensemble.codes, name="micro-index", table=merged)
+    ensemble.n_microclusters = size
+    log.info("Found %d microclusters (distinct label rows) among %d rows", size, table.n_rows)
+    return _Microclusters(merged, size, index)
+
+
+def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, k: int, seed: int | None,
+                log) -> PartitionedLabels:
+    """LWGP: the Tcut eigenproblem on the reduced cluster graph, the embedding and k-means per partition.
+
+    Follows the local :func:`lwec_tasks.core.lwgp.lwgp` regime by regime: up to ``MICROCLUSTER_LIMIT``
+    rows, k-means runs on the weighted microclusters; above it, on a seeded sample of embedded rows
+    (the same positions as locally), refined by Lloyd iterations over all partitions.
     """
+    session = table.session
+    check_n_clusters(k, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble")
+    micro = None
+    if table.n_rows <= lwgp_core.MICROCLUSTER_LIMIT:
+        micro = _microclusters(table, ensemble, log, for_lwea=False)
+        check_n_clusters(k, upper=micro.size, upper_name="the number of distinct label rows (microclusters)")
+    if not np.all(eci > 0):
+        raise LwecInputError(
+            f"theta is too small: the ECI of {int(np.sum(eci == 0))} of {len(eci)} clusters underflows to 0, "
+            "leaving objects without links in the bipartite graph; use a larger theta")
+    seed_k = derived_seed(base_seed(seed), int(k))
+    factors = np.sqrt(eci / ensemble.cluster_sizes)
+    shared_eci = session.share(eci)
+    blocks = session.map(part.graph_blocks, ensemble.codes, name="graph", offsets=ensemble.offsets, eci=shared_eci)
+    graph = session.submit(assemble_graph, tree_reduce(session, blocks, add_tables, "graph-sum"), ensemble.offsets,
+                           factors, name="graph-assemble")
+    Progress(log, "cluster graph").wait(blocks, rows=table.counts)
+    graph = graph.result()
+    started = time.perf_counter()
+    n_components, component = graph_components(graph)
+    unit_basis = unit_eigenvectors(eci * ensemble.cluster_sizes, component, n_components)
+    cluster_vectors = leading_eigenvectors(graph, int(k), unit_basis) * factors[:, None]
+    log.info("Solved the %d × %d cluster graph's eigenproblem (%d non-zeros, %d components) in %.2f s",
+             graph.shape[0], graph.shape[1], graph.nnz, n_components, time.perf_counter() - started)
+    del graph
+    if micro is not None:
+        micro_labels = session.submit(lwgp_on_microclusters, micro.table, ensemble.offsets, eci, cluster_vectors,
+                                      int(k), seed_k, name="lwgp-microclusters")
+        labels = session.map(part.lookup, micro.index, name="labels", values=micro_labels)
+    else:
+        labels = _kmeans_on_embedding(table, ensemble, shared_eci, session.share(cluster_vectors), int(k), seed_k,
+                                      log)
+    result = _finish(table, labels, int(k), log)
+    result.cluster_vectors = cluster_vectors
+    return result
 
-    def __init__(self, linkage, intra_heights, sizes, n_objects: int):
-        super().__init__(linkage, intra_heights, np.arange(len(sizes)), sizes)
-        self.n_objects = int(n_objects)
-        self.split = np.empty(0, dtype=np.int64)
-        self.kept = np.empty(0, dtype=np.int64)
 
-    def _split_microclusters(self, raw, split, merged_so_far):
-        self.split, self.kept = np.asarray(split, np.int64), np.asarray(merged_so_far, np.int64) + 1
-        return raw
+def _kmeans_on_embedding(table: PartitionedTable, ensemble: PartitionedEnsemble, eci, cluster_vectors, k: int,
+                         seed: int, log) -> list:
+    """k-means of the row-normalised embedding as the local LWGP does it on rows: the replicates on a seeded
+    sample (all rows up to ``SAMPLE_THRESHOLD``), then — for a sample — Lloyd iterations on every row.
+
+    ``eci`` and ``cluster_vectors`` are futures of the (n_c,) ECI and the (n_c, k) transfer matrix."""
+    session = table.session
+    embeddings = session.map(part.embed, ensemble.codes, name="embed", offsets=ensemble.offsets, eci=eci,
+                             cluster_vectors=cluster_vectors)
+    Progress(log, "embedding").wait(embeddings, rows=table.counts)
+    sampled = table.n_rows > lwgp_core.SAMPLE_THRESHOLD
+    if sampled:  # the positions the local k-means samples (lwec_tasks.core.lwgp.kmeans_labels)
+        positions = np.sort(np.random.default_rng(seed).choice(table.n_rows, lwgp_core.SAMPLE_SIZE, replace=False))
+    else:
+        positions = np.arange(table.n_rows)
+    sample = gather_rows(session, embeddings, positions, table.offsets, part.take, "embedding-sample")
+    started = time.perf_counter()
+    centres = session.submit(fit_embedding_kmeans, sample, k, seed, name="fit-kmeans").result()
+    log.info("Fitted k-means (k=%d) on %d embedded rows in %.2f s", k, len(positions), time.perf_counter() - started)
+    if not sampled:
+        return session.map(part.lloyd_labels, embeddings, name="labels", centres=centres, shift=np.zeros(k))
+    return _refine(table, embeddings, centres, log)
 
 
-def lwea_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.ndarray, k: int,
-                          n_objects: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Exact LWEA cut into k clusters, on microclusters with their counts as weights.
+def _refine(table: PartitionedTable, embeddings: list, centres: np.ndarray, log) -> list:
+    """scikit-learn's Lloyd iterations (``KMeans(init=centres, n_init=1)``) over all partitions.
 
-    Returns (leaf_cluster (Ñ,): a cluster id per microcluster, split: microclusters the cut splits,
-    kept: how many of each one's objects — the first in table order — stay together; the rest are
-    singletons, linkage: the dendrogram over the microclusters, (Ñ − 1, 4) scipy format, as
-    :func:`lwec_tasks.core.lwea.microcluster_linkage` builds it).
+    Rows are centred by the global mean as scikit-learn centres them; iterations stop when no label
+    changes or the centres move less than the tolerance (relative to the mean column variance), at most
+    the core's ``KMEANS_MAX_ITER``. A cluster left empty takes the row farthest from its centre.
     """
-    codes = micro.rows.astype(np.int64) + offsets[:-1]
-    n_columns = codes.shape[1]
-    condensed = microcluster_distances(codes, eci, n_columns)
-    linkage = weighted_average_linkage(condensed, micro.counts)
-    intra = 1.0 - eci[codes].sum(axis=1) / n_columns
-    cut = _LeafCut(linkage, intra, micro.counts, n_objects)
-    leaf_cluster = cut.cut(int(k))
-    return leaf_cluster, cut.split, cut.kept, linkage
+    session = table.session
+    moments = Moments(0, np.zeros(centres.shape[1]), np.zeros(centres.shape[1]))
+    for m in session.gather(session.map(part.row_moments, embeddings, name="moments")):
+        moments = moments + m
+    shift = moments.mean
+    tol = float(np.mean(moments.variance)) * KMEANS_TOL
+    centres = centres - shift
+    k = len(centres)
+    labels: list = [None] * len(embeddings)
+    strict, iterations = False, 0
+    started = time.perf_counter()
+    while iterations < lwgp_core.KMEANS_MAX_ITER:
+        iterations += 1
+        steps = [session.submit(part.lloyd_step, e, previous, centres, shift, k, name="lloyd")
+                 for e, previous in zip(embeddings, labels)]
+        labels = [session.submit(operator.getitem, s, 0, name="lloyd-labels") for s in steps]
+        partials = session.gather([session.submit(operator.getitem, s, 1, name="lloyd-sums") for s in steps])
+        sums = np.sum([p.sums for p in partials], axis=0)
+        weights = np.sum([p.counts for p in partials], axis=0)
+        empty = np.flatnonzero(weights == 0)
+        if len(empty):
+            _relocate(empty, partials, sums, weights)
+        updated = np.divide(sums, weights[:, None], out=centres.copy(), where=weights[:, None] > 0)
+        shift_total = float(((updated - centres) ** 2).sum())
+        changed = sum(p.changed for p in partials)
+        centres = updated
+        if changed == 0:
+            strict = True
+            break
+        if shift_total <= tol:
+            break
+    seconds = time.perf_counter() - started
+    log.info("k-means refinement on all rows: %d Lloyd iterations in %.2f s (%.0f rows/s per iteration), %s",
+             iterations, seconds, iterations * table.n_rows / max(seconds, 1e-9),
+             "labels stable" if strict else "centre shift within tolerance or iteration limit")
+    if strict:
+        return labels
+    return session.map(part.lloyd_labels, embeddings, name="labels", centres=centres, shift=shift)
 
 
-def lwgp_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.ndarray,
-                          cluster_vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """LWGP's k-means on one embedded row per microcluster, weighted by its count; (Ñ,) labels."""
-    codes_t = np.ascontiguousarray(micro.rows.T)
-    offsets = offsets.astype(np.int64)
-    inv_dx = 1.0 / object_degrees(codes_t, offsets, eci)
-    embedding = transfer_rows(codes_t, offsets, np.ascontiguousarray(cluster_vectors), inv_dx,
-                              np.arange(len(micro), dtype=np.int64))
-    return partition_embedding(embedding, int(k), int(seed), micro.counts.astype(np.float64))
+def _relocate(empty: np.ndarray, partials: list, sums: np.ndarray, weights: np.ndarray) -> None:
+    """scikit-learn's rule for empty clusters: each takes one of the rows farthest from their centre."""
+    distances = np.concatenate([p.far_distances for p in partials])
+    rows = np.concatenate([p.far_rows for p in partials])
+    owners = np.concatenate([p.far_labels for p in partials])
+    for cluster, j in zip(empty, np.argsort(-distances, kind="stable")[:len(empty)]):
+        sums[owners[j]] -= rows[j]
+        weights[owners[j]] -= 1
+        sums[cluster] = rows[j]
+        weights[cluster] = 1
 
 
-def fit_embedding_kmeans(sample: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """LWGP's k-means (the core's settings: replicates, iterations) on a sample of embedded rows; (k, r) centres."""
-    with threadpool_limits(1):
-        return _kmeans(int(k), int(seed)).fit(np.ascontiguousarray(sample)).cluster_centers_
+def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, k: int,
+                log) -> PartitionedLabels:
+    """Exact LWEA: average linkage on the microclusters (counts as weights) on one worker, cut mapped back
+    to the rows per partition; labels numbered by each cluster's first row, as locally.
+
+    Raises :class:`~lwec_tasks.core.errors.LwecMemoryError` when the microclusters' distance matrix does
+    not fit in a worker's memory.
+    """
+    session = table.session
+    micro = _microclusters(table, ensemble, log, for_lwea=True)
+    check_n_clusters(k, upper=micro.size, upper_name="the number of microclusters")
+    started = time.perf_counter()
+    cut = session.submit(lwea_on_microclusters, micro.table, ensemble.offsets, eci, int(k), table.n_rows,
+                         name="lwea")
+    leaf_cluster = session.submit(operator.getitem, cut, 0, name="lwea-leaves")
+    split, kept, linkage = session.gather([session.submit(operator.getitem, cut, j, name="lwea-splits")
+                                           for j in (1, 2, 3)])
+    log.info("Average linkage on %d microclusters in %.2f s", micro.size, time.perf_counter() - started)
+    if len(split):
+        counts = np.array(session.gather(session.map(part.split_counts, micro.index, name="split-counts",
+                                                     split=split)), dtype=np.int64).reshape(-1, len(split))
+        before = np.vstack([np.zeros((1, len(split)), np.int64), np.cumsum(counts, axis=0)[:-1]])
+    else:
+        before = np.zeros((table.n_partitions, 0), dtype=np.int64)
+    raw = [session.submit(part.lwea_raw_ids, index, leaf_cluster, split, kept, before[p], int(table.offsets[p]),
+                          micro.size, name="lwea-raw") for p, index in enumerate(micro.index)]
+    firsts = session.gather([session.submit(part.first_positions, r, int(table.offsets[p]), name="first-rows")
+                             for p, r in enumerate(raw)])
+    ids = np.concatenate([f[0] for f in firsts])
+    positions = np.concatenate([f[1] for f in firsts])
+    order = np.lexsort((positions, ids))
+    ids, positions = ids[order], positions[order]
+    first_of = np.concatenate([[True], ids[1:] != ids[:-1]])
+    ids, positions = ids[first_of], positions[first_of]
+    numbering = np.empty(len(ids), dtype=np.int64)
+    numbering[np.argsort(positions, kind="stable")] = np.arange(len(ids))
+    labels = session.map(part.renumber, raw, name="labels", ids=ids, labels=numbering)
+    result = _finish(table, labels, int(k), log)
+    result.micro, result.linkage = micro, linkage
+    return result
 
 
-def choose_k(codes: list[np.ndarray], method: str, theta: float, seed: int | None) -> KSelection:
-    """The library's choice of k for ``method`` on the base clusterings: ``codes`` are the partitions' (M, n_p)
-    label codes in table order. Needs the (N, M) labels in one place (4·N·M bytes) and the library's time."""
-    labels = np.concatenate(codes, axis=1).T
-    return select_k(labels, method, theta, random_state=seed)
+def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, method: str,
+                     n_clusters: int | str, theta: float, seed: int | None, log) -> PartitionedLabels:
+    """LWEA or LWGP labels into ``n_clusters`` clusters, or into the k the library chooses for "auto" (the
+    choice runs as one task; the labels are then those of the fixed-k stage at the chosen k, as the library's
+    automatic choice returns them)."""
+    selection = None
+    if is_auto(n_clusters):
+        started = time.perf_counter()
+        selection = table.session.submit(choose_k, ensemble.codes, method, theta, seed, name="choose-k").result()
+        n_clusters = int(selection.k)
+        best = int(np.argmax(selection.scores))
+        log.info("Chose k=%d among k=%d..%d by %s (%.4f) in %.2f s", n_clusters, int(selection.ks.min()),
+                 int(selection.ks.max()), selection.criterion, float(selection.scores[best]),
+                 time.perf_counter() - started)
+    if method == "lwea":
+        result = lwea_labels(table, ensemble, eci, n_clusters, log)
+    else:
+        result = lwgp_labels(table, ensemble, eci, n_clusters, seed, log)
+    result.k, result.selection = int(n_clusters), selection
+    return result
+
+
+def _finish(table: PartitionedTable, labels: list, k: int, log) -> PartitionedLabels:
+    """Cluster sizes and agreement with the ground truth, from per-partition counts."""
+    session = table.session
+    progress = Progress(log, "consensus labels")
+    sizes_f = session.map(part.label_sizes, labels, name="label-sizes", k=k)
+    progress.wait(sizes_f, rows=table.counts)
+    sizes = np.sum(session.gather(sizes_f), axis=0)
+    quality = {}
+    if table.plan.label_column:
+        counts = session.map(part.truth_counts, table.keys, labels, name="truth-counts")
+        contingency = tree_reduce(session, counts, part.add_counts, "truth-sum").result()
+        if len(contingency):
+            quality = agreement_from_contingency(contingency.unstack(fill_value=0).to_numpy())
+    log.info("Consensus: %d clusters (requested %d); sizes from %d to %d", int((sizes > 0).sum()), k,
+             int(sizes[sizes > 0].min()), int(sizes.max()))
+    return PartitionedLabels(labels=labels, sizes=sizes, quality=quality)

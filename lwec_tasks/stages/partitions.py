@@ -30,11 +30,10 @@ from lwec_tasks.io.connection import mask_url, open_engine
 from lwec_tasks.io.errors import database_error
 from lwec_tasks.io.features import _id_values, _numeric_column
 from lwec_tasks.io.source import read_rows
+from lwec_tasks.io.staging import append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
 from lwec_tasks.stages.reductions import Microclusters, Moments, microcluster_index, pair_table, pair_tables
 
-#: Rows per INSERT batch when a worker writes its labels.
-WRITE_BATCH = 20_000
 #: Seconds a SQLite writer waits for the file lock held by another worker (SQLite has one writer at a time).
 SQLITE_LOCK_WAIT_SECONDS = 600
 
@@ -457,48 +456,8 @@ def add_counts(*parts: pd.Series) -> pd.Series:
 
 
 def write_partition(database_url: str, staging: str, keys: PartitionKeys, labels: np.ndarray) -> int:
-    """Insert the partition's (id, label) rows into the staging table in one transaction; returns rows written."""
-    labels = labels.astype(np.int64)
-    engine = worker_engine(database_url)
-    try:
-        written = _write_arrow_sqlite(engine, staging, keys.ids, labels)
-        if written is None:
-            table = sa.table(staging, sa.column("id"), sa.column("label"))
-            # Python scalars: sqlite3 would store numpy integers as BLOBs.
-            records = [{"id": i, "label": label} for i, label in zip(keys.ids.tolist(), labels.tolist())]
-            with engine.begin() as connection:
-                for start in range(0, len(records), WRITE_BATCH):
-                    connection.execute(sa.insert(table), records[start:start + WRITE_BATCH])
-            written = len(records)
-    except sa.exc.DBAPIError as error:
-        raise database_error(engine, error, "write the labels") from None
-    finally:
-        engine.dispose()
-    return written
-
-
-def _write_arrow_sqlite(engine: sa.Engine, staging: str, ids: np.ndarray, labels: np.ndarray) -> int | None:
-    """Append (id, label) rows to the staging table of a SQLite file by ADBC bulk ingestion (typed Arrow
-    columns: integers stay integers), in one transaction; None to write them through SQLAlchemy instead."""
-    from lwec_tasks.io import adbc_sqlite
-
-    uri = adbc_sqlite.sqlite_uri(engine, read_only=False) if adbc_sqlite.available() else None
-    if uri is None or len(ids) == 0:
-        return None
-    if ids.dtype.kind in "iu":
-        id_values = ids.astype(np.int64)
-    elif ids.dtype == object and all(isinstance(value, str) for value in ids):
-        id_values = ids
-    else:
-        return None
-    import pyarrow as pa
-
-    rows = pa.table({"id": pa.array(id_values), "label": pa.array(labels, type=pa.int64())})
-    with adbc_sqlite.connect(uri, adbc_sqlite.busy_timeout_ms(engine)) as connection, \
-            connection.cursor() as cursor:
-        cursor.adbc_ingest(staging, rows, mode="append")
-        connection.commit()
-    return len(ids)
+    """Append the partition's (id, label) rows to the staging table in one transaction; returns rows written."""
+    return append_labels(database_url, staging, keys.ids, np.asarray(labels, dtype=np.int64))
 
 
 def worker_facts() -> dict:

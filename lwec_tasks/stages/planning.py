@@ -1,4 +1,4 @@
-"""The flow's side of the database: partition bounds, the staging table, the one publishing transaction.
+"""The flow's side of the database: id-range partition bounds and the earlier run's cluster ids.
 
 Statements are built with SQLAlchemy Core from reflected or validated names; nothing is pasted into SQL.
 """
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import os
-import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,10 +15,9 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import SourceTable
 from lwec_tasks.io.errors import database_error
-from lwec_tasks.io.sink import RunMetadata, label_table_schema, replace_run_key
 
-#: Target rows per partition (a partition is read, held and processed by one worker task at a time);
-#: the environment variable ``LWEC_DASK_PARTITION_ROWS`` of the flow process overrides it.
+#: Target rows per partition (a partition is read, held and processed by one task at a time, on either
+#: executor); the environment variable ``LWEC_DASK_PARTITION_ROWS`` of the flow process overrides it.
 PARTITION_ROWS = 500_000
 PARTITION_ROWS_ENV = "LWEC_DASK_PARTITION_ROWS"
 #: No partition is made smaller than this to keep every worker thread busy.
@@ -102,30 +100,6 @@ def absolute_sqlite_url(database_url: str) -> str:
     return database_url
 
 
-def staging_table_name(output_table: str) -> str:
-    """A fresh name for a run's staging table, beside its labels table (at most 63 characters)."""
-    return f"{output_table[:36]}_lwec_stage_{uuid.uuid4().hex[:8]}"
-
-
-def create_staging_table(engine: sa.Engine, name: str, id_type: sa.types.TypeEngine) -> sa.Table:
-    table = sa.Table(name, sa.MetaData(), sa.Column("id", id_type, nullable=False),
-                     sa.Column("label", sa.Integer, nullable=False))
-    with engine.begin() as connection:
-        table.create(connection)
-    return table
-
-
-def drop_table_quietly(engine: sa.Engine, name: str) -> None:
-    """Drop ``name`` if it exists; errors are swallowed (best effort)."""
-    try:
-        with engine.begin() as connection:
-            if not sa.inspect(connection).has_table(name):
-                return
-            sa.Table(name, sa.MetaData(), autoload_with=connection).drop(connection)
-    except sa.exc.SQLAlchemyError:
-        pass
-
-
 @dataclass(frozen=True)
 class EarlierRunIds:
     """The source table's latest earlier run in the labels table: its key and the (sorted) cluster ids it uses."""
@@ -139,12 +113,12 @@ def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
     """The most recent run of ``source_table`` in ``labels_table`` other than ``exclude_run_key`` (recency as
     :func:`lwec_tasks.io.history.runs_by_recency` orders runs), with its distinct labels; None when the table
     does not exist or holds no such run. Two small queries: one row, then one row per cluster."""
-    from lwec_tasks.io.history import _is_labels_table, labels_table_clause, runs_by_recency
+    from lwec_tasks.io.history import is_labels_table, labels_table_clause, runs_by_recency
 
     table = labels_table_clause(labels_table)
     try:
         with engine.connect() as connection:
-            if not _is_labels_table(connection, labels_table):
+            if not is_labels_table(connection, labels_table):
                 return None
             run_key = connection.execute(runs_by_recency(labels_table, source_table, exclude_run_key).limit(1)).scalar()
             if run_key is None:
@@ -155,37 +129,3 @@ def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
     except sa.exc.DBAPIError as error:
         raise database_error(engine, error, "read the earlier run's cluster ids") from None
     return EarlierRunIds(run_key, np.unique(np.asarray(labels, dtype=np.int64)))
-
-
-def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: sa.types.TypeEngine,
-                   run: RunMetadata, expected_rows: int, keep_runs: int | None = None) -> tuple[int, list[str]]:
-    """Replace the run key's rows of ``output_table`` by the staged labels, in one transaction.
-
-    Creates the labels table when missing. The staged row count must equal ``expected_rows``, else nothing
-    changes. With ``keep_runs`` (default None: keep every run), the same transaction deletes the runs of
-    ``run.source_table`` beyond the ``keep_runs`` most recent, this one included
-    (:func:`lwec_tasks.io.history.prune_runs`). The staging table is left for the caller to drop.
-
-    Returns (rows published, run keys deleted by the pruning, most recent first).
-    """
-    from lwec_tasks.io.history import check_keep
-
-    if keep_runs is not None:
-        keep_runs = check_keep(keep_runs, "keep_runs")
-    table = label_table_schema(output_table, id_type)
-    staged = sa.Table(staging, sa.MetaData(), sa.Column("id", id_type), sa.Column("label", sa.Integer))
-    constants = {name: sa.literal(value, table.c[name].type) for name, value in run.column_values().items()}
-    names = [c.name for c in table.columns]
-    source_columns = [staged.c.id if n == "id" else staged.c.label if n == "label" else constants[n] for n in names]
-
-    def insert(connection: sa.Connection) -> int:
-        connection.execute(sa.insert(table).from_select(names, sa.select(*source_columns)))
-        # Counted, not taken from the cursor: drivers report -1 for INSERT … SELECT.
-        inserted = connection.execute(sa.select(sa.func.count()).select_from(table)
-                                      .where(table.c.run_key == run.run_key)).scalar_one()
-        if inserted != expected_rows:
-            raise RuntimeError(f"staged {inserted} labels but the run has {expected_rows} rows; nothing "
-                               f"was published to {output_table!r}")
-        return inserted
-
-    return replace_run_key(engine, table, run.run_key, run.source_table, keep_runs, insert)

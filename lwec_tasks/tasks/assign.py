@@ -21,8 +21,8 @@ from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.preflight import plan_assign_read
 from lwec_tasks.stages import partitions as part
-from lwec_tasks.stages.pipeline import write_labels
 from lwec_tasks.stages.read import PartitionedTable, read_partitions
+from lwec_tasks.stages.write import write_labels
 from lwec_tasks.tasks.retry import database_task
 
 

@@ -18,18 +18,12 @@ from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.stages.pipeline import (
-    PartitionedEnsemble,
-    PartitionedLabels,
-    StableIds,
-    base_clusterings,
-    consensus_labels,
-    labelling_model,
-    reliability,
-    stable_ids,
-    write_labels,
-)
+from lwec_tasks.stages.consensus import PartitionedLabels, consensus_labels
+from lwec_tasks.stages.ensemble import PartitionedEnsemble, base_clusterings, reliability
+from lwec_tasks.stages.identities import StableIds, stable_ids
+from lwec_tasks.stages.model import labelling_model
 from lwec_tasks.stages.read import PartitionedTable, load_table
+from lwec_tasks.stages.write import write_labels
 from lwec_tasks.tasks.retry import database_task
 from lwec_tasks.tasks.timings import record_stage_time
 
@@ -100,7 +94,8 @@ def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request
 
 @task(name="build-labelling-model", cache_policy=NO_CACHE, on_completion=[record_stage_time])
 def build_labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                          cluster_reliability: ClusterReliability, request: ConsensusRequest) -> tuple[Placement, float]:
+                          cluster_reliability: ClusterReliability,
+                          request: ConsensusRequest) -> tuple[Placement, float]:
     """The run's labelling model (a Placement writing the stored ids) and the share of rows it gives back."""
     return labelling_model(table, ensemble, labels, cluster_reliability.eci, request.method, request.theta,
                            labels.k, request.seed, request.standardize, get_run_logger())

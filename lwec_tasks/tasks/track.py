@@ -10,7 +10,9 @@ from prefect.runtime import flow_run
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.stages.pipeline import PartitionedEnsemble, PartitionedLabels, StableIds, sample_labels
+from lwec_tasks.stages.consensus import PartitionedLabels, sample_labels
+from lwec_tasks.stages.ensemble import PartitionedEnsemble
+from lwec_tasks.stages.identities import StableIds
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.tasks.retry import tracking_task
 from lwec_tasks.tasks.stages import ClusterReliability

@@ -12,7 +12,6 @@ from lwec_tasks.core.lwgp import normalised_cluster_graph
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.base_clusterings import assign_base_labels, base_plan, fit_base_model
-from lwec_tasks.stages.consensus import assemble_graph, lwea_on_microclusters
 from lwec_tasks.stages.planning import partition_count
 from lwec_tasks.stages.reductions import (
     Moments,
@@ -25,6 +24,7 @@ from lwec_tasks.stages.reductions import (
     split_entropy_terms,
     standard_scale,
 )
+from lwec_tasks.stages.whole_table import assemble_graph, lwea_on_microclusters
 
 BOUNDS = [0, 130, 131, 400, 777, 1000]  # uneven partitions, one of a single row
 
@@ -114,7 +114,8 @@ def chunks_of(ensemble, bounds):
 def test_the_cluster_map_sample_is_the_local_runs_and_its_labels_are_taken_at_its_positions():
     from lwec_tasks.core.seeds import base_seed
     from lwec_tasks.executors import InProcess
-    from lwec_tasks.stages.pipeline import PICTURE_SAMPLE, PartitionedLabels, picture_positions, sample_labels
+    from lwec_tasks.stages.consensus import PartitionedLabels, sample_labels
+    from lwec_tasks.stages.ensemble import PICTURE_SAMPLE, picture_positions
     from lwec_tasks.stages.read import PartitionedTable
 
     n = 3000

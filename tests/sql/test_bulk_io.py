@@ -25,8 +25,8 @@ import lwec_tasks.io.staging as staging
 from helpers.pipeline import postgres_url_or_skip, unique
 from lwec_tasks.io import DatabaseRefusedError, DatabaseUnreachableError, LabelRows, describe_source, open_engine
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV, read_fast
-from lwec_tasks.io.sink import write_labels
 from lwec_tasks.io.source import read_rows, read_rows_portable
+from lwec_tasks.io.staging import write_labels
 
 DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 _CREATED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

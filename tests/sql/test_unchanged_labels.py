@@ -10,8 +10,8 @@ import pytest
 import sqlalchemy as sa
 
 from helpers.pipeline import postgres_url_or_skip, unique
-from lwec_tasks.io import LabelRows, id_key_type, open_engine, staged_run_matches, write_labels
-from lwec_tasks.stages.planning import create_staging_table, drop_table_quietly
+from lwec_tasks.io import LabelRows, id_key_type, open_engine, write_labels
+from lwec_tasks.io.staging import append_to, create_staging_table, drop_table_quietly, staged_run_matches
 
 
 def rows_for(ids, labels, **changes):
@@ -32,13 +32,11 @@ def labels_table(db_url):
 
 def matches(engine, name, rows):
     """Stage the rows as a run's write does, then ask whether the labels table already holds them."""
-    staging = unique("staged")
-    staged = create_staging_table(engine, staging, id_key_type(rows.ids))
+    staging, id_type = unique("staged"), id_key_type(rows.ids)
+    create_staging_table(engine, staging, id_type)
     try:
-        with engine.begin() as connection:
-            connection.execute(sa.insert(staged), [{"id": i, "label": int(label)}
-                                                   for i, label in zip(rows.ids.tolist(), rows.labels)])
-        return staged_run_matches(engine, name, staged, rows, len(rows.ids))
+        append_to(engine, staging, rows.ids, rows.labels)
+        return staged_run_matches(engine, name, staging, id_type, rows, len(rows.ids))
     finally:
         drop_table_quietly(engine, staging)
 

@@ -1,0 +1,134 @@
+"""Stage: the base clusterings (M k-means models, every row assigned) and each base cluster's ECI.
+
+Which rows each model is fitted on depends only on N and the seed (:mod:`lwec_tasks.stages.base_clusterings`);
+the executor gathers those rows from the partitions, fits the models and assigns every partition. ECI comes
+from the pairwise contingency tables summed over the partitions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lwec_tasks.core.eci import eci_from_uncertainty
+from lwec_tasks.core.seeds import base_seed
+from lwec_tasks.executors.progress import Progress, tree_reduce
+from lwec_tasks.stages import partitions as part
+from lwec_tasks.stages.base_clusterings import base_plan, fit_base_model
+from lwec_tasks.stages.read import PartitionedTable
+from lwec_tasks.stages.reductions import (
+    add_tables,
+    split_entropy_terms,
+)
+
+#: Rows kept (a seeded uniform sample) for the cluster map, as the local path's ``PICTURE_SAMPLE``.
+PICTURE_SAMPLE = 2_000
+
+
+class PartitionedEnsemble:
+    """The base clusterings: ``codes`` (futures of (M, n_p) int32 per-column codes) and what the local
+    Ensemble knows about its clusters (``ks``, ``offsets``, ``cluster_sizes``, ``cluster_label``,
+    ``cluster_column``); ``n_microclusters`` once they are counted; for the cluster map ``sample`` (S,) the
+    sorted table positions of a seeded sample of S ≤ :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d)
+    their features as clustered."""
+
+    def __init__(self, **values):
+        self.n_microclusters = None
+        self.__dict__.update(values)
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.ks)
+
+    @property
+    def n_clusters_total(self) -> int:
+        return int(self.offsets[-1])
+
+
+def local_positions(positions: np.ndarray, offsets: np.ndarray, p: int) -> np.ndarray:
+    """The entries of sorted table ``positions`` that fall in partition p, as row indices within it."""
+    start, stop = np.searchsorted(positions, [offsets[p], offsets[p + 1]])
+    return positions[start:stop] - offsets[p]
+
+
+def gather_rows(session, parts: list, positions: np.ndarray, offsets: np.ndarray, take, name: str,
+                 **kwargs):
+    """A future of the rows at sorted table ``positions``, in that order, taken from the partitions."""
+    pieces = []
+    for p, data in enumerate(parts):
+        local = local_positions(positions, offsets, p)
+        if len(local):
+            pieces.append(session.submit(take, data, local, name=name, **kwargs))
+    return session.submit(part.concatenate, *pieces, name=f"{name}-concat")
+
+
+def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log) -> PartitionedEnsemble:
+    """M k-means base clusterings by the local rule: each model fitted on the rows the local path fits it on
+    (all rows, or above ``LARGE_N`` a seeded sample per clustering), every partition assigned to the models.
+
+    The features are released from the workers' memory afterwards; a seeded sample of at most
+    :data:`PICTURE_SAMPLE` of the gathered rows is kept for the cluster map (see :func:`picture_positions`).
+    """
+    session = table.session
+    plan = base_plan(table.n_rows, ensemble_size, seed)
+    positions = plan.positions
+    rows = gather_rows(session, table.rows, positions, table.offsets, part.standardised_rows, "base-sample",
+                        mean=table.mean, scale=table.scale)
+    picture = picture_positions(positions, seed)
+    picture_rows = session.submit(part.take, rows, np.searchsorted(positions, picture), name="picture-rows")
+    shared_positions = session.share(positions)
+    models = session.map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), name="fit-base",
+                         rows=rows, positions=shared_positions)
+    Progress(log, f"fit {len(models)} k-means models on {len(plan.samples[0])} rows each").wait(
+        models, rows=[len(sample) for sample in plan.samples])
+    sample_rows = picture_rows.result()
+    del picture_rows
+    raw = session.map(part.assign_partition, table.rows, name="assign", mean=table.mean, scale=table.scale,
+                      models=models)
+    Progress(log, "assign rows to base clusters").wait(raw, rows=table.counts)
+    sizes = tree_reduce(session, session.map(part.column_sizes, raw, name="sizes", ks=plan.ks), add_tables,
+                        "sizes-sum").result()
+    present = [np.flatnonzero(s) for s in sizes]
+    if any(len(labels) < len(s) for labels, s in zip(present, sizes)):
+        lookups = []
+        for labels, s in zip(present, sizes):
+            lookup = np.full(len(s), -1, dtype=np.int32)
+            lookup[labels] = np.arange(len(labels), dtype=np.int32)
+            lookups.append(session.share(lookup))
+        raw = session.map(part.compact_codes, raw, name="compact", lookups=lookups)
+    table.rows = None  # the features are no longer needed: free the workers' memory
+    ks = np.array([len(labels) for labels in present], dtype=np.int64)
+    ensemble = PartitionedEnsemble(
+        codes=raw, ks=ks, offsets=np.concatenate([[0], np.cumsum(ks)]).astype(np.int64),
+        cluster_sizes=np.concatenate([s[labels] for labels, s in zip(present, sizes)]).astype(np.int64),
+        cluster_label=np.concatenate(present).astype(np.int64),
+        cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows, models=models, sample=picture,
+        sample_rows=sample_rows)
+    log.info("Generated %d base clusterings of %d objects: %d clusters in total (k per clustering %d–%d)",
+             len(ks), table.n_rows, ensemble.n_clusters_total, int(ks.min()), int(ks.max()))
+    return ensemble
+
+
+def picture_positions(positions: np.ndarray, seed: int | None) -> np.ndarray:
+    """A seeded sample of at most :data:`PICTURE_SAMPLE` of the sorted table ``positions``, sorted.
+
+    Drawn as the local path draws its picture sample, so when ``positions`` are all N rows (N ≤ ``LARGE_N``)
+    and the seed is given, these are the rows of the local run's cluster map.
+    """
+    rng = np.random.default_rng(base_seed(seed))
+    chosen = rng.choice(len(positions), size=min(PICTURE_SAMPLE, len(positions)), replace=False)
+    return np.asarray(positions, dtype=np.int64)[np.sort(chosen)]
+
+
+def reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: float,
+                log) -> tuple[np.ndarray, np.ndarray]:
+    """(uncertainty H^Π, ECI) of every base cluster, from the summed pairwise contingency tables."""
+    session = table.session
+    tables = session.map(part.count_tables, ensemble.codes, name="contingency", ks=ensemble.ks)
+    total = tree_reduce(session, tables, add_tables, "contingency-sum")
+    terms = session.submit(split_entropy_terms, total, ensemble.offsets, ensemble.cluster_sizes, name="entropies")
+    Progress(log, "contingency tables").wait(tables, rows=table.counts)
+    uncertainty = terms.result().sum(axis=0)
+    eci = eci_from_uncertainty(uncertainty, theta, ensemble.n_columns)
+    log.info("ECI (θ=%g) over %d clusters: min %.3f, median %.3f, max %.3f", theta, len(eci), eci.min(),
+             np.median(eci), eci.max())
+    return uncertainty, eci

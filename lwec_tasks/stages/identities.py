@@ -1,0 +1,67 @@
+"""Stage: stable cluster ids — the labels renumbered to agree with the source table's latest earlier run."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lwec_tasks.executors.progress import Progress
+from lwec_tasks.io import open_engine
+from lwec_tasks.stages import partitions as part
+from lwec_tasks.stages.consensus import PartitionedLabels
+from lwec_tasks.stages.planning import earlier_run_ids
+from lwec_tasks.stages.read import PartitionedTable
+
+
+class StableIds:
+    """The ids a Dask run writes: ``ids`` (k,) the id of each consensus cluster 0..k−1, ``aligned_to`` the
+    earlier run's key (None: none, or turned off), ``agreement`` the share of the objects both runs labelled
+    that keep their id (None without an earlier run or shared object), ``n_shared`` those objects."""
+
+    def __init__(self, ids: np.ndarray, aligned_to: str | None = None, agreement: float | None = None,
+                 n_shared: int = 0):
+        self.ids, self.aligned_to, self.agreement, self.n_shared = ids, aligned_to, agreement, n_shared
+
+
+def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table: str, source_table: str, run_key: str,
+               log) -> tuple[PartitionedLabels, StableIds]:
+    """Renumber the labels to agree with the source table's latest earlier run in ``output_table``, as the
+    local path does (:func:`lwec_tasks.core.renumber.match_clusters`), without the ids leaving the workers.
+
+    The flow process finds the earlier run's key and cluster ids (two small queries); each worker reads the
+    earlier labels of its own id range and returns its (k × k_earlier) overlap counts; the flow sums them,
+    matches the clusters and the workers apply the (k,) renaming. Returns the renumbered labels (sizes
+    indexed by the new ids) and the ids; unchanged labels when there is no earlier run.
+    """
+    from lwec_tasks.core.renumber import ids_per_cluster, match_clusters
+
+    session = table.session
+    k = len(labels.sizes)
+    engine = open_engine(table.database_url)
+    try:
+        earlier = earlier_run_ids(engine, output_table, source_table, run_key)
+    finally:
+        engine.dispose()
+    if earlier is None:
+        log.info("No earlier run of table %r in %r: cluster ids are 0..%d", source_table, output_table, k - 1)
+        return labels, StableIds(np.arange(k, dtype=np.int64))
+    overlaps = session.map(part.previous_overlap, table.specs, table.keys, labels.labels, name="earlier-overlap",
+                           labels_table=output_table, run_key=earlier.run_key, k=k)
+    Progress(log, f"overlap with run {earlier.run_key!r}").wait(overlaps, rows=table.counts)
+    parts = session.gather(overlaps)
+    previous_ids = np.union1d(earlier.cluster_ids, np.concatenate([p.earlier for p in parts] + [np.zeros(0, int)]))
+    overlap = np.zeros((k, len(previous_ids)), dtype=np.int64)
+    for p in parts:
+        overlap[:, np.searchsorted(previous_ids, p.earlier)] += p.counts
+    present = np.flatnonzero(labels.sizes > 0)
+    matching = match_clusters(overlap[present], present, previous_ids)
+    ids = ids_per_cluster(dict(zip(present.tolist(), matching.ids.tolist())), k)
+    agreement = None if matching.n_shared == 0 else float(matching.agreement)
+    log.info("Cluster ids aligned to run %r: %d of %d clusters matched; %s of the %d objects both runs labelled "
+             "keep their id", earlier.run_key, matching.n_matched, k,
+             "none" if agreement is None else f"{agreement:.1%}", matching.n_shared)
+    shared_ids = session.share(ids)
+    renamed = session.map(part.lookup, labels.labels, name="stable-ids", values=shared_ids)
+    sizes = np.zeros(int(ids.max()) + 1, dtype=labels.sizes.dtype)
+    sizes[ids] = labels.sizes
+    return (PartitionedLabels(**{**labels.__dict__, "labels": renamed, "sizes": sizes}),
+            StableIds(ids, earlier.run_key, agreement, matching.n_shared))

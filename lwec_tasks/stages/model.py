@@ -1,0 +1,82 @@
+"""Stage: the run's labelling model (:class:`~lwec_tasks.core.placement.Placement`) from small reductions."""
+
+from __future__ import annotations
+
+import operator
+import time
+
+import numpy as np
+
+from lwec_tasks.executors.progress import tree_reduce
+from lwec_tasks.stages import partitions as part
+from lwec_tasks.stages.consensus import PartitionedLabels
+from lwec_tasks.stages.ensemble import PartitionedEnsemble
+from lwec_tasks.stages.read import PartitionedTable
+from lwec_tasks.stages.reductions import (
+    add_tables,
+)
+
+#: LWEA's labelling model keeps the microcluster lookup (see :mod:`lwec_tasks.core.placement`) up to this many
+#: microclusters (Ñ × M int32 in the model); beyond it the model places rows by the average-link rule alone.
+MODEL_MICROCLUSTER_LIMIT = 1_000_000
+
+
+def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
+                    eci: np.ndarray, method: str, theta: float, n_clusters: int, seed: int | None, standardize: bool,
+                    log):
+    """The run's :class:`~lwec_tasks.core.placement.Placement` for the written ``labels``, as
+    :func:`~lwec_tasks.core.placement.build_placement` builds it locally, from small reductions: the base
+    k-means centres, the standardisation and the ECI the flow holds; per-partition cluster sizes and, for
+    LWEA, the (n_c × k) base/consensus overlap counts (plus the microcluster lookup up to
+    :data:`MODEL_MICROCLUSTER_LIMIT` microclusters), for LWGP the sums of each cluster's normalised
+    embedding rows (the consensus centres are their size-weighted means).
+    """
+    from lwec_tasks.core.placement import Placement, Standardisation
+
+    session = table.session
+    started = time.perf_counter()
+    centres, centre_codes = [], []
+    for m, model in enumerate(session.gather(ensemble.models)):
+        start, stop = int(ensemble.offsets[m]), int(ensemble.offsets[m + 1])
+        column_centres = np.ascontiguousarray(model.cluster_centers_, dtype=np.float64)
+        codes = np.full(len(column_centres), -1, dtype=np.int64)
+        codes[ensemble.cluster_label[start:stop]] = np.arange(start, stop)
+        centres.append(column_centres)
+        centre_codes.append(codes)
+    cluster_ids = np.flatnonzero(labels.sizes > 0).astype(np.int64)
+    vectors = labels.cluster_vectors if method == "lwgp" else None
+    parts = session.map(part.model_sums, ensemble.codes, labels.labels, name="model-sums", cluster_ids=cluster_ids,
+                        offsets=ensemble.offsets, eci=session.share(eci),
+                        cluster_vectors=None if vectors is None else session.share(vectors),
+                        n_clusters_total=ensemble.n_clusters_total)
+    sizes, sums = tree_reduce(session, parts, add_tables, "model-sums-sum").result()
+    state: dict[str, np.ndarray] = {}
+    if vectors is None:
+        state["shares"] = sums / sizes[None, :]
+        micro = labels.micro
+        if micro is not None and micro.size <= MODEL_MICROCLUSTER_LIMIT:
+            micro_labels = np.full(micro.size, -1, dtype=np.int64)
+            for ids, first in session.gather(session.map(part.first_labels, micro.index, labels.labels,
+                                                         name="micro-labels")):
+                unset = micro_labels[ids] < 0
+                micro_labels[ids[unset]] = first[unset]
+            rows = session.submit(operator.attrgetter("rows"), micro.table, name="micro-rows").result()
+            state["micro_codes"] = (rows.astype(np.int64) + ensemble.offsets[:-1]).astype(np.int32)
+            state["micro_labels"] = np.searchsorted(cluster_ids, micro_labels)
+    else:
+        state["vectors"] = np.ascontiguousarray(vectors)
+        state["centres"] = sums / sizes[:, None]
+    placement = Placement(
+        feature_columns=tuple(table.plan.feature_columns),
+        standardisation=Standardisation(table.mean, table.scale) if standardize else None,
+        centres=tuple(centres), centre_codes=tuple(centre_codes), eci=np.ascontiguousarray(eci, dtype=np.float64),
+        method=method, theta=float(theta), cluster_ids=cluster_ids, state=state, n_clusters=int(n_clusters),
+        seed=None if seed is None else int(seed))
+    shared = session.share(placement)
+    given_back = sum(session.gather(session.map(part.labels_given_back, ensemble.codes, labels.labels,
+                                                name="model-check", offsets=ensemble.offsets, placement=shared)))
+    share = given_back / max(table.n_rows, 1)
+    log.info("Labelling model built: %s placement over %d base clusterings, %d clusters (%.2f s); it gives back "
+             "%.1f%% of the run's labels", method.upper(), placement.ensemble_size, len(cluster_ids),
+             time.perf_counter() - started, 100 * share)
+    return placement, share

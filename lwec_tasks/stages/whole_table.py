@@ -1,0 +1,99 @@
+"""Whole-table steps that need only small, reduced inputs; they run as single tasks on a worker.
+
+The cluster graph is assembled from its summed blocks, LWEA runs on the microcluster table, and LWGP's
+k-means is fitted on microclusters or on a sample of embedded rows — each with the numeric core's own
+functions, so the results are the library's on the same inputs. The automatic choice of k is the library's
+(:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings gathered from the partitions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from lwec_tasks.core.auto_k import KSelection, select_k
+from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
+from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
+from lwec_tasks.core.lwgp import _kmeans, partition_embedding
+from lwec_tasks.core.memory import ensure_fits
+from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
+from lwec_tasks.stages.reductions import Microclusters, assemble_normalised_graph
+
+
+def assemble_graph(parts: list, offsets: np.ndarray, factors: np.ndarray):
+    """The normalised cluster graph (sparse CSR) from the summed output of
+    :func:`lwec_tasks.stages.partitions.graph_blocks`."""
+    n_columns = len(offsets) - 1
+    return assemble_normalised_graph(parts[n_columns:], parts[:n_columns], offsets, factors)
+
+
+def check_lwea_fits(n_microclusters: int) -> None:
+    """Raise :class:`~lwec_tasks.core.errors.LwecMemoryError` if exact LWEA on this many microclusters would
+    not fit in this worker's memory (the condensed distance matrix)."""
+    ensure_fits(
+        n_microclusters * (n_microclusters - 1) // 2 * 8,
+        f"exact LWEA on at least {n_microclusters} microclusters (condensed distance matrix)",
+        "use method 'lwgp', which scales linearly in N, or fewer/coarser base clusterings",
+    )
+
+
+class _LeafCut(MicroclusterDendrogram):
+    """LWEA's dendrogram cut at the level of microclusters.
+
+    The cut itself is the core's (:meth:`MicroclusterDendrogram.cut` with the true number of objects);
+    instead of splitting the objects of a microclusters whose internal merges the cut does not all keep,
+    it records how many of them stay together, so the rows can be split where they live.
+    """
+
+    def __init__(self, linkage, intra_heights, sizes, n_objects: int):
+        super().__init__(linkage, intra_heights, np.arange(len(sizes)), sizes)
+        self.n_objects = int(n_objects)
+        self.split = np.empty(0, dtype=np.int64)
+        self.kept = np.empty(0, dtype=np.int64)
+
+    def _split_microclusters(self, raw, split, merged_so_far):
+        self.split, self.kept = np.asarray(split, np.int64), np.asarray(merged_so_far, np.int64) + 1
+        return raw
+
+
+def lwea_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.ndarray, k: int,
+                          n_objects: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Exact LWEA cut into k clusters, on microclusters with their counts as weights.
+
+    Returns (leaf_cluster (Ñ,): a cluster id per microcluster, split: microclusters the cut splits,
+    kept: how many of each one's objects — the first in table order — stay together; the rest are
+    singletons, linkage: the dendrogram over the microclusters, (Ñ − 1, 4) scipy format, as
+    :func:`lwec_tasks.core.lwea.microcluster_linkage` builds it).
+    """
+    codes = micro.rows.astype(np.int64) + offsets[:-1]
+    n_columns = codes.shape[1]
+    condensed = microcluster_distances(codes, eci, n_columns)
+    linkage = weighted_average_linkage(condensed, micro.counts)
+    intra = 1.0 - eci[codes].sum(axis=1) / n_columns
+    cut = _LeafCut(linkage, intra, micro.counts, n_objects)
+    leaf_cluster = cut.cut(int(k))
+    return leaf_cluster, cut.split, cut.kept, linkage
+
+
+def lwgp_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.ndarray,
+                          cluster_vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """LWGP's k-means on one embedded row per microcluster, weighted by its count; (Ñ,) labels."""
+    codes_t = np.ascontiguousarray(micro.rows.T)
+    offsets = offsets.astype(np.int64)
+    inv_dx = 1.0 / object_degrees(codes_t, offsets, eci)
+    embedding = transfer_rows(codes_t, offsets, np.ascontiguousarray(cluster_vectors), inv_dx,
+                              np.arange(len(micro), dtype=np.int64))
+    return partition_embedding(embedding, int(k), int(seed), micro.counts.astype(np.float64))
+
+
+def fit_embedding_kmeans(sample: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """LWGP's k-means (the core's settings: replicates, iterations) on a sample of embedded rows; (k, r) centres."""
+    with threadpool_limits(1):
+        return _kmeans(int(k), int(seed)).fit(np.ascontiguousarray(sample)).cluster_centers_
+
+
+def choose_k(codes: list[np.ndarray], method: str, theta: float, seed: int | None) -> KSelection:
+    """The library's choice of k for ``method`` on the base clusterings: ``codes`` are the partitions' (M, n_p)
+    label codes in table order. Needs the (N, M) labels in one place (4·N·M bytes) and the library's time."""
+    labels = np.concatenate(codes, axis=1).T
+    return select_k(labels, method, theta, random_state=seed)
