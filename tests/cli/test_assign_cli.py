@@ -6,17 +6,16 @@ import subprocess
 import sys
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.preprocessing import StandardScaler
 
 from helpers.pipeline import blobs_frame, read_labels, table_exists, unique, write_frame
+from helpers.tracking import log_model_run
 from lwec_tasks import Ensemble, lwgp
 from lwec_tasks.cli import main
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
 from lwec_tasks.core.placement import Standardisation, build_placement
-from lwec_tasks.tracking import RunRecord, log_run
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 
@@ -33,9 +32,7 @@ def logged_model(mlflow_store, monkeypatch):
     labels = lwgp(ensemble, 3, random_state=1)
     placement = build_placement(Standardisation(scaler.mean_, scaler.scale_), base, ensemble, eci, labels,
                                 "lwgp", 0.4, FEATURES, seed=1)
-    record = RunRecord(params={}, metrics={}, tags={}, labels=pd.DataFrame({"id": [0], "label": [0]}),
-                       clusters=pd.DataFrame({"eci": eci}), model=placement)
-    run_id = log_run(record, tracking_uri=mlflow_store, experiment=unique("cli-assign"))
+    run_id = log_model_run(mlflow_store, unique("cli-assign"), placement)
     return f"runs:/{run_id}/model", placement, mlflow_store
 
 

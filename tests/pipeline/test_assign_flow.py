@@ -10,12 +10,12 @@ from sklearn.preprocessing import StandardScaler
 from flows.assign import assign_flow
 from helpers.pipeline import blobs_frame, read_labels, table_exists, unique, write_frame
 from helpers.throwaway_tables import throwaway_features_table
+from helpers.tracking import log_model_run
 from lwec_tasks import Ensemble, lwea, lwgp
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.placement import Standardisation, build_placement
-from lwec_tasks.tracking import RunRecord, log_run
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 
@@ -30,11 +30,7 @@ def log_consensus_model(store: str, frame: pd.DataFrame, method: str = "lwea", c
     labels = lwea(ensemble, 3) if method == "lwea" else lwgp(ensemble, 3, random_state=3)
     placement = build_placement(Standardisation(scaler.mean_, scaler.scale_), base, ensemble, eci, labels,
                                 method, 0.4, columns, seed=3)
-    record = RunRecord(params={"method": method}, metrics={}, tags={},
-                       labels=pd.DataFrame({"id": np.arange(len(labels)), "label": labels}),
-                       clusters=pd.DataFrame({"eci": eci}), model=placement,
-                       model_input_example=frame[columns].head(3))
-    run_id = log_run(record, tracking_uri=store, experiment=unique("assign"))
+    run_id = log_model_run(store, unique("assign"), placement, frame[columns].head(3), params={"method": method})
     return f"runs:/{run_id}/model", placement
 
 

@@ -7,25 +7,19 @@ on a closed port.
 import os
 import time
 
-import pandas as pd
 import pytest
 from tracking.http_answers import answering_server, closed_port, mlflow_error_body, unset_mlflow_http_settings
 
-from lwec_tasks.tracking import RunRecord, TrackingError, log_run
+from helpers.tracking import log_model_run
+from lwec_tasks.tracking import TrackingError
 from lwec_tasks.tracking.limits import HTTP_REQUEST_DEFAULTS
-
-
-def record() -> RunRecord:
-    return RunRecord(params={"method": "lwea"}, metrics={"nmi": 0.5}, tags={},
-                     labels=pd.DataFrame({"id": [1, 2], "label": [0, 1]}),
-                     clusters=pd.DataFrame({"cluster": [0], "eci": [1.0]}))
 
 
 def failure(uri: str) -> tuple[TrackingError, float]:
     """The TrackingError of logging a run to ``uri``, and the seconds it took to come."""
     started = time.perf_counter()
     with pytest.raises(TrackingError) as error:
-        log_run(record(), tracking_uri=uri, experiment="lwec")
+        log_model_run(uri, "lwec", metrics={"nmi": 0.5})
     return error.value, time.perf_counter() - started
 
 

@@ -11,12 +11,12 @@ from sklearn.datasets import make_blobs
 from sklearn.preprocessing import StandardScaler
 
 from helpers.pipeline import unique
+from helpers.tracking import log_model_run
 from lwec_tasks import Ensemble, lwea
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.placement import Standardisation, build_placement
-from lwec_tasks.tracking import RunRecord, log_run
 from lwec_tasks.tracking.model import (
     MODEL_URI_TAG,
     active_run_in,
@@ -87,13 +87,9 @@ def test_registered_name_creates_a_version(mlflow_store, trained):
     np.testing.assert_array_equal(loaded.predict(frame.to_numpy()), placement.predict(frame.to_numpy()))
 
 
-def test_log_run_logs_the_model(mlflow_store, trained):
+def test_a_logged_model_reads_back_with_its_uri_tag(mlflow_store, trained):
     placement, frame = trained
-    record = RunRecord(params={"method": "lwea"}, metrics={}, tags={},
-                       labels=pd.DataFrame({"id": [1, 2], "label": [0, 1]}),
-                       clusters=pd.DataFrame({"cluster": [0], "eci": [1.0]}),
-                       model=placement, model_input_example=frame.head(3))
-    run_id = log_run(record, tracking_uri=mlflow_store, experiment=unique("model-run"))
+    run_id = log_model_run(mlflow_store, unique("model-run"), placement, frame.head(3))
     run = MlflowClient(mlflow_store).get_run(run_id)
     assert run.info.status == "FINISHED"
     assert run.data.tags[MODEL_URI_TAG] == f"runs:/{run_id}/model"

@@ -4,18 +4,16 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 from mlflow import MlflowClient
 
 from helpers.pipeline import free_port, unique
 from helpers.pools import synthetic_pool
+from helpers.tracking import log_model_run
 from lwec_tasks.experiments.reproduce import reproduce
 from lwec_tasks.tracking import (
-    RunRecord,
     TrackingError,
     log_reproduction,
-    log_run,
     resolve_tracking_uri,
     run_writer,
 )
@@ -26,16 +24,10 @@ def result() -> dict:
     return reproduce(synthetic_pool(), runs=2, ensemble_size=4, methods="LWEA,EAC", ks="2..5")
 
 
-def small_record() -> RunRecord:
-    return RunRecord(params={"method": "lwea"}, metrics={"nmi": 0.5}, tags={},
-                     labels=pd.DataFrame({"id": [1, 2], "label": [0, 1]}),
-                     clusters=pd.DataFrame({"cluster": [0], "eci": [1.0]}))
-
-
 def test_reproductions_and_consensus_runs_share_the_default_store_and_artifacts(monkeypatch, tmp_path, result):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.chdir(tmp_path)
-    consensus_id = log_run(small_record(), tracking_uri=resolve_tracking_uri(), experiment="lwec-demo")
+    consensus_id = log_model_run(resolve_tracking_uri(), "lwec-demo", metrics={"nmi": 0.5})
     parent_id = log_reproduction(result)  # no URI given: the same default as consensus runs
 
     store = f"sqlite:///{tmp_path.resolve()}/mlflow.db"
