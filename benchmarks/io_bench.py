@@ -3,9 +3,9 @@
 ``python -m benchmarks.io_bench [--rows 1000000] [--features 16] [--postgres-url URL]``
 
 Times reading a feature table (integer id + float features, in id order) with
-``read_rows`` (binary COPY / ADBC) and ``read_rows_portable`` (``pandas.read_sql``
-in chunks), and writing that many labels with ``write_labels`` (binary COPY /
-ADBC) and ``write_labels_portable`` (``executemany``), on PostgreSQL (from
+``read_rows`` (ADBC) and ``read_rows_portable`` (``pandas.read_sql``
+in chunks), and writing that many labels with ``write_labels`` (ADBC
+ingestion into the staging table) and with ``LWEC_SQL_FAST_PATH=0`` (``executemany``), on PostgreSQL (from
 ``--postgres-url``, else ``$LWEC_TEST_POSTGRES_URL``; skipped without one) and
 on a SQLite file. Each case runs in its own subprocess, so its peak memory
 is its own: *peak MB* is the process's peak resident size during the timed
@@ -65,21 +65,17 @@ def create_features(url: str, n_rows: int, n_features: int, shuffle: bool = Fals
         table.drop(connection, checkfirst=True)
         table.create(connection)
     if engine.dialect.name == "postgresql":
-        from lwec_tasks.io.pgcopy import HEADER, TRAILER, build_rows
+        import adbc_driver_postgresql.dbapi
+        import pyarrow as pa
 
-        preparer = engine.dialect.identifier_preparer
-        with engine.begin() as connection:
-            driver = connection.connection.driver_connection
-            with driver.cursor() as cursor, cursor.copy(
-                f"COPY {preparer.format_table(table)} FROM STDIN (FORMAT BINARY)"
-            ) as copy:
-                copy.write(HEADER)
-                for start in range(0, n_rows, 100_000):
-                    part = slice(start, start + 100_000)
-                    fixed = [(">i8", ids[part])] + [(">f8", X[part, j]) for j in range(n_features)]
-                    copy.write(memoryview(build_rows(n_features + 1, b"", fixed)))
-                copy.write(TRAILER)
-            connection.exec_driver_sql(f"ANALYZE {preparer.format_table(table)}")
+        from lwec_tasks.io.bulk_read import postgres_uri
+
+        arrow = pa.table({"id": ids, **{f"f{j}": X[:, j] for j in range(n_features)}})
+        with adbc_driver_postgresql.dbapi.connect(postgres_uri(engine.url)) as connection:
+            with connection.cursor() as cursor:
+                cursor.adbc_ingest(FEATURES_TABLE, arrow, mode="append")
+                cursor.execute(f"ANALYZE {engine.dialect.identifier_preparer.format_table(table)}")
+            connection.commit()
     else:
         import adbc_driver_sqlite.dbapi
         import pyarrow as pa
@@ -147,8 +143,8 @@ def run_case(url: str, operation: str, path: str, repeats: int) -> dict:
     import sqlalchemy as sa
 
     from lwec_tasks.io import LabelRows, describe_source
-    from lwec_tasks.io.sink import write_labels, write_labels_portable
     from lwec_tasks.io.source import read_rows, read_rows_portable
+    from lwec_tasks.io.staging import write_labels
 
     engine = sa.create_engine(url)
     source = describe_source(engine, FEATURES_TABLE)
@@ -176,7 +172,9 @@ def run_case(url: str, operation: str, path: str, repeats: int) -> dict:
             labels = (ids * 7919) % 10
             rows = LabelRows(run_key="bench", ids=ids, labels=labels, k=10, method="lwea", theta=0.4,
                              ensemble_size=10, seed=0, source_table=FEATURES_TABLE, flow_run_id=None)
-            write = write_labels if path == "fast" else write_labels_portable
+            if path != "fast":
+                os.environ["LWEC_SQL_FAST_PATH"] = "0"  # the staging rows by executemany
+            write = write_labels
             drop_tables(url, LABELS_TABLE)
             baseline = _start_measuring()
             started = time.perf_counter()

@@ -40,6 +40,9 @@ def register(subparsers) -> None:
                         help="table receiving the labels (default: <table>_lwec_labels)")
     parser.add_argument("--tracking-uri", default=None,
                         help="MLflow store holding the model (default: $MLFLOW_TRACKING_URI, else ./mlflow.db)")
+    parser.add_argument("--dask-address", default=None, metavar="ADDRESS",
+                        help="an existing Dask scheduler, e.g. tcp://10.0.0.5:8786: its workers read, place and write "
+                             "the rows (default: in this process, a thread per core)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print full tracebacks of failures (default: one line per error)")
     parser.set_defaults(handler=assign_command)
@@ -52,7 +55,8 @@ def assign_command(args: argparse.Namespace) -> int:
 
     apply_prefect_defaults()  # before anything imports Prefect
     parameters = {name: getattr(args, name) for name in
-                  ("database_url", "table", "model_uri", "feature_columns", "id_column", "output_table")}
+                  ("database_url", "table", "model_uri", "feature_columns", "id_column", "output_table",
+                   "dask_address")}
     if args.tracking_uri:
         os.environ["MLFLOW_TRACKING_URI"] = args.tracking_uri
     started = time.perf_counter()
@@ -71,7 +75,11 @@ def run_checked_assign(parameters: dict, verbose: bool = False) -> dict:
 
         return assign_flow
 
-    return run_after_checks(assign_flow, parameters, lambda: check_before_prefect(parameters), verbose)
+    from lwec_tasks.cli.services import check_dask_scheduler
+
+    address = parameters.get("dask_address")
+    services = [lambda: check_dask_scheduler(address)] if address else []
+    return run_after_checks(assign_flow, parameters, lambda: check_before_prefect(parameters), verbose, services)
 
 
 def check_before_prefect(parameters: dict) -> None:
@@ -79,7 +87,7 @@ def check_before_prefect(parameters: dict) -> None:
     output table that is a view (:func:`lwec_tasks.preflight.check_assign_request`)."""
     from lwec_tasks.preflight import check_assign_request
 
-    check_assign_request(**parameters)
+    check_assign_request(**{name: value for name, value in parameters.items() if name != "dask_address"})
 
 
 def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:

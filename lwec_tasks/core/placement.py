@@ -177,11 +177,6 @@ class Placement:
         return len(self.centres)
 
     @property
-    def n_consensus_clusters(self) -> int:
-        """k, the number of consensus clusters the training rows fell into."""
-        return len(self.cluster_ids)
-
-    @property
     def fingerprint(self) -> str:
         """:func:`feature_fingerprint` of ``feature_columns``."""
         return feature_fingerprint(self.feature_columns)

@@ -57,33 +57,6 @@ def format_summary(result: dict, paper: dict | None = None) -> str:
     return "\n".join(lines)
 
 
-def comparison_rows(results: list[dict], paper: dict) -> list[dict]:
-    """One row per (dataset, method, cell) with ours, the paper's and their difference."""
-    rows = []
-    for result in results:
-        for name, summary in result["methods"].items():
-            for metric, criterion in CELLS:
-                ours = summary[metric][criterion]
-                published = paper.get((result["dataset"], name, metric), {}).get(criterion)
-                diff = None
-                if published and ours["mean"] is not None:
-                    diff = ours["mean"] - published["mean"]
-                rows.append(
-                    {
-                        "dataset": result["dataset"],
-                        "method": name,
-                        "metric": metric,
-                        "criterion": criterion,
-                        "ours_mean": ours["mean"],
-                        "ours_std": ours["std"],
-                        "paper_mean": None if not published else published["mean"],
-                        "paper_std": None if not published else published["std"],
-                        "diff": diff,
-                    }
-                )
-    return rows
-
-
 def markdown_comparison(results: list[dict], paper: dict, tolerance: float = 0.03) -> str:
     """Markdown table: per dataset and method, ours vs paper for the four cells.
 

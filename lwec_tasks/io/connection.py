@@ -31,12 +31,6 @@ UNREACHABLE_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
 CONNECT_TIMEOUT = 5
 
 
-def unreachable_error(engine: sa.Engine, error: sa.exc.DBAPIError, action: str = "answer") -> Exception:
-    """The error to raise for a driver ``error``: :class:`DatabaseUnreachableError` when the database did not
-    answer, else :class:`~lwec_tasks.io.errors.DatabaseRefusedError`; one line, password masked."""
-    return database_error(engine, error, action)
-
-
 #: pip package that provides each database driver module SQLAlchemy may import.
 DRIVER_PACKAGES = {
     "psycopg": "psycopg[binary]",

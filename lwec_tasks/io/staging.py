@@ -150,8 +150,10 @@ def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndar
         rows = pa.table({"id": pa.array(ids).cast(arrow_type), "label": pa.array(labels)})
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
         return False  # e.g. ids beyond 64 bits for an integer column: executemany reports it
+    # SQLite's driver takes no schema; the only one lwec accepts there is "main", where the name resolves anyway.
+    schema = table.schema if dialect.name == "postgresql" else None
     with connect(uri) as connection, connection.cursor() as cursor:
-        cursor.adbc_ingest(table.name, rows, mode="append", db_schema_name=table.schema)
+        cursor.adbc_ingest(table.name, rows, mode="append", db_schema_name=schema)
         connection.commit()
     return True
 

@@ -28,7 +28,7 @@ from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import mask_url, open_engine
 from lwec_tasks.io.errors import database_error
-from lwec_tasks.io.features import _id_values, _numeric_column
+from lwec_tasks.io.features import id_values, numeric_column
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
@@ -137,11 +137,11 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
         engine.dispose()
     X = np.empty((len(frame), len(spec.feature_columns)))
     for j, name in enumerate(spec.feature_columns):
-        X[:, j] = _numeric_column(frame[name], name)
+        X[:, j] = numeric_column(frame[name], name)
     if spec.id_column is None:
         ids = np.arange(len(frame), dtype=np.int64)
     else:
-        ids = _id_values(frame[spec.id_column], spec.id_column) if len(frame) else np.empty(0, dtype=np.int64)
+        ids = id_values(frame[spec.id_column], spec.id_column) if len(frame) else np.empty(0, dtype=np.int64)
     truth = frame[spec.label_column].to_numpy() if spec.label_column else None
     distinct = tuple(unique_integer_columns(frame, spec.feature_columns))
     del frame

@@ -16,7 +16,7 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import check_label_table, id_key_type, mask_url, open_engine
 from lwec_tasks.io.connection import resolve_database_url
-from lwec_tasks.io.features import _nonfinite_counts_message, _useless_columns_message
+from lwec_tasks.io.features import nonfinite_counts_message, useless_columns_message
 from lwec_tasks.preflight import plan_consensus_read
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, id_statistics, partition_count
@@ -131,10 +131,10 @@ def _refuse_unusable(summaries, names, drop_nonfinite: bool, table: str, n_read:
     inf = np.sum([s.inf_counts for s in summaries], axis=0)
     useless = [name for name, bad in zip(names, nan + inf) if bad == n_read]
     if useless:
-        raise LwecInputError(_useless_columns_message(table, names, useless))
+        raise LwecInputError(useless_columns_message(table, names, useless))
     n_bad_rows = sum(s.n_nonfinite for s in summaries)
     if n_bad_rows and not drop_nonfinite:
-        raise LwecInputError(_nonfinite_counts_message(names, nan, inf, n_bad_rows))
+        raise LwecInputError(nonfinite_counts_message(names, nan, inf, n_bad_rows))
 
 
 def _log_columns(log, table: str, plan, summaries, n_read: int) -> None:

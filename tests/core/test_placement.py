@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,7 +21,6 @@ from lwec_tasks.core.placement import (
     build_placement,
     feature_fingerprint,
 )
-from lwec_tasks.io.features import ColumnPlan, prepare_features
 
 THETA = 0.4
 # (training rows, blobs, cluster_std, seed): from well separated to strongly overlapping.
@@ -127,16 +125,17 @@ def test_predict_names_a_non_finite_column_and_checks_the_width():
         placement.predict(np.zeros((3, 5)))
 
 
-def test_standardisation_is_the_one_prepare_features_applies():
+def test_the_standardisation_is_scikit_learns_from_partition_moments():
+    from sklearn.preprocessing import StandardScaler
+
+    from lwec_tasks.stages.reductions import Moments, standard_scale
+
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"a": rng.normal(5, 3, 50), "b": np.full(50, 7.25), "c": rng.integers(0, 9, 50)})
-    plan = ColumnPlan(("a", "b", "c"), None, None)
-    prepared = prepare_features(frame, plan, n_clusters=2)
-    standardisation = prepared.standardisation
+    raw = np.column_stack([rng.normal(5, 3, 50), np.full(50, 7.25), rng.integers(0, 9, 50)]).astype(np.float64)
+    moments = Moments.of(raw[:20]) + Moments.of(raw[20:])  # two partitions
+    standardisation = Standardisation(moments.mean, standard_scale(moments))
     assert standardisation.scale[1] == 1.0  # constant column
-    raw = frame.to_numpy(dtype=np.float64)
-    np.testing.assert_array_equal(standardisation.apply(raw), prepared.X)
-    assert prepare_features(frame, plan, n_clusters=2, standardize=False).standardisation is None
+    np.testing.assert_allclose(standardisation.apply(raw), StandardScaler().fit_transform(raw), atol=1e-12)
 
 
 def test_with_ids_renumbers_the_written_ids():

@@ -204,3 +204,24 @@ def latest_earlier_run(engine: sa.Engine, labels_table: str, source_table: str,
         ids = np.empty(len(rows), dtype=object)
         ids[:] = [row[0] for row in rows]
     return EarlierRun(earlier.run_key, ids, np.array([row[1] for row in rows], dtype=np.int64))
+
+
+def read_stage(data: pd.DataFrame, tmp_path, table: str = "features", **request):
+    """The read stage on ``data`` written as a SQLite table (no primary key: duplicate ids can be stored),
+    in-process on one thread; returns (table, ids, truth, raw features) gathered from the partitions.
+    ``request`` holds ConsensusRequest fields (default n_clusters=2)."""
+    import logging
+
+    from lwec_tasks.executors import InProcess
+    from lwec_tasks.request import ConsensusRequest
+    from lwec_tasks.stages.read import load_table
+
+    url = f"sqlite:///{tmp_path / 'features.db'}"
+    engine = sa.create_engine(url)
+    data.to_sql(table, engine, index=False, if_exists="replace")
+    engine.dispose()
+    request = ConsensusRequest(database_url=url, table=table, **{"n_clusters": 2, **request})
+    loaded = load_table(InProcess(1), request, logging.getLogger("test"))
+    rows = [handle.result() for handle in loaded.rows]
+    truth = None if rows[0].truth is None else np.concatenate([r.truth for r in rows])
+    return loaded, np.concatenate([r.ids for r in rows]), truth, np.concatenate([r.X for r in rows])

@@ -6,11 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers.pipeline import unique
+from helpers.pipeline import read_stage, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import describe_source, open_engine
 from lwec_tasks.io.columns import looks_like_key, plan_columns, unique_integer_columns
-from lwec_tasks.io.features import prepare_features
 
 
 @pytest.mark.parametrize("name", ["key", "customer_key", "order_id", "orderId", "CustomerKey", "pk", "uuid",
@@ -61,19 +60,20 @@ def plan_of(*names):
     return plan_columns(["id", *names], list(names), ["id"])
 
 
-def test_a_column_without_a_finite_value_is_refused_with_the_columns_to_keep():
-    frame = pd.DataFrame({"id": [1, 2, 3, 4], "f0": [1.0, 2.0, 3.0, 4.0], "bad": [np.nan, np.inf, np.nan, -np.inf],
+def test_a_column_without_a_finite_value_is_refused_with_the_columns_to_keep(tmp_path):
+    # Infinite, not NULL, in every row: the checks before reading let it through, the read stage does not.
+    frame = pd.DataFrame({"id": [1, 2, 3, 4], "f0": [1.0, 2.0, 3.0, 4.0], "bad": [np.inf, np.inf, -np.inf, -np.inf],
                           "f1": [0.0, 1.0, 0.0, 1.0]})
     with pytest.raises(LwecInputError, match=r"^feature column 'bad' has no finite value in any row of table 't' "
                                              r"\(all NULL, NaN or infinite\); leave it out: feature_columns="
                                              r"\['f0', 'f1'\]$"):
-        prepare_features(frame, plan_of("f0", "bad", "f1"), n_clusters=2, drop_nonfinite=True, table="t")
+        read_stage(frame, tmp_path, "t", feature_columns=["f0", "bad", "f1"], drop_nonfinite=True)
 
 
-def test_empty_and_small_frames_name_the_table():
-    frame = pd.DataFrame({"id": [1, 2, 3], "f0": [1.0, 2.0, np.nan]})
+def test_empty_and_small_tables_are_named(tmp_path):
+    frame = pd.DataFrame({"id": [1, 2, 3, 4], "f0": [1.0, 2.0, 3.0, np.inf]})
     with pytest.raises(LwecInputError, match=r"^table 't' is empty$"):
-        prepare_features(frame.head(0), plan_of("f0"), n_clusters=2, table="t")
-    with pytest.raises(LwecInputError, match=r"^table 't' has only 2 usable rows after dropping 1 rows with "
+        read_stage(frame.head(0), tmp_path, "t", feature_columns=["f0"])
+    with pytest.raises(LwecInputError, match=r"^table 't' has only 3 usable rows after dropping 1 rows with "
                                              r"non-finite features, but n_clusters=2 needs at least 2·k = 4 rows$"):
-        prepare_features(frame, plan_of("f0"), n_clusters=2, drop_nonfinite=True, table="t")
+        read_stage(frame, tmp_path, "t", feature_columns=["f0"], drop_nonfinite=True)

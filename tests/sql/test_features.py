@@ -1,12 +1,13 @@
-"""Choosing and checking feature columns (no database, no Prefect)."""
+"""Choosing and checking feature columns, and the read stage's checks of their values (SQLite, no Prefect)."""
 
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.preprocessing import StandardScaler
 
+from helpers.pipeline import read_stage
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.features import ColumnPlan, plan_columns, prepare_features
+from lwec_tasks.io.features import ColumnPlan, plan_columns
 
 COLUMNS = ["id", "f0", "f1", "note", "target"]
 NUMERIC = ["id", "f0", "f1", "target"]
@@ -45,73 +46,69 @@ def frame(n=10):
                          "note": ["x"] * n, "target": np.arange(n) % 2})
 
 
-def test_prepare_standardises_like_scikit_learn_and_keeps_ids_and_truth():
+def test_the_read_standardises_like_scikit_learn_and_keeps_ids_and_truth(tmp_path):
     data = frame()
-    plan = ColumnPlan(("f0", "f1"), "id", "target")
-    prepared = prepare_features(data, plan, n_clusters=2)
-    np.testing.assert_allclose(prepared.X, StandardScaler().fit_transform(data[["f0", "f1"]]))
-    np.testing.assert_array_equal(prepared.ids, data["id"])
-    np.testing.assert_array_equal(prepared.truth, data["target"])
-    raw = prepare_features(data, plan, n_clusters=2, standardize=False)
-    np.testing.assert_array_equal(raw.X, data[["f0", "f1"]].to_numpy())
+    table, ids, truth, X = read_stage(data, tmp_path, feature_columns=["f0", "f1"], label_column="target")
+    scaler = StandardScaler().fit(data[["f0", "f1"]])
+    np.testing.assert_allclose(table.mean, scaler.mean_, rtol=1e-12)
+    np.testing.assert_allclose(table.scale, scaler.scale_, rtol=1e-12)
+    np.testing.assert_array_equal(X, data[["f0", "f1"]].to_numpy())  # raw; standardised where clustered
+    np.testing.assert_array_equal(ids, data["id"])
+    np.testing.assert_array_equal(truth, data["target"])
+    raw, *_ = read_stage(data, tmp_path, feature_columns=["f0", "f1"], standardize=False)
+    assert raw.mean.tolist() == [0.0, 0.0] and raw.scale.tolist() == [1.0, 1.0]
 
 
-def test_non_numeric_feature_column_is_named():
+def test_non_numeric_feature_column_is_named(tmp_path):
     with pytest.raises(LwecInputError, match=r"feature column 'note' is not numeric .*'x'"):
-        prepare_features(frame(), ColumnPlan(("f0", "note"), "id", None), n_clusters=2)
+        read_stage(frame(), tmp_path, feature_columns=["f0", "note"])
 
 
-def test_nonfinite_values_are_counted_per_column_and_can_be_dropped():
+def test_nonfinite_values_are_counted_per_column_and_can_be_dropped(tmp_path):
     data = frame()
     data.loc[[1, 2], "f0"] = np.nan
     data.loc[2, "f1"] = np.inf
     data.loc[3, "f1"] = -np.inf
-    plan = ColumnPlan(("f0", "f1"), "id", None)
     with pytest.raises(LwecInputError) as error:
-        prepare_features(data, plan, n_clusters=2)
+        read_stage(data, tmp_path, feature_columns=["f0", "f1"])
     message = str(error.value)
     assert "3 row(s)" in message
     assert "column 'f0': 2 missing/NaN" in message
     assert "column 'f1': 2 infinite" in message
     assert "drop_nonfinite" in message
-    kept = prepare_features(data, plan, n_clusters=2, drop_nonfinite=True)
-    assert kept.n_rows_dropped == 3
-    np.testing.assert_array_equal(kept.ids, data["id"].drop(index=[1, 2, 3]))
+    kept, ids, _, _ = read_stage(data, tmp_path, feature_columns=["f0", "f1"], drop_nonfinite=True)
+    assert kept.n_dropped == 3 and kept.n_rows == len(data) - 3
+    np.testing.assert_array_equal(ids, data["id"].drop(index=[1, 2, 3]))
 
 
-def test_duplicate_and_missing_ids_are_refused():
+def test_duplicate_ids_are_refused(tmp_path):
     data = frame()
     data.loc[4, "id"] = data.loc[7, "id"]
     with pytest.raises(LwecInputError, match=r"2 rows sharing 1 duplicate id value\(s\), e.g. \[12\]"):
-        prepare_features(data, ColumnPlan(("f0",), "id", None), n_clusters=2)
-    data = frame().astype({"id": float})
-    data.loc[0, "id"] = np.nan
-    with pytest.raises(LwecInputError, match="1 missing"):
-        prepare_features(data, ColumnPlan(("f0",), "id", None), n_clusters=2)
+        read_stage(data, tmp_path, feature_columns=["f0"], id_column="id")
 
 
 def test_every_object_id_is_checked_and_duplicates_are_found_after_conversion():
+    from lwec_tasks.io.features import id_values
+
     # Ids as read from a column without a declared type: Python objects.
-    def with_ids(ids):
-        return pd.DataFrame({"id": pd.Series(ids, dtype=object), "f0": np.arange(len(ids), dtype=float)})
+    def ids(values):
+        return id_values(pd.Series(values, dtype=object), "id")
 
-    plan = ColumnPlan(("f0",), "id", None)
-    prepared = prepare_features(with_ids(list(range(110))), plan, n_clusters=2)
-    assert prepared.ids.dtype == np.int64
+    assert ids(list(range(110))).dtype == np.int64
     with pytest.raises(LwecInputError, match=r"id column 'id' mixes value kinds \['integer', 'text'\].*'x1'"):
-        prepare_features(with_ids([*range(105), "x1"]), plan, n_clusters=2)
+        ids([*range(105), "x1"])
     with pytest.raises(LwecInputError, match=r"id column 'id' mixes value kinds"):
-        prepare_features(with_ids([*range(105), "5", "6", "7", "8", "9"]), plan, n_clusters=2)
+        ids([*range(105), "5", "6", "7", "8", "9"])
     with pytest.raises(LwecInputError, match=r"id column 'id' has 2 rows sharing 1 duplicate"):
-        prepare_features(with_ids([*range(105), np.int64(7)]), plan, n_clusters=2)
-    text = prepare_features(with_ids([f"r{i}" for i in range(110)]), plan, n_clusters=2)
-    assert text.ids[-1] == "r109"
+        ids([*range(105), np.int64(7)])
+    assert ids([f"r{i}" for i in range(110)])[-1] == "r109"
 
 
-def test_fewer_rows_than_twice_k_is_refused_after_dropping():
+def test_fewer_rows_than_twice_k_is_refused_after_dropping(tmp_path):
     data = frame(10)
     with pytest.raises(LwecInputError, match=r"10 usable rows, but n_clusters=6 needs at least 2·k = 12"):
-        prepare_features(data, ColumnPlan(("f0",), "id", None), n_clusters=6)
-    data.loc[0, "f0"] = np.nan
+        read_stage(data, tmp_path, feature_columns=["f0"], n_clusters=6)
+    data.loc[0, "f0"] = np.inf
     with pytest.raises(LwecInputError, match="9 usable rows after dropping 1"):
-        prepare_features(data, ColumnPlan(("f0",), "id", None), n_clusters=5, drop_nonfinite=True)
+        read_stage(data, tmp_path, feature_columns=["f0"], n_clusters=5, drop_nonfinite=True)

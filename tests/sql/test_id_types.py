@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import decimal
 import uuid
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -23,7 +24,8 @@ from lwec_tasks.io import (
     write_labels,
 )
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV
-from lwec_tasks.io.features import plan_columns, prepare_features
+from lwec_tasks.io.features import id_values as read_ids
+from lwec_tasks.io.features import plan_columns
 from lwec_tasks.stages.partitions import matchable_ids
 
 N = 30
@@ -73,8 +75,7 @@ def load(engine, name):
     source = describe_source(engine, name)
     plan = plan_columns(source.columns, source.numeric_columns, source.primary_key, table=name, kinds=source.kinds)
     frame = read_rows(engine, source, plan.columns_to_read, order_by=plan.id_column, exact_columns=["id"])
-    features = prepare_features(frame, plan, n_clusters=2, table=name)
-    return source, features
+    return source, SimpleNamespace(ids=read_ids(frame["id"], "id"))
 
 
 def rows_for(key, ids, labels, source):
