@@ -14,13 +14,18 @@ into an emptied labels table:
 
 * ``in-process``: ``dask_address=None``, the stages run on a thread pool in the flow process;
 * ``dask``: ``dask_address`` of a ``dask scheduler`` with two one-thread ``dask worker`` processes on
-  loopback, started for this mode only.
+  loopback, started for this mode only;
+* ``baseline`` (with ``--baseline DIR``): in-process, with the code of another checkout ``DIR`` (e.g.
+  ``git worktree add /tmp/baseline <commit>``), to check that a change made the whole flow no slower.
+
+``--modes`` picks the modes and their order (default ``in-process,dask``; ``baseline,in-process`` for a
+regression check at sizes where the Dask run is not wanted).
 
 Measured: each flow's wall time, the flow process's peak resident memory (VmHWM), the flow's stage
 times (``summary["timings"]``), each Dask worker's peak resident memory, and the agreement of the two
 runs' labels by id (fraction identical; ARI). Prints a markdown table (also written to ``--output``),
 then one JSON line with every figure. Targets: Dask wall / in-process wall ≤ 1.3 and
-Dask flow peak / in-process flow peak ≤ 0.40.
+Dask flow peak / in-process flow peak ≤ 0.40; in-process wall / baseline wall ≤ 1.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODES = ("in-process", "dask")
+MODES = ("baseline", "in-process", "dask")
 STAGES = ("load", "generate", "eci", "consensus", "stable_ids", "write", "model")
 DASK_WORKERS = 2
 FEATURES = [f"f{j}" for j in range(16)]
@@ -58,6 +63,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/lwec-scale"),
                         help="SQLite database, MLflow store, Prefect homes, Dask logs and child outputs")
     parser.add_argument("--output", type=Path, help="also write the markdown report here")
+    parser.add_argument("--modes", default="in-process,dask",
+                        help=f"comma-separated, in order, from {', '.join(MODES)} (default in-process,dask)")
+    parser.add_argument("--baseline", type=Path, help="checkout whose code the baseline mode runs")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -207,7 +215,8 @@ def run_flow_here(parameters: dict) -> dict:
     started = time.perf_counter()
     summary = consensus_flow(**parameters)
     return {"seconds": round(time.perf_counter() - started, 2), "peak_rss_mib": peak_rss_mib(),
-            "timings": summary["timings"], "executor": summary["executor"], "rows_written": summary["rows_written"],
+            "timings": summary["timings"], "executor": summary.get("executor", "in-process"),
+            "rows_written": summary["rows_written"],
             "nmi": summary["nmi"], "ari": summary["ari"]}
 
 
@@ -224,16 +233,17 @@ def peak_rss_mib() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
-def run_flow_in_child(mode: str, parameters: dict, workdir: Path) -> dict:
-    """Run the flow in a fresh ``python -m benchmarks.executors --child`` process with its own PREFECT_HOME."""
+def run_flow_in_child(mode: str, parameters: dict, workdir: Path, code: Path = ROOT) -> dict:
+    """Run the flow in a fresh ``benchmarks/executors.py --child`` process with its own PREFECT_HOME, importing
+    the flow from the checkout ``code``."""
     prefect_home = workdir / f"prefect-{mode}"
     shutil.rmtree(prefect_home, ignore_errors=True)
-    env = child_environment()
+    env = {**child_environment(), "PYTHONPATH": str(code)}
     env.pop("PREFECT_API_URL", None)  # a temporary server, never a configured one
     env.update(PREFECT_HOME=str(prefect_home), PREFECT_LOGGING_LEVEL="WARNING")
     output = workdir / f"{mode}.out"
     with output.open("w") as out:  # a file, not a pipe: a helper process may outlive a failed child
-        subprocess.run([sys.executable, "-m", "benchmarks.executors", "--child", json.dumps(parameters)],
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(parameters)],
                        stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir)
     results = [line for line in output.read_text().splitlines() if line.startswith("RESULT ")]
     if not results:
@@ -299,9 +309,21 @@ def machine_description() -> str:
 
 
 def ratios(runs: dict) -> dict:
-    local, dask = runs["in-process"], runs["dask"]
-    return {"wall": round(dask["seconds"] / local["seconds"], 3),
-            "flow_peak": round(dask["peak_rss_mib"] / local["peak_rss_mib"], 3)}
+    """Dask against in-process (wall, flow peak) and in-process against the baseline (wall), as far as run."""
+    found = {}
+    if {"in-process", "dask"} <= set(runs):
+        local, dask = runs["in-process"], runs["dask"]
+        found.update(wall=round(dask["seconds"] / local["seconds"], 3),
+                     flow_peak=round(dask["peak_rss_mib"] / local["peak_rss_mib"], 3))
+    if {"baseline", "in-process"} <= set(runs):
+        found["against_baseline"] = round(runs["in-process"]["seconds"] / runs["baseline"]["seconds"], 3)
+    return found
+
+
+def agreements(labels: dict) -> dict:
+    """Label agreement of each later mode with the first one run."""
+    first, *others = list(labels)
+    return {f"{other} vs {first}": label_agreement(labels[first], labels[other]) for other in others}
 
 
 def markdown_report(results: dict) -> str:
@@ -317,14 +339,18 @@ def markdown_report(results: dict) -> str:
         timings = [f"{run['timings'][stage]:.2f}" if stage in run["timings"] else "–" for stage in STAGES]
         lines.append("| " + " | ".join([mode, f"{run['seconds']:.1f}", f"{run['peak_rss_mib']:.0f}",
                                         *(w if w == "–" else f"{w:.0f}" for w in workers), *timings]) + " |")
-    ratio, agreement = results["ratios"], results["agreement"]
-    lines += ["",
-              f"- Dask wall / in-process wall: **{ratio['wall']:.2f}** (target ≤ {WALL_RATIO_TARGET}: "
-              f"{verdict(ratio['wall'] <= WALL_RATIO_TARGET)})",
-              f"- Dask flow peak / in-process flow peak: **{ratio['flow_peak']:.2f}** "
-              f"(target ≤ {PEAK_RATIO_TARGET:.2f}: {verdict(ratio['flow_peak'] <= PEAK_RATIO_TARGET)})",
-              f"- Label agreement (dask vs in-process): {agreement['identical']:.2%} of labels identical by id, "
-              f"ARI {agreement['ari']:.4f}"]
+    ratio = results["ratios"]
+    lines.append("")
+    if "wall" in ratio:
+        lines += [f"- Dask wall / in-process wall: **{ratio['wall']:.2f}** (target ≤ {WALL_RATIO_TARGET}: "
+                  f"{verdict(ratio['wall'] <= WALL_RATIO_TARGET)})",
+                  f"- Dask flow peak / in-process flow peak: **{ratio['flow_peak']:.2f}** "
+                  f"(target ≤ {PEAK_RATIO_TARGET:.2f}: {verdict(ratio['flow_peak'] <= PEAK_RATIO_TARGET)})"]
+    if "against_baseline" in ratio:
+        lines.append(f"- in-process wall / baseline wall: **{ratio['against_baseline']:.2f}** (target ≤ 1: "
+                     f"{verdict(ratio['against_baseline'] <= 1)})")
+    for pair, agreement in results["agreement"].items():
+        lines.append(f"- Labels, {pair}: {agreement['identical']:.2%} identical by id, ARI {agreement['ari']:.4f}")
     return "\n".join(lines) + "\n"
 
 
@@ -354,8 +380,12 @@ def main() -> None:
                       method=args.method, ensemble_size=args.ensemble_size, seed=SEED,
                       output_table=labels_table(table), experiment="benchmark-executors",
                       tracking_uri=f"sqlite:///{args.workdir / 'mlflow.db'}")
+    modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown or ("baseline" in modes and args.baseline is None):
+        raise SystemExit(f"--modes takes {', '.join(MODES)} (baseline needs --baseline DIR); got {args.modes!r}")
     runs, labels = {}, {}
-    for mode in MODES:
+    for mode in modes:
         drop_labels(url, labels_table(table))
         if mode == "dask":
             with dask_cluster(args.workdir) as client:
@@ -363,13 +393,14 @@ def main() -> None:
                                                       "dask_address": client.scheduler.address}, args.workdir)
                 runs[mode]["worker_peak_rss_mib"] = worker_peaks_mib(client)
         else:
-            runs[mode] = run_flow_in_child(mode, {**parameters, "run_name": mode}, args.workdir)
+            code = args.baseline.resolve() if mode == "baseline" else ROOT
+            runs[mode] = run_flow_in_child(mode, {**parameters, "run_name": mode}, args.workdir, code)
         log(f"{mode}: {json.dumps(runs[mode])}")
         labels[mode] = read_labels(url, labels_table(table), mode)
     results = {"machine": machine_description(), "database": sa.make_url(url).render_as_string(hide_password=True),
                "table": table, "rows": args.rows, "features": len(FEATURES), "method": args.method, "k": args.k,
                "ensemble_size": args.ensemble_size, "seed": SEED, "runs": runs, "ratios": ratios(runs),
-               "agreement": label_agreement(labels["in-process"], labels["dask"])}
+               "agreement": agreements(labels)}
     report = markdown_report(results)
     print(report)
     if args.output:

@@ -34,7 +34,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 OLD_MODULES = ("pgcopy", "bulk_read", "bulk_write")
-OLD_REVISION = os.environ.get("LWEC_OLD_IO_REVISION", "main")
+OLD_REVISION = os.environ.get("LWEC_OLD_IO_REVISION", "9746900")  # the last commit with the codec
 
 
 def old_io(directory: Path):

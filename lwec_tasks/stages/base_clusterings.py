@@ -1,12 +1,12 @@
-"""The local base-clustering rule (:func:`lwec_tasks.core.base_clusterings.generate_base_clusterings`) on
+"""The library's base-clustering rule (:func:`lwec_tasks.core.base_clusterings.generate_base_clusterings`) on
 partitioned rows.
 
 Which rows each k-means model is fitted on depends only on N and the run's seed: all rows up to
 ``LARGE_N``, else a seeded sample of ``SAMPLE_SIZE`` row positions per clustering (with k capped at
 ``LARGE_N_K_MAX``). Positions are in the table's id order, so they do not depend on the partitioning:
-the flow gathers those rows from the partitions, the workers fit the same models the local path fits,
-and every partition assigns its rows to the nearest centre — the local labels. The constants are read
-from the core module at call time, so both paths always follow one rule.
+the flow gathers those rows from the partitions, the executor fits the same models the library fits,
+and every partition assigns its rows to the nearest centre — the library's labels. The constants are read
+from the core module at call time, so the library and the pipeline always follow one rule.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class BasePlan:
 
 
 def base_plan(n_rows: int, n_clusterings: int, random_state=None) -> BasePlan:
-    """The ks, seeds and fitting rows of the base clusterings of ``n_rows`` rows: the local path's draws."""
+    """The ks, seeds and fitting rows of the base clusterings of ``n_rows`` rows: the library's draws."""
     base = base_seed(random_state)
     large = n_rows > local_rule.LARGE_N
     k_max = max(min(math.isqrt(n_rows), local_rule.LARGE_N_K_MAX) if large else math.isqrt(n_rows), 2)

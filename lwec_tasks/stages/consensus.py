@@ -94,9 +94,9 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
                 log) -> PartitionedLabels:
     """LWGP: the Tcut eigenproblem on the reduced cluster graph, the embedding and k-means per partition.
 
-    Follows the local :func:`lwec_tasks.core.lwgp.lwgp` regime by regime: up to ``MICROCLUSTER_LIMIT``
+    Follows the library's :func:`lwec_tasks.core.lwgp.lwgp` regime by regime: up to ``MICROCLUSTER_LIMIT``
     rows, k-means runs on the weighted microclusters; above it, on a seeded sample of embedded rows
-    (the same positions as locally), refined by Lloyd iterations over all partitions.
+    (the library's positions), refined by Lloyd iterations over all partitions.
     """
     session = table.session
     check_n_clusters(k, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble")
@@ -137,7 +137,7 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
 
 def _kmeans_on_embedding(table: PartitionedTable, ensemble: PartitionedEnsemble, eci, cluster_vectors, k: int,
                          seed: int, log) -> list:
-    """k-means of the row-normalised embedding as the local LWGP does it on rows: the replicates on a seeded
+    """k-means of the row-normalised embedding as the library's LWGP does it on rows: the replicates on a seeded
     sample (all rows up to ``SAMPLE_THRESHOLD``), then — for a sample — Lloyd iterations on every row.
 
     ``eci`` and ``cluster_vectors`` are futures of the (n_c,) ECI and the (n_c, k) transfer matrix."""
@@ -146,7 +146,7 @@ def _kmeans_on_embedding(table: PartitionedTable, ensemble: PartitionedEnsemble,
                              cluster_vectors=cluster_vectors)
     Progress(log, "embedding").wait(embeddings, rows=table.counts)
     sampled = table.n_rows > lwgp_core.SAMPLE_THRESHOLD
-    if sampled:  # the positions the local k-means samples (lwec_tasks.core.lwgp.kmeans_labels)
+    if sampled:  # the positions the library's k-means samples (lwec_tasks.core.lwgp.kmeans_labels)
         positions = np.sort(np.random.default_rng(seed).choice(table.n_rows, lwgp_core.SAMPLE_SIZE, replace=False))
     else:
         positions = np.arange(table.n_rows)
@@ -221,7 +221,7 @@ def _relocate(empty: np.ndarray, partials: list, sums: np.ndarray, weights: np.n
 def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, k: int,
                 log) -> PartitionedLabels:
     """Exact LWEA: average linkage on the microclusters (counts as weights) on one worker, cut mapped back
-    to the rows per partition; labels numbered by each cluster's first row, as locally.
+    to the rows per partition; labels numbered by each cluster's first row, as in the library.
 
     Raises :class:`~lwec_tasks.core.errors.LwecMemoryError` when the microclusters' distance matrix does
     not fit in a worker's memory.

@@ -20,7 +20,7 @@ from lwec_tasks.stages.reductions import (
     split_entropy_terms,
 )
 
-#: Rows kept (a seeded uniform sample) for the cluster map, as the local path's ``PICTURE_SAMPLE``.
+#: Rows kept (a seeded uniform sample) for the cluster map, at most.
 PICTURE_SAMPLE = 2_000
 
 
@@ -62,7 +62,7 @@ def gather_rows(session, parts: list, positions: np.ndarray, offsets: np.ndarray
 
 
 def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log) -> PartitionedEnsemble:
-    """M k-means base clusterings by the local rule: each model fitted on the rows the local path fits it on
+    """M k-means base clusterings by the library's rule: each model fitted on the rows the library fits it on
     (all rows, or above ``LARGE_N`` a seeded sample per clustering), every partition assigned to the models.
 
     The features are released from the workers' memory afterwards; a seeded sample of at most
@@ -111,8 +111,8 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
 def picture_positions(positions: np.ndarray, seed: int | None) -> np.ndarray:
     """A seeded sample of at most :data:`PICTURE_SAMPLE` of the sorted table ``positions``, sorted.
 
-    Drawn as the local path draws its picture sample, so when ``positions`` are all N rows (N ≤ ``LARGE_N``)
-    and the seed is given, these are the rows of the local run's cluster map.
+    Drawn from the run's seed alone, so when ``positions`` are all N rows (N ≤ ``LARGE_N``)
+    and the seed is given, these are the same rows on either executor.
     """
     rng = np.random.default_rng(base_seed(seed))
     chosen = rng.choice(len(positions), size=min(PICTURE_SAMPLE, len(positions)), replace=False)

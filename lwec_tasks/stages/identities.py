@@ -25,7 +25,7 @@ class StableIds:
 def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table: str, source_table: str, run_key: str,
                log) -> tuple[PartitionedLabels, StableIds]:
     """Renumber the labels to agree with the source table's latest earlier run in ``output_table``, as the
-    local path does (:func:`lwec_tasks.core.renumber.match_clusters`), without the ids leaving the workers.
+    library does (:func:`lwec_tasks.core.renumber.match_clusters`), without the ids leaving the partitions.
 
     The flow process finds the earlier run's key and cluster ids (two small queries); each worker reads the
     earlier labels of its own id range and returns its (k × k_earlier) overlap counts; the flow sums them,

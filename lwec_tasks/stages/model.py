@@ -9,8 +9,8 @@ import numpy as np
 
 from lwec_tasks.executors.progress import tree_reduce
 from lwec_tasks.stages import partitions as part
-from lwec_tasks.stages.consensus import PartitionedLabels
-from lwec_tasks.stages.ensemble import PartitionedEnsemble
+from lwec_tasks.stages.consensus import PartitionedLabels, sample_labels
+from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import (
     add_tables,
@@ -25,7 +25,7 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
                     eci: np.ndarray, method: str, theta: float, n_clusters: int, seed: int | None, standardize: bool,
                     log):
     """The run's :class:`~lwec_tasks.core.placement.Placement` for the written ``labels``, as
-    :func:`~lwec_tasks.core.placement.build_placement` builds it locally, from small reductions: the base
+    :func:`~lwec_tasks.core.placement.build_placement` builds it in memory, from small reductions: the base
     k-means centres, the standardisation and the ECI the flow holds; per-partition cluster sizes and, for
     LWEA, the (n_c × k) base/consensus overlap counts (plus the microcluster lookup up to
     :data:`MODEL_MICROCLUSTER_LIMIT` microclusters), for LWGP the sums of each cluster's normalised
@@ -72,11 +72,22 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
         centres=tuple(centres), centre_codes=tuple(centre_codes), eci=np.ascontiguousarray(eci, dtype=np.float64),
         method=method, theta=float(theta), cluster_ids=cluster_ids, state=state, n_clusters=int(n_clusters),
         seed=None if seed is None else int(seed))
-    shared = session.share(placement)
-    given_back = sum(session.gather(session.map(part.labels_given_back, ensemble.codes, labels.labels,
-                                                name="model-check", offsets=ensemble.offsets, placement=shared)))
-    share = given_back / max(table.n_rows, 1)
+    share = _labels_given_back(table, ensemble, labels, placement)
     log.info("Labelling model built: %s placement over %d base clusterings, %d clusters (%.2f s); it gives back "
-             "%.1f%% of the run's labels", method.upper(), placement.ensemble_size, len(cluster_ids),
-             time.perf_counter() - started, 100 * share)
+             "%.1f%% of the run's labels on %d sampled rows", method.upper(), placement.ensemble_size,
+             len(cluster_ids), time.perf_counter() - started, 100 * share, len(ensemble.sample))
     return placement, share
+
+
+def _labels_given_back(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
+                       placement) -> float:
+    """The share of the cluster map's sampled rows (:data:`~lwec_tasks.stages.ensemble.PICTURE_SAMPLE` at most)
+    that ``placement`` gives their written label, placed from their base cluster codes (a training row's
+    nearest base centres are its codes)."""
+    positions = ensemble.sample
+    if len(positions) == 0:
+        return 1.0
+    codes = np.asarray(gather_rows(table.session, ensemble.codes, positions, table.offsets, part.code_rows,
+                                   "model-check-codes").result(), dtype=np.int64)
+    placed = placement.cluster_ids[placement.consensus_of_codes(codes + ensemble.offsets[:-1])]
+    return float(np.mean(placed == sample_labels(table, labels, positions)))

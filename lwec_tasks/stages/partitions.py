@@ -172,7 +172,7 @@ def keys_of(rows: PartitionRows) -> PartitionKeys:
 
 
 def standardised_rows(rows: PartitionRows, positions: np.ndarray, mean: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Rows at local ``positions``, standardised: (X − mean) / scale (the local scaler's arithmetic)."""
+    """Rows at local ``positions``, standardised: (X − mean) / scale (a StandardScaler's arithmetic)."""
     X = rows.X[positions] - mean
     X /= scale
     return X
@@ -429,15 +429,9 @@ def first_labels(index: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.
     return micro, np.asarray(labels, dtype=np.int64)[first]
 
 
-def labels_given_back(codes_t: np.ndarray, labels: np.ndarray, offsets: np.ndarray, placement) -> int:
-    """How many of the partition's rows the labelling model ``placement`` gives their written label, placed
-    from their base cluster codes (a training row's nearest base centres are its codes)."""
-    codes = codes_t.T.astype(np.int64) + offsets[:-1]
-    placed = np.empty(len(codes), dtype=np.int64)
-    for start in range(0, len(codes), 16_384):
-        chunk = codes[start:start + 16_384]
-        placed[start:start + len(chunk)] = placement.cluster_ids[placement.consensus_of_codes(chunk)]
-    return int(np.count_nonzero(placed == np.asarray(labels, dtype=np.int64)))
+def code_rows(codes_t: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The base cluster codes of the rows at local ``positions``, one row each: (len(positions), M)."""
+    return codes_t[:, positions].T
 
 
 def truth_counts(keys: PartitionKeys, labels: np.ndarray) -> pd.Series:

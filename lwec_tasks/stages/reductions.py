@@ -166,7 +166,7 @@ def assemble_normalised_graph(blocks: list[sp.csr_matrix], diagonals: list[np.nd
 
 @dataclass(frozen=True)
 class Microclusters:
-    """Distinct label rows in lexicographic order (the local Ensemble's microcluster order) and their counts.
+    """Distinct label rows in lexicographic order (the library Ensemble's microcluster order) and their counts.
 
     rows : (Ñ, M) int32 per-column codes; counts : (Ñ,) int64
     """
