@@ -19,6 +19,7 @@ from prefect import flow, get_run_logger
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.executors import open_executor
 from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, parse_table_name
+from lwec_tasks.request import optional_address
 from lwec_tasks.tasks.assign import (
     assign_run_key,
     check_feature_columns,
@@ -87,7 +88,6 @@ def _check_parameters(database_url, table, model_uri, id_column, dask_address) -
     for name, value in (("database_url", database_url), ("table", table), ("model_uri", model_uri)):
         if not isinstance(value, str) or not value.strip():
             raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
-    if dask_address is not None and (not isinstance(dask_address, str) or not dask_address.strip()):
-        raise LwecInputError(f"dask_address must be a scheduler address such as tcp://host:8786, got {dask_address!r}")
+    optional_address("dask_address", dask_address)
     if id_column is not None and (not isinstance(id_column, str) or not id_column):
         raise LwecInputError(f"id_column must be a column name or None, got {id_column!r}")

@@ -122,7 +122,7 @@ def _optional_model_name(name: str, value):
     return value
 
 
-def _optional_address(name: str, value):
+def optional_address(name: str, value):
     if value is not None and (not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value)):
         raise LwecInputError(f"{name} must be a scheduler address such as tcp://10.0.0.5:8786, or None; got {value!r}")
     return value
@@ -197,7 +197,7 @@ class ConsensusRequest(BaseModel):
                     "'env:VAR' reads it from environment variable VAR")] = None
     chunk_size: Annotated[int, _checked(_integer(1)), Field(
         description="Rows read per database round trip")] = DEFAULT_CHUNK_SIZE
-    dask_address: Annotated[str | None, _checked(_optional_address), Field(
+    dask_address: Annotated[str | None, _checked(optional_address), Field(
         description="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786; the stages then run on "
                     "its workers (default: in this process, a thread per core)")] = None
 

@@ -112,6 +112,20 @@ def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT) ->
         raise LwecInputError(missing_driver_message(database_url, url, error.name or "")) from error
 
 
+#: Seconds a SQLite writer waits for the file lock held by another (SQLite has one writer at a time).
+SQLITE_LOCK_WAIT_SECONDS = 600
+
+
+def open_shared_engine(database_url: str) -> sa.Engine:
+    """:func:`open_engine` for one of several tasks working on the same database at once (partitions on
+    threads or Dask workers): a SQLite file gets a long lock wait, since its writers take turns."""
+    url = sa.make_url(database_url)
+    if url.get_backend_name() == "sqlite" and "timeout" not in url.query:
+        database_url = url.update_query_dict({"timeout": str(SQLITE_LOCK_WAIT_SECONDS)}).render_as_string(
+            hide_password=False)
+    return open_engine(database_url)
+
+
 def missing_driver_message(database_url: str, url: sa.URL, module: str) -> str:
     """A one-line error naming the pip package that provides the missing driver ``module``."""
     package = DRIVER_PACKAGES.get(module.split(".")[0], module.split(".")[0])

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import adbc_sqlite
 from lwec_tasks.io.bulk_read import fast_path_enabled, postgres_uri
-from lwec_tasks.io.connection import open_engine
+from lwec_tasks.io.connection import open_shared_engine
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, is_labels_table, labels_table_clause
 from lwec_tasks.io.names import parse_table_name
@@ -35,8 +35,6 @@ from lwec_tasks.io.sink import LabelRows, id_key_type, label_table_schema, repla
 
 #: Rows per ``executemany`` batch when the rows cannot be ingested by ADBC.
 APPEND_BATCH = 20_000
-#: Seconds a SQLite writer waits for the file lock held by another writer (SQLite has one writer at a time).
-SQLITE_LOCK_WAIT_SECONDS = 600
 
 
 def staging_table_name(output_table: str) -> str:
@@ -88,14 +86,10 @@ def append_labels(database_url: str, staging: str, ids: np.ndarray, labels: np.n
     """Append the (id, label) rows to the staging table in one transaction; returns the rows written.
 
     For the flow's process and Dask workers alike: ``database_url`` is resolved (no ``env:``/``block:``
-    reference); SQLite files get a long lock wait (:data:`SQLITE_LOCK_WAIT_SECONDS`), as workers write to
-    one file in turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
+    reference); SQLite files get a long lock wait (:func:`~lwec_tasks.io.connection.open_shared_engine`), as
+    workers write to one file in turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
     """
-    url = sa.make_url(database_url)
-    if url.get_backend_name() == "sqlite" and "timeout" not in url.query:
-        database_url = url.update_query_dict({"timeout": str(SQLITE_LOCK_WAIT_SECONDS)}).render_as_string(
-            hide_password=False)
-    engine = open_engine(database_url)
+    engine = open_shared_engine(database_url)
     try:
         return append_to(engine, staging, ids, labels)
     finally:

@@ -26,16 +26,13 @@ from lwec_tasks.core.lwgp import _ROW_NORM_EPS
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
 from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.io.columns import unique_integer_columns
-from lwec_tasks.io.connection import mask_url, open_engine
+from lwec_tasks.io.connection import mask_url, open_shared_engine
 from lwec_tasks.io.errors import database_error
 from lwec_tasks.io.features import id_values, numeric_column
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
 from lwec_tasks.stages.reductions import Microclusters, Moments, microcluster_index, pair_table, pair_tables
-
-#: Seconds a SQLite writer waits for the file lock held by another worker (SQLite has one writer at a time).
-SQLITE_LOCK_WAIT_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -103,15 +100,6 @@ class PartitionSummary:
     distinct_integer_columns: tuple[str, ...]
 
 
-def worker_engine(database_url: str) -> sa.Engine:
-    """An engine for a worker. SQLite files get a long lock wait: workers write to one file in turn."""
-    url = sa.make_url(database_url)
-    if url.get_backend_name() == "sqlite" and "timeout" not in url.query:
-        database_url = url.update_query_dict({"timeout": str(SQLITE_LOCK_WAIT_SECONDS)}).render_as_string(
-            hide_password=False)
-    return open_engine(database_url)
-
-
 def id_range(table: sa.TableClause, id_column: str, low, high) -> list:
     """WHERE clauses selecting ids in [low, high); None leaves that end open."""
     clauses = []
@@ -127,7 +115,7 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
     being row positions) by the database's fast path, and check them."""
     columns = [*([spec.id_column] if spec.id_column else []), *([spec.label_column] if spec.label_column else []),
                *spec.feature_columns]
-    engine = worker_engine(spec.database_url)
+    engine = open_shared_engine(spec.database_url)
     try:
         source = describe_source(engine, spec.table)
         where = id_range(source.table, spec.id_column, spec.low, spec.high) if spec.id_column else []
@@ -361,7 +349,7 @@ def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarra
     table = labels_table_clause(labels_table)
     statement = sa.select(table.c.id, table.c.label).where(
         table.c.run_key == run_key, table.c.source_table == spec.table, *id_range(table, "id", spec.low, spec.high))
-    engine = worker_engine(spec.database_url)
+    engine = open_shared_engine(spec.database_url)
     try:
         with engine.connect() as connection:
             rows = connection.execute(statement).all()

@@ -225,3 +225,17 @@ def read_stage(data: pd.DataFrame, tmp_path, table: str = "features", **request)
     rows = [handle.result() for handle in loaded.rows]
     truth = None if rows[0].truth is None else np.concatenate([r.truth for r in rows])
     return loaded, np.concatenate([r.ids for r in rows]), truth, np.concatenate([r.X for r in rows])
+
+
+def ingest_only(patch) -> None:
+    """Make every label write fail unless its rows are appended by ADBC bulk ingestion (``patch``: a
+    ``pytest.MonkeyPatch``)."""
+    import lwec_tasks.io.staging as staging
+
+    ingest = staging._ingest
+
+    def checked(*args):
+        assert ingest(*args), "the executemany append was used"
+        return True
+
+    patch.setattr(staging, "_ingest", checked)

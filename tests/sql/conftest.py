@@ -6,6 +6,7 @@ import pytest
 import sqlalchemy as sa
 
 from helpers.pipeline import postgres_url_or_skip, unique
+from lwec_tasks.io import open_engine
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -16,6 +17,14 @@ def db_url(request, tmp_path):
         sa.create_engine(url).connect().close()  # create the file
         return url
     return postgres_url_or_skip()
+
+
+@pytest.fixture
+def engine(db_url):
+    """An engine of ``db_url``, disposed afterwards."""
+    engine = open_engine(db_url)
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture

@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 
 import lwec_tasks.io.run_metadata as run_metadata
 import lwec_tasks.io.sink as sink
-import lwec_tasks.io.staging as staging
-from helpers.pipeline import postgres_url_or_skip, unique
+from helpers.pipeline import ingest_only, postgres_url_or_skip, unique
 from lwec_tasks.io import DatabaseRefusedError, DatabaseUnreachableError, LabelRows, describe_source, open_engine
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV, read_fast
 from lwec_tasks.io.source import read_rows, read_rows_portable
@@ -337,17 +336,6 @@ def write_labels_portable(engine, table_name, rows, **kwargs):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(FAST_PATH_ENV, "0")
         return write_labels(engine, table_name, rows, **kwargs)
-
-
-def ingest_only(patch):
-    """Make every label write fail unless its rows are appended by ADBC bulk ingestion."""
-    ingest = staging._ingest
-
-    def checked(*args):
-        assert ingest(*args), "the executemany append was used"
-        return True
-
-    patch.setattr(staging, "_ingest", checked)
 
 
 @pytest.mark.parametrize("ids", [

@@ -16,18 +16,10 @@ from lwec_tasks.io import (
     ensure_latest_view,
     latest_labels_query,
     latest_view_name,
-    open_engine,
     prune_runs,
     write_labels,
 )
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV, unescape_percents
-
-
-@pytest.fixture
-def engine(db_url):
-    engine = open_engine(db_url)
-    yield engine
-    engine.dispose()
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-import lwec_tasks.io.staging as staging
-from helpers.pipeline import latest_earlier_run, postgres_url_or_skip, unique
+from helpers.pipeline import ingest_only, latest_earlier_run, postgres_url_or_skip, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.renumber import align_to_previous
 from lwec_tasks.io import (
@@ -114,17 +113,6 @@ def test_postgres_ids_round_trip_exactly(pg, monkeypatch, kind, fast):
     now, before = matchable_ids(features.ids, earlier.ids)
     renumbered = align_to_previous((labels + 1) % 3, now, before, earlier.labels)
     assert renumbered.agreement == 1.0 and renumbered.labels.tolist() == labels.tolist()
-
-
-def ingest_only(patch):
-    """Make every label write fail unless its rows are appended by ADBC bulk ingestion."""
-    ingest = staging._ingest
-
-    def checked(*args):
-        assert ingest(*args), "the executemany append was used"
-        return True
-
-    patch.setattr(staging, "_ingest", checked)
 
 
 @pytest.mark.postgres

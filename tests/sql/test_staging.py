@@ -51,13 +51,6 @@ KINDS = {"sqlite": ["int", "text", "uuid"], "postgresql": ["int", "text", "uuid"
 
 
 @pytest.fixture
-def engine(db_url):
-    created = open_engine(db_url)
-    yield created
-    created.dispose()
-
-
-@pytest.fixture
 def tables(engine):
     """``tables(prefix)`` → a fresh table name, dropped afterwards."""
     names = []
