@@ -32,11 +32,15 @@ def tree_reduce(session, parts: Sequence, combine: Callable, name: str, fan_in: 
 
 
 class Progress:
-    """Waits for one future per partition and logs rows per second while they finish."""
+    """Waits for one future per partition and logs rows per second while they finish.
+
+    The in-process executor has finished the work before its handles are waited on, so there is nothing to
+    time: for its handles, no progress lines are logged (the stages log their own totals)."""
 
     def __init__(self, log, stage: str):
         self.log, self.stage = log, stage
         self.started = time.perf_counter()
+        self.quiet = False
 
     def wait(self, futures: list, rows: Sequence[int], settle: bool = False) -> float:
         """Block until every future is done; returns the stage's seconds.
@@ -44,6 +48,7 @@ class Progress:
         The first task error is raised at once, or — with ``settle`` — once every task has finished (so
         nothing is still running when the caller cleans up).
         """
+        self.quiet = bool(futures) and isinstance(futures[0], Done)
         position = {future.key: i for i, future in enumerate(futures)}
         rows = [int(r) for r in rows]
         failed = None
@@ -61,6 +66,7 @@ class Progress:
 
     def wait_results(self, futures: list, rows_of: Callable) -> list:
         """Like :meth:`wait` for futures of small results, counting ``rows_of(result)`` rows; returns the results."""
+        self.quiet = bool(futures) and isinstance(futures[0], Done)
         position = {future.key: i for i, future in enumerate(futures)}
         results = [None] * len(futures)
         done_rows = 0
@@ -73,13 +79,15 @@ class Progress:
 
     def _report(self, done: int, total: int, rows: int) -> None:
         now = time.perf_counter()
-        if done < total and now - getattr(self, "_last", self.started) >= PROGRESS_SECONDS:
+        if not self.quiet and done < total and now - getattr(self, "_last", self.started) >= PROGRESS_SECONDS:
             self._last = now
             self.log.info("%s: %d/%d partitions, %d rows, %.0f rows/s", self.stage, done, total, rows,
                           rows / max(now - self.started, 1e-9))
 
     def finish(self, total_rows: int) -> float:
         seconds = time.perf_counter() - self.started
+        if self.quiet:
+            return seconds
         self.log.info("%s: %d rows in %.2f s (%.0f rows/s)", self.stage, total_rows, seconds,
                       total_rows / max(seconds, 1e-9))
         return seconds

@@ -76,7 +76,7 @@ class _Microclusters:
 def _microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log, for_lwea: bool) -> _Microclusters:
     """The distinct label rows with their counts (a distributed group-by) and each row's microcluster."""
     session = table.session
-    parts = session.map(part.microclusters, ensemble.codes, name="microclusters")
+    parts = session.map(part.microclusters, ensemble.codes, name="microclusters", radices=np.diff(ensemble.offsets))
     progress = Progress(log, "microclusters")
     progress.wait(parts, rows=table.counts)
     if for_lwea:

@@ -273,10 +273,10 @@ def lloyd_labels(embedding: np.ndarray, centres: np.ndarray, shift: np.ndarray) 
         return nearest_centres(embedding - shift, centres)[0].astype(np.int64)
 
 
-def microclusters(codes_t: np.ndarray) -> Microclusters:
+def microclusters(codes_t: np.ndarray, radices: np.ndarray) -> Microclusters:
     from lwec_tasks.stages.reductions import microclusters_of
 
-    return microclusters_of(codes_t)
+    return microclusters_of(codes_t, radices)
 
 
 def micro_index(codes_t: np.ndarray, table: Microclusters) -> np.ndarray:

@@ -168,26 +168,53 @@ def assemble_normalised_graph(blocks: list[sp.csr_matrix], diagonals: list[np.nd
 class Microclusters:
     """Distinct label rows in lexicographic order (the library Ensemble's microcluster order) and their counts.
 
-    rows : (Ñ, M) int32 per-column codes; counts : (Ñ,) int64
+    rows : (Ñ, M) int32 per-column codes; counts : (Ñ,) int64; radices : (M,) clusters per column, or None;
+    keys : (Ñ,) int64 mixed-radix key of each row (:func:`row_keys`, sorted like the rows), or None when the
+    radices are not known or their product does not fit in 62 bits (rows are then compared column by column).
     """
 
     rows: np.ndarray
     counts: np.ndarray
+    radices: np.ndarray | None = None
+    keys: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.counts)
 
 
-def microclusters_of(codes_t: np.ndarray) -> Microclusters:
-    """The distinct rows of the (M, n) codes with their counts."""
-    rows, counts = np.unique(np.ascontiguousarray(codes_t.T), axis=0, return_counts=True)
-    return Microclusters(rows.astype(np.int32), counts.astype(np.int64))
+def row_keys(codes_t: np.ndarray, radices: np.ndarray | None) -> np.ndarray | None:
+    """(n,) int64 keys Σ_m code_m · Π_{m' > m} radix_m' of the rows of the (M, n) codes — ordered as the rows
+    are lexicographically — or None when ``radices`` is None or their product reaches 2⁶²."""
+    if radices is None or np.prod(np.asarray(radices, dtype=float)) >= 2.0**62:
+        return None
+    keys = np.zeros(codes_t.shape[1], dtype=np.int64)
+    for m, radix in enumerate(radices):
+        keys *= int(radix)
+        keys += codes_t[m]
+    return keys
+
+
+def microclusters_of(codes_t: np.ndarray, radices: np.ndarray | None = None) -> Microclusters:
+    """The distinct rows of the (M, n) codes with their counts; ``radices`` (M,) the clusters per column
+    (optional: with them, rows are found by integer keys, several times faster)."""
+    keys = row_keys(codes_t, radices)
+    if keys is None:
+        rows, counts = np.unique(np.ascontiguousarray(codes_t.T), axis=0, return_counts=True)
+        return Microclusters(rows.astype(np.int32), counts.astype(np.int64))
+    unique, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    return Microclusters(np.ascontiguousarray(codes_t[:, first].T, dtype=np.int32), counts.astype(np.int64),
+                         np.asarray(radices), unique)
 
 
 def merge_microclusters(*parts: Microclusters) -> Microclusters:
     """The union of several microcluster tables, counts summed."""
     rows = np.concatenate([p.rows for p in parts])
     counts = np.concatenate([p.counts for p in parts])
+    if all(p.keys is not None for p in parts):
+        unique, first, inverse = np.unique(np.concatenate([p.keys for p in parts]), return_index=True,
+                                           return_inverse=True)
+        return Microclusters(rows[first], np.bincount(inverse, weights=counts).astype(np.int64), parts[0].radices,
+                             unique)
     unique, inverse = np.unique(rows, axis=0, return_inverse=True)
     return Microclusters(unique.astype(np.int32), np.bincount(inverse.ravel(), weights=counts).astype(np.int64))
 
@@ -200,6 +227,8 @@ def _row_records(rows: np.ndarray) -> np.ndarray:
 
 def microcluster_index(codes_t: np.ndarray, table: Microclusters) -> np.ndarray:
     """(n,) index into ``table`` of each row of the (M, n) codes (every row must be in the table)."""
+    if table.keys is not None:
+        return np.searchsorted(table.keys, row_keys(codes_t, table.radices)).astype(np.int64)
     return np.searchsorted(_row_records(table.rows), _row_records(codes_t.T)).astype(np.int64)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lwec_tasks import Ensemble, ari, generate_base_clusterings, lwea, nmi
 from lwec_tasks.core.eci import ensemble_uncertainty
@@ -68,8 +70,11 @@ def test_pair_table_dense_and_sparse_counting_agree(k_b):
     assert pair_table(a, b, 5, k_b).sum() == 300
 
 
-def test_microclusters_merge_in_the_local_order_and_index_every_row(ensemble):
-    merged = merge_microclusters(*[microclusters_of(c) for c in chunks(ensemble)])
+@pytest.mark.parametrize("by_keys", [True, False], ids=["integer-keys", "row-records"])
+def test_microclusters_merge_in_the_local_order_and_index_every_row(ensemble, by_keys):
+    radices = ensemble.n_clusters_per_column if by_keys else None
+    merged = merge_microclusters(*[microclusters_of(c, radices) for c in chunks(ensemble)])
+    assert (merged.keys is not None) == by_keys
     np.testing.assert_array_equal(merged.counts, ensemble.microcluster_sizes)
     np.testing.assert_array_equal(merged.rows, ensemble.codes[ensemble.microcluster_representative])
     index = np.concatenate([microcluster_index(c, merged) for c in chunks(ensemble)])
@@ -210,3 +215,53 @@ def test_lwec_run_has_a_dask_address_option():
     args = build_parser().parse_args(["run", "--database-url", "sqlite:///x.db", "--table", "t", "-k", "3",
                                       "--dask-address", "tcp://10.0.0.5:8786"])
     assert request_parameters(args)["dask_address"] == "tcp://10.0.0.5:8786"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_integer_keys_find_the_same_microclusters_as_row_comparison(data):
+    """Keys order rows as lexicographic comparison does; where their product would overflow, rows are compared."""
+    n_columns = data.draw(st.integers(1, 6))
+    radices = np.array(data.draw(st.lists(st.integers(1, 2**20), min_size=n_columns, max_size=n_columns)))
+    n = data.draw(st.integers(1, 200))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    codes_t = np.stack([rng.integers(0, min(r, 4), n) for r in radices]).astype(np.int32)
+    cut = data.draw(st.integers(0, n))
+    parts = [codes_t[:, :cut], codes_t[:, cut:]]
+    by_keys = merge_microclusters(*[microclusters_of(c, radices) for c in parts])
+    by_rows = merge_microclusters(*[microclusters_of(c) for c in parts])
+    np.testing.assert_array_equal(by_keys.rows, by_rows.rows)
+    np.testing.assert_array_equal(by_keys.counts, by_rows.counts)
+    assert (by_keys.keys is None) == (np.prod(radices.astype(float)) >= 2.0**62)
+    for c in parts:
+        np.testing.assert_array_equal(microcluster_index(c, by_keys), microcluster_index(c, by_rows))
+
+
+def test_progress_logs_no_timing_for_work_the_in_process_executor_has_already_done():
+    """In-process handles are finished before they are waited on: a rows-per-second figure would be noise."""
+    import logging
+
+    from lwec_tasks.executors import InProcess
+    from lwec_tasks.executors.progress import Progress
+
+    class Lines(logging.Handler):
+        def __init__(self):
+            super().__init__()
+            self.messages = []
+
+        def emit(self, record):
+            self.messages.append(record.getMessage())
+
+    log = logging.getLogger("lwec-progress-test")
+    log.setLevel(logging.INFO)
+    lines = Lines()
+    log.addHandler(lines)
+    try:
+        session = InProcess(n_threads=2)
+        handles = session.map(np.sum, [np.ones(3), np.ones(4)], name="sum")
+        Progress(log, "sums").wait(handles, rows=[3, 4])
+        results = Progress(log, "sums").wait_results(handles, rows_of=int)
+    finally:
+        log.removeHandler(lines)
+    assert results == [3.0, 4.0]
+    assert lines.messages == []
