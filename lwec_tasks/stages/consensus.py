@@ -47,10 +47,13 @@ class PartitionedLabels:
     ``cluster_vectors`` (LWGP's (n_c, k) Tcut vectors, else None) and ``micro`` (LWEA's microclusters, else
     None); ``linkage`` LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format (else None);
     ``k`` the number of clusters asked for (chosen, for "auto") and ``selection`` the automatic choice
-    (:class:`~lwec_tasks.core.auto_k.KSelection`, else None)."""
+    (:class:`~lwec_tasks.core.auto_k.KSelection`, else None); ``embedding_sums`` (k, k) the sums of each
+    cluster's normalised embedding rows when LWGP's k-means ran on all rows (else None; the labelling model's
+    consensus centres)."""
 
     def __init__(self, **values):
         self.cluster_vectors = None
+        self.embedding_sums = None
         self.micro = None
         self.linkage = None
         self.k = None
@@ -128,17 +131,20 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
                                       int(k), seed_k, name="lwgp-microclusters")
         labels = session.map(part.lookup, micro.index, name="labels", values=micro_labels)
     else:
-        labels = _kmeans_on_embedding(table, ensemble, shared_eci, session.share(cluster_vectors), int(k), seed_k,
-                                      log)
+        labels, embedding_sums = _kmeans_on_embedding(table, ensemble, shared_eci, session.share(cluster_vectors),
+                                                      int(k), seed_k, log)
     result = _finish(table, labels, int(k), log)
     result.cluster_vectors = cluster_vectors
+    if micro is None:
+        result.embedding_sums = embedding_sums
     return result
 
 
 def _kmeans_on_embedding(table: PartitionedTable, ensemble: PartitionedEnsemble, eci, cluster_vectors, k: int,
-                         seed: int, log) -> list:
+                         seed: int, log) -> tuple[list, np.ndarray]:
     """k-means of the row-normalised embedding as the library's LWGP does it on rows: the replicates on a seeded
     sample (all rows up to ``SAMPLE_THRESHOLD``), then — for a sample — Lloyd iterations on every row.
+    Returns the labels (futures, one per partition) and the (k, r) sums of the embedding rows per label.
 
     ``eci`` and ``cluster_vectors`` are futures of the (n_c,) ECI and the (n_c, k) transfer matrix."""
     session = table.session
@@ -155,11 +161,19 @@ def _kmeans_on_embedding(table: PartitionedTable, ensemble: PartitionedEnsemble,
     centres = session.submit(fit_embedding_kmeans, sample, k, seed, name="fit-kmeans").result()
     log.info("Fitted k-means (k=%d) on %d embedded rows in %.2f s", k, len(positions), time.perf_counter() - started)
     if not sampled:
-        return session.map(part.lloyd_labels, embeddings, name="labels", centres=centres, shift=np.zeros(k))
+        return _final_labels(session, embeddings, centres, np.zeros(centres.shape[1]))
     return _refine(table, embeddings, centres, log)
 
 
-def _refine(table: PartitionedTable, embeddings: list, centres: np.ndarray, log) -> list:
+def _final_labels(session, embeddings: list, centres: np.ndarray, shift: np.ndarray) -> tuple[list, np.ndarray]:
+    """Each row's nearest centre (rows centred by ``shift``) and the sums of the rows per label."""
+    finals = session.map(part.lloyd_labels, embeddings, name="labels", centres=centres, shift=shift)
+    labels = [session.submit(operator.getitem, f, 0, name="lloyd-labels") for f in finals]
+    sums = np.sum(session.gather([session.submit(operator.getitem, f, 1, name="lloyd-sums") for f in finals]), axis=0)
+    return labels, sums
+
+
+def _refine(table: PartitionedTable, embeddings: list, centres: np.ndarray, log) -> tuple[list, np.ndarray]:
     """scikit-learn's Lloyd iterations (``KMeans(init=centres, n_init=1)``) over all partitions.
 
     Rows are centred by the global mean as scikit-learn centres them; iterations stop when no label
@@ -185,6 +199,7 @@ def _refine(table: PartitionedTable, embeddings: list, centres: np.ndarray, log)
         partials = session.gather([session.submit(operator.getitem, s, 1, name="lloyd-sums") for s in steps])
         sums = np.sum([p.sums for p in partials], axis=0)
         weights = np.sum([p.counts for p in partials], axis=0)
+        label_sums = sums + weights[:, None] * shift  # of this step's labels, before any relocation
         empty = np.flatnonzero(weights == 0)
         if len(empty):
             _relocate(empty, partials, sums, weights)
@@ -202,8 +217,8 @@ def _refine(table: PartitionedTable, embeddings: list, centres: np.ndarray, log)
              iterations, seconds, iterations * table.n_rows / max(seconds, 1e-9),
              "labels stable" if strict else "centre shift within tolerance or iteration limit")
     if strict:
-        return labels
-    return session.map(part.lloyd_labels, embeddings, name="labels", centres=centres, shift=shift)
+        return labels, label_sums
+    return _final_labels(session, embeddings, centres, shift)
 
 
 def _relocate(empty: np.ndarray, partials: list, sums: np.ndarray, weights: np.ndarray) -> None:

@@ -63,5 +63,10 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
     renamed = session.map(part.lookup, labels.labels, name="stable-ids", values=shared_ids)
     sizes = np.zeros(int(ids.max()) + 1, dtype=labels.sizes.dtype)
     sizes[ids] = labels.sizes
-    return (PartitionedLabels(**{**labels.__dict__, "labels": renamed, "sizes": sizes}),
+    embedding_sums = labels.embedding_sums
+    if embedding_sums is not None:
+        embedding_sums = np.zeros((len(sizes), labels.embedding_sums.shape[1]))
+        embedding_sums[ids] = labels.embedding_sums
+    return (PartitionedLabels(**{**labels.__dict__, "labels": renamed, "sizes": sizes,
+                                 "embedding_sums": embedding_sums}),
             StableIds(ids, earlier.run_key, agreement, matching.n_shared))

@@ -45,11 +45,14 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
         centre_codes.append(codes)
     cluster_ids = np.flatnonzero(labels.sizes > 0).astype(np.int64)
     vectors = labels.cluster_vectors if method == "lwgp" else None
-    parts = session.map(part.model_sums, ensemble.codes, labels.labels, name="model-sums", cluster_ids=cluster_ids,
-                        offsets=ensemble.offsets, eci=session.share(eci),
-                        cluster_vectors=None if vectors is None else session.share(vectors),
-                        n_clusters_total=ensemble.n_clusters_total)
-    sizes, sums = tree_reduce(session, parts, add_tables, "model-sums-sum").result()
+    if vectors is not None and labels.embedding_sums is not None:  # summed while k-means labelled the rows
+        sizes, sums = labels.sizes[cluster_ids], labels.embedding_sums[cluster_ids]
+    else:
+        parts = session.map(part.model_sums, ensemble.codes, labels.labels, name="model-sums",
+                            cluster_ids=cluster_ids, offsets=ensemble.offsets, eci=session.share(eci),
+                            cluster_vectors=None if vectors is None else session.share(vectors),
+                            n_clusters_total=ensemble.n_clusters_total)
+        sizes, sums = tree_reduce(session, parts, add_tables, "model-sums-sum").result()
     state: dict[str, np.ndarray] = {}
     if vectors is None:
         state["shares"] = sums / sizes[None, :]

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 import sqlalchemy as sa
 from threadpoolctl import threadpool_limits
 
@@ -53,6 +52,8 @@ class PartitionSpec:
     high: Any
     chunk_size: int
     drop_nonfinite: bool
+    #: the table as the flow reflected it (saves each partition a reflection round trip); None: reflect here
+    source: Any = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         return f"partition {self.index} of {self.table!r} in {mask_url(self.database_url)}"
@@ -117,7 +118,7 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
                *spec.feature_columns]
     engine = open_shared_engine(spec.database_url)
     try:
-        source = describe_source(engine, spec.table)
+        source = spec.source if spec.source is not None else describe_source(engine, spec.table)
         where = id_range(source.table, spec.id_column, spec.low, spec.high) if spec.id_column else []
         frame = read_rows(engine, source, columns, order_by=spec.id_column or columns, chunk_size=spec.chunk_size,
                           exact_columns=[spec.id_column] if spec.id_column else [], where=where)
@@ -145,7 +146,8 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
 
 def summarise(rows: PartitionRows) -> PartitionSummary:
     """Counts, non-finite values per column, column moments (finite rows) and an id example for the key type."""
-    finite = rows.X[np.isfinite(rows.X).all(axis=1)]
+    # Rows with a non-finite value were dropped or are refused; only in the latter case are there any to skip.
+    finite = rows.X if rows.n_nonfinite == rows.n_dropped else rows.X[np.isfinite(rows.X).all(axis=1)]
     ids = rows.ids
     if ids.dtype == object and len(ids):
         example = ids[[int(np.argmax([len(v) if isinstance(v, (str, bytes)) else 0 for v in ids]))]]
@@ -242,6 +244,10 @@ class LloydPartial:
     far_labels: np.ndarray
 
 
+#: Rows per block of the Lloyd passes: a block's centred rows and distances stay in the CPU cache.
+LLOYD_BLOCK = 8_192
+
+
 def nearest_centres(X: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(labels int32, squared distance to that centre) of each row of X; ties go to the lower centre."""
     partial = X @ (-2.0 * centres.T)
@@ -251,26 +257,40 @@ def nearest_centres(X: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.
     return labels.astype(np.int32), np.maximum(distances, 0.0)
 
 
+def _lloyd_pass(embedding: np.ndarray, centres: np.ndarray, shift: np.ndarray, with_sums: bool):
+    """One pass over the rows (centred by ``shift``) in blocks of :data:`LLOYD_BLOCK`: (labels (n,) int32,
+    squared distances (n,), per-centre sums of the centred rows (k, r) or None, counts (k,))."""
+    n, k = len(embedding), len(centres)
+    labels = np.empty(n, dtype=np.int32)
+    distances = np.empty(n)
+    sums = np.zeros((k, embedding.shape[1])) if with_sums else None
+    with threadpool_limits(1):
+        for start in range(0, n, LLOYD_BLOCK):
+            X = embedding[start:start + LLOYD_BLOCK] - shift
+            block_labels, distances[start:start + len(X)] = nearest_centres(X, centres)
+            labels[start:start + len(X)] = block_labels
+            if with_sums:
+                members = np.zeros((k, len(X)))
+                members[block_labels, np.arange(len(X))] = 1.0
+                sums += members @ X
+    return labels, distances, sums, np.bincount(labels, minlength=k).astype(np.float64)
+
+
 def lloyd_step(embedding: np.ndarray, previous: np.ndarray | None, centres: np.ndarray, shift: np.ndarray,
                n_far: int) -> tuple[np.ndarray, LloydPartial]:
     """Assign rows (centred by ``shift``) to the nearest of ``centres`` and sum them per centre."""
-    with threadpool_limits(1):
-        X = embedding - shift
-        labels, distances = nearest_centres(X, centres)
-    k = len(centres)
-    membership = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))), shape=(k, len(labels)))
-    sums = np.asarray(membership @ X)
-    counts = np.bincount(labels, minlength=k).astype(np.float64)
+    labels, distances, sums, counts = _lloyd_pass(embedding, centres, shift, with_sums=True)
     changed = len(labels) if previous is None else int(np.count_nonzero(labels != previous))
     far = np.argpartition(-distances, n_far)[:n_far] if len(distances) > n_far else np.arange(len(distances))
     far = far[np.argsort(-distances[far], kind="stable")]
-    return labels, LloydPartial(sums, counts, changed, distances[far], X[far], labels[far])
+    return labels, LloydPartial(sums, counts, changed, distances[far], embedding[far] - shift, labels[far])
 
 
-def lloyd_labels(embedding: np.ndarray, centres: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """Final assignment of the rows (centred by ``shift``) to the nearest centre."""
-    with threadpool_limits(1):
-        return nearest_centres(embedding - shift, centres)[0].astype(np.int64)
+def lloyd_labels(embedding: np.ndarray, centres: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Final assignment of the rows (centred by ``shift``) to the nearest centre: (labels (n,) int64, the sums of
+    the (uncentred) rows per label (k, r), which the labelling model's consensus centres are made of)."""
+    labels, _, sums, counts = _lloyd_pass(embedding, centres, shift, with_sums=True)
+    return labels.astype(np.int64), sums + counts[:, None] * shift
 
 
 def microclusters(codes_t: np.ndarray, radices: np.ndarray) -> Microclusters:

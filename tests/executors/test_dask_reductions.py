@@ -265,3 +265,34 @@ def test_progress_logs_no_timing_for_work_the_in_process_executor_has_already_do
         log.removeHandler(lines)
     assert results == [3.0, 4.0]
     assert lines.messages == []
+
+
+def test_lwgp_model_centres_summed_while_labelling_equal_a_separate_pass(tmp_path, monkeypatch):
+    """Above the microcluster limit, k-means' last pass sums each cluster's embedding rows; the labelling model
+    built from those sums has the centres a separate pass over the written labels gives."""
+    import logging
+
+    import lwec_tasks.core.lwgp as core_lwgp
+    from helpers.pipeline import blobs_frame, read_stage
+    from lwec_tasks.stages import planning
+    from lwec_tasks.stages.consensus import consensus_labels
+    from lwec_tasks.stages.ensemble import base_clusterings, reliability
+    from lwec_tasks.stages.model import labelling_model
+
+    monkeypatch.setattr(core_lwgp, "MICROCLUSTER_LIMIT", 1_000)
+    monkeypatch.setattr(core_lwgp, "SAMPLE_THRESHOLD", 2_000)
+    monkeypatch.setattr(core_lwgp, "SAMPLE_SIZE", 1_500)
+    monkeypatch.setattr(planning, "MIN_PARTITION_ROWS", 300)
+    monkeypatch.setenv(planning.PARTITION_ROWS_ENV, "700")
+    log = logging.getLogger("test")
+    table, *_ = read_stage(blobs_frame(n=3_000, centers=5), tmp_path)
+    assert table.n_partitions > 1
+    ensemble = base_clusterings(table, 8, 0, log)
+    _, eci = reliability(table, ensemble, 0.4, log)
+    labels = consensus_labels(table, ensemble, eci, "lwgp", 5, 0.4, 0, log)
+    assert labels.embedding_sums is not None and labels.embedding_sums.shape == (5, 5)
+    from_sums, _ = labelling_model(table, ensemble, labels, eci, "lwgp", 0.4, 5, 0, True, log)
+    labels.embedding_sums = None
+    from_pass, _ = labelling_model(table, ensemble, labels, eci, "lwgp", 0.4, 5, 0, True, log)
+    np.testing.assert_array_equal(from_sums.cluster_ids, from_pass.cluster_ids)
+    np.testing.assert_allclose(from_sums.state["centres"], from_pass.state["centres"], rtol=1e-9, atol=1e-12)
