@@ -80,7 +80,7 @@ def register(subparsers) -> None:
     parser.add_argument("--theta", type=float, default=DEFAULT_THETA)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--experiment", default="lwec-demo")
-    parser.set_defaults(handler=run_demo)
+    parser.set_defaults(handler=run_demo, exit_promptly=True)
 
 
 def run_demo(args: argparse.Namespace) -> int:

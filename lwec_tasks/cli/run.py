@@ -49,7 +49,7 @@ def register(subparsers) -> None:
     add_request_options(parser, required=("database_url", "table", "n_clusters"))
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print full tracebacks of failures (default: one line per error)")
-    parser.set_defaults(handler=run_command)
+    parser.set_defaults(handler=run_command, exit_promptly=True)
 
 
 def run_command(args: argparse.Namespace) -> int:
