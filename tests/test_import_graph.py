@@ -228,10 +228,11 @@ def test_the_graph_sees_top_level_function_level_and_package_imports():
     assert len(modules) > 50 and "flows.consensus" in graph and "lwec_tasks.io" in graph
     assert "lwec_tasks.core.auto_k" in graph["lwec_tasks.core.lwea"]  # top level
     assert "lwec_tasks.io.catalog" in graph["lwec_tasks.preflight"]  # inside a function
-    assert "lwec_tasks.tracking.model" in graph["lwec_tasks.tracking"]  # lazy, inside __getattr__
+    assert "lwec_tasks.tracking.model" in graph["lwec_tasks.tasks.track"]  # inside a function
     # `from lwec_tasks import lwea` leads through the lazy _EXPORTS table to the defining module
     assert resolve_name("x", "lwec_tasks", "lwea", modules) == "lwec_tasks.core.lwea"
     assert resolve_name("x", "lwec_tasks.io", "prune_runs", modules) == "lwec_tasks.io.history"
+    assert resolve_name("x", "lwec_tasks.tracking", "run_writer", modules) == "lwec_tasks.tracking.runs"
     # an eager __init__ leads to the submodule it takes the name from, or to itself for the submodule's own names
     assert resolve_name("x", "lwec_tasks.tasks", "load_features", modules) == "lwec_tasks.tasks.stages"
     assert resolve_name("lwec_tasks.tasks.stages", "lwec_tasks.tasks", "load_features", modules) == "lwec_tasks.tasks"

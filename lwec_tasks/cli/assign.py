@@ -45,7 +45,7 @@ def register(subparsers) -> None:
                              "the rows (default: in this process, a thread per core)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print full tracebacks of failures (default: one line per error)")
-    parser.set_defaults(handler=assign_command)
+    parser.set_defaults(handler=assign_command, exit_promptly=True)
 
 
 def assign_command(args: argparse.Namespace) -> int:

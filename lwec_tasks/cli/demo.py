@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from lwec_tasks.cli.request_options import number_of_clusters
-from lwec_tasks.core.eci import DEFAULT_THETA
+from lwec_tasks.core.defaults import DEFAULT_THETA
 
 #: scikit-learn loaders usable by the demo, by name.
 DATASETS = ("digits", "iris", "wine", "breast_cancer")
@@ -36,7 +36,7 @@ def build_demo_table(database: Path, dataset: str = "digits", table: str = "digi
     frame.insert(0, "id", range(len(frame)))
     frame["target"] = bunch.target.astype(int)
 
-    url = f"sqlite:///{database.resolve()}"
+    url = database_url(database)
     engine = sa.create_engine(url)
     try:
         columns = [sa.Column("id", sa.Integer, primary_key=True)]
@@ -50,6 +50,11 @@ def build_demo_table(database: Path, dataset: str = "digits", table: str = "digi
     finally:
         engine.dispose()
     return url
+
+
+def database_url(database: Path) -> str:
+    """The SQLAlchemy URL of the SQLite file ``database`` (an absolute path)."""
+    return f"sqlite:///{database.resolve()}"
 
 
 def _column_name(name: str, j: int) -> str:
@@ -75,19 +80,20 @@ def register(subparsers) -> None:
     parser.add_argument("--theta", type=float, default=DEFAULT_THETA)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--experiment", default="lwec-demo")
-    parser.set_defaults(handler=run_demo)
+    parser.set_defaults(handler=run_demo, exit_promptly=True)
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from lwec_tasks.cli.run import print_outcome, run_flow_reporting
-    from lwec_tasks.tracking import resolve_tracking_uri
+    from lwec_tasks.cli.console import report_failure
+    from lwec_tasks.cli.prefect_server import start_temporary_server
+    from lwec_tasks.cli.run import apply_prefect_defaults, print_outcome, run_flow_reporting
+    from lwec_tasks.request import ConsensusRequest
+    from lwec_tasks.tracking.store import resolve_tracking_uri
 
+    apply_prefect_defaults()
     started = time.perf_counter()
-    url = build_demo_table(args.database, args.dataset, table=args.dataset)
-    print(f"Built table {args.dataset!r} in {args.database.resolve()} from scikit-learn's {args.dataset} dataset")
-    tracking_uri = resolve_tracking_uri(args.tracking_uri)
     parameters = dict(
-        database_url=url,
+        database_url=database_url(args.database),
         table=args.dataset,
         label_column="target",
         method=args.method,
@@ -96,9 +102,22 @@ def run_demo(args: argparse.Namespace) -> int:
         theta=args.theta,
         seed=args.seed,
         experiment=args.experiment,
-        tracking_uri=tracking_uri,
+        tracking_uri=resolve_tracking_uri(args.tracking_uri),
     )
-    code, summary = run_flow_reporting(parameters, command="demo")
+    try:
+        ConsensusRequest(**parameters)  # bad parameters fail before the table is built or Prefect starts
+    except Exception as error:  # noqa: BLE001 - reported like every other failure of the command
+        return report_failure("demo", error)
+    # The demo's table is its own: Prefect's temporary server can boot while it is built.
+    server = start_temporary_server()
+    try:
+        build_demo_table(args.database, args.dataset, table=args.dataset)
+        print(f"Built table {args.dataset!r} in {args.database.resolve()} from scikit-learn's {args.dataset} "
+              "dataset")
+        code, summary = run_flow_reporting(parameters, command="demo")
+    finally:
+        if server is not None:
+            server.stop()
     if summary is not None:
         print_outcome(summary, parameters, seconds=time.perf_counter() - started)
     return code

@@ -49,7 +49,7 @@ def register(subparsers) -> None:
     add_request_options(parser, required=("database_url", "table", "n_clusters"))
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print full tracebacks of failures (default: one line per error)")
-    parser.set_defaults(handler=run_command)
+    parser.set_defaults(handler=run_command, exit_promptly=True)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -91,6 +91,9 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
 
     def consensus_flow():
+        # Every run logs a model and figures to MLflow: import them now, while a temporary Prefect server boots.
+        import lwec_tasks.tracking.figures
+        import lwec_tasks.tracking.model  # noqa: F401
         from flows.consensus import consensus_flow
 
         return consensus_flow
@@ -106,12 +109,13 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
     """Run the flow ``load_flow()`` with ``parameters`` once everything checkable before it has been checked.
 
     ``check_inputs`` (the table, its columns, the output table) runs before Prefect is imported, unless the
-    database URL names a Prefect block or secret, which only Prefect can read: then it runs once Prefect
-    is loaded. ``check_services`` (e.g. the Dask scheduler) and the Prefect API follow. A temporary
-    Prefect server started for the flow is stopped when it is done; ``verbose`` keeps Prefect's tracebacks
-    on the console. Returns the flow's result.
+    database URL names a Prefect block or secret, which only Prefect can read: then it runs once Prefect's
+    API answers. ``check_services`` (e.g. the Dask scheduler) follow. Then, without a Prefect API URL, a
+    temporary Prefect server starts in the background while ``load_flow`` imports the flow; with one, that
+    API is asked whether it answers. The temporary server is stopped when the flow is done; ``verbose``
+    keeps Prefect's tracebacks on the console. Returns the flow's result.
     """
-    from lwec_tasks.cli.prefect_server import stopped_when_done
+    from lwec_tasks.cli.prefect_server import start_temporary_server, stopped_when_done
     from lwec_tasks.cli.services import check_prefect_api
 
     resolved_by_prefect = needs_prefect_to_resolve(parameters["database_url"])
@@ -119,18 +123,29 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
         check_inputs()
     for check in check_services:
         check()
-    check_prefect_api()
-    with stopped_when_done():
-        if resolved_by_prefect:
-            import lwec_tasks.tasks.credentials  # noqa: F401 - resolves block: and secret: references
+    # Boots while the flow's modules are imported (seconds either way); None when a Prefect API is configured.
+    server = start_temporary_server()
+    try:
+        if server is None:
+            check_prefect_api()
+        with stopped_when_done():
+            if resolved_by_prefect:
+                if server is not None:
+                    server.hand_to_prefect()
+                import lwec_tasks.tasks.credentials  # noqa: F401 - resolves block: and secret: references
 
-            check_inputs()
-        flow = load_flow()
-        if not verbose:
-            from lwec_tasks.cli.console import hide_tracebacks_on_console
+                check_inputs()
+            flow = load_flow()
+            if server is not None:
+                server.hand_to_prefect()
+            if not verbose:
+                from lwec_tasks.cli.console import hide_tracebacks_on_console
 
-            hide_tracebacks_on_console()
-        return flow(**_credentials_out_of_parameters(parameters))
+                hide_tracebacks_on_console()
+            return flow(**_credentials_out_of_parameters(parameters))
+    finally:
+        if server is not None:
+            server.stop()
 
 
 def check_before_prefect(request) -> None:

@@ -25,7 +25,7 @@ from lwec_tasks.stages.model import labelling_model
 from lwec_tasks.stages.read import PartitionedTable, load_table
 from lwec_tasks.stages.write import write_labels
 from lwec_tasks.tasks.retry import database_task
-from lwec_tasks.tasks.timings import record_stage_time
+from lwec_tasks.tasks.timings import timed_stage
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,8 @@ class ClusterReliability:
     eci: np.ndarray
 
 
-@database_task("load-features", on_completion=[record_stage_time])
+@database_task("load-features")
+@timed_stage("load")
 def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
     """Check the table and have the executor read it in partitions (kept in its memory).
 
@@ -47,19 +48,22 @@ def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
     return load_table(executor, request, get_run_logger())
 
 
-@task(name="generate-base-clusterings", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+@task(name="generate-base-clusterings", cache_policy=NO_CACHE)
+@timed_stage("generate")
 def generate_ensemble(table: PartitionedTable, request: ConsensusRequest) -> PartitionedEnsemble:
     """M k-means base clusterings: fitted on the library's rows (all, or a seeded sample), every row assigned."""
     return base_clusterings(table, request.ensemble_size, request.seed, get_run_logger())
 
 
-@task(name="ensemble-driven-cluster-index", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+@task(name="ensemble-driven-cluster-index", cache_policy=NO_CACHE)
+@timed_stage("eci")
 def cluster_reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: float) -> ClusterReliability:
     """Uncertainty and ECI of every base cluster (paper Defs. 3–5), from contingency tables summed over partitions."""
     return ClusterReliability(*reliability(table, ensemble, theta, get_run_logger()))
 
 
-@task(name="consensus", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+@task(name="consensus", cache_policy=NO_CACHE)
+@timed_stage("consensus")
 def consensus(table: PartitionedTable, ensemble: PartitionedEnsemble, cluster_reliability: ClusterReliability,
               request: ConsensusRequest) -> PartitionedLabels:
     """LWEA or LWGP labels (k given or chosen, ``n_clusters="auto"``), kept in the partitions."""
@@ -67,7 +71,8 @@ def consensus(table: PartitionedTable, ensemble: PartitionedEnsemble, cluster_re
                             request.theta, request.seed, get_run_logger())
 
 
-@database_task("stable-cluster-ids", on_completion=[record_stage_time])
+@database_task("stable-cluster-ids")
+@timed_stage("stable_ids")
 def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels,
                        request: ConsensusRequest) -> tuple[PartitionedLabels, StableIds]:
     """Renumber the labels to agree with the source table's latest earlier run (unless ``stable_ids`` is off)."""
@@ -77,7 +82,8 @@ def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels,
                       get_run_logger())
 
 
-@database_task("write-labels", on_completion=[record_stage_time])
+@database_task("write-labels")
+@timed_stage("write")
 def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request: ConsensusRequest) -> int:
     """Stage the partitions' labels; one transaction replaces the run key's rows and prunes the source table's
     runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view.
@@ -92,7 +98,8 @@ def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request
     return written
 
 
-@task(name="build-labelling-model", cache_policy=NO_CACHE, on_completion=[record_stage_time])
+@task(name="build-labelling-model", cache_policy=NO_CACHE)
+@timed_stage("model")
 def build_labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
                           cluster_reliability: ClusterReliability,
                           request: ConsensusRequest) -> tuple[Placement, float]:

@@ -9,33 +9,46 @@
 - :mod:`~lwec_tasks.tracking.reproduction` — logging a reproduction (parent run, nested run per method)
 - :mod:`~lwec_tasks.tracking.model` — the run's model (a :class:`~lwec_tasks.core.placement.Placement`
   as an MLflow pyfunc model): :func:`log_placement_model`, :func:`load_placement_model`
-  (imported on first use: it imports MLflow)
+
+Every name below is imported on first use.
 """
 
-from lwec_tasks.masking import url_has_credentials
-from lwec_tasks.tracking.dataset import SourceTable
-from lwec_tasks.tracking.figures import cluster_size_bars, cluster_size_figure, eci_figure
-from lwec_tasks.tracking.reproduction import log_reproduction
-from lwec_tasks.tracking.runs import RunWriter, run_writer
-from lwec_tasks.tracking.store import (
-    TrackingError,
-    default_tracking_uri,
-    mask_uri,
-    resolve_tracking_uri,
-    run_page_url,
-    tracking_client,
-)
+import importlib
 
-#: Names of :mod:`lwec_tasks.tracking.model`, imported on first access (MLflow is slow to import).
-_MODEL_NAMES = ("PlacementModel", "load_placement_model", "log_placement_model", "model_uri")
+#: Public name → module that defines it, imported on first use (PEP 562): MLflow and matplotlib are slow to
+#: import, and most callers need neither (resolving a tracking URI, masking it).
+_EXPORTS = {
+    "url_has_credentials": "lwec_tasks.masking",
+    "SourceTable": "lwec_tasks.tracking.dataset",
+    "cluster_size_bars": "lwec_tasks.tracking.figures",
+    "cluster_size_figure": "lwec_tasks.tracking.figures",
+    "eci_figure": "lwec_tasks.tracking.figures",
+    "log_reproduction": "lwec_tasks.tracking.reproduction",
+    "RunWriter": "lwec_tasks.tracking.runs",
+    "run_writer": "lwec_tasks.tracking.runs",
+    "TrackingError": "lwec_tasks.tracking.store",
+    "default_tracking_uri": "lwec_tasks.tracking.store",
+    "mask_uri": "lwec_tasks.tracking.store",
+    "resolve_tracking_uri": "lwec_tasks.tracking.store",
+    "run_page_url": "lwec_tasks.tracking.store",
+    "tracking_client": "lwec_tasks.tracking.store",
+    "PlacementModel": "lwec_tasks.tracking.model",
+    "load_placement_model": "lwec_tasks.tracking.model",
+    "log_placement_model": "lwec_tasks.tracking.model",
+    "model_uri": "lwec_tasks.tracking.model",
+}
 
 
 def __getattr__(name: str):
-    if name in _MODEL_NAMES:
-        from lwec_tasks.tracking import model
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
 
-        return getattr(model, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
 
 
 __all__ = [

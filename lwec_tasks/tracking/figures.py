@@ -122,21 +122,23 @@ def _cluster_colours(n: int) -> list:
 def dendrogram_figure(linkage: np.ndarray, k: int) -> Figure:
     """The top of LWEA's dendrogram (scipy linkage over microclusters, (Ñ − 1, 4)) with the cut into k marked.
 
-    At most :data:`DENDROGRAM_LEAVES` leaves are drawn; a leaf labelled "(n)"
-    stands for a subtree of n microclusters.
+    At most :data:`DENDROGRAM_LEAVES` leaves are drawn; a leaf labelled "(n)" stands for a subtree of n
+    microclusters, any other leaf for the microcluster of that number. Only the top merges are read
+    (:func:`top_of_linkage`), so the cost does not grow with Ñ.
     """
     from scipy.cluster.hierarchy import dendrogram
 
     linkage = np.asarray(linkage, dtype=np.float64)
+    n_leaves = len(linkage) + 1
+    top, leaves = top_of_linkage(linkage, DENDROGRAM_LEAVES)
+    labels = [str(leaf) if leaf < n_leaves else f"({int(linkage[leaf - n_leaves, 3])})" for leaf in leaves]
     figure = Figure(figsize=(8, 4.5), layout="constrained")
     axes = figure.add_subplot()
-    n_leaves = len(linkage) + 1
-    dendrogram(linkage, ax=axes, truncate_mode="lastp", p=min(DENDROGRAM_LEAVES, n_leaves),
-               color_threshold=_cut_height(linkage, k), above_threshold_color="#888888", no_labels=False,
-               leaf_rotation=90)
+    dendrogram(top, ax=axes, labels=labels, color_threshold=_cut_height(linkage, k),
+               above_threshold_color="#888888", leaf_rotation=90)
     axes.axhline(_cut_height(linkage, k), color="#C44E52", linestyle="--", label=f"cut into k = {k}")
     # Upper merges of 1 − LWCA often all sit just below 1: show the drawn merges' range, not 0..1.
-    drawn = linkage[-(min(DENDROGRAM_LEAVES, n_leaves) - 1):, 2] if n_leaves > 1 else linkage[:, 2]
+    drawn = top[:, 2]
     if len(drawn):
         low, high = float(drawn.min()), float(max(drawn.max(), _cut_height(linkage, k)))
         margin = max(high - low, 1e-3) * 0.15
@@ -146,6 +148,35 @@ def dendrogram_figure(linkage: np.ndarray, k: int) -> Figure:
     axes.set_title(f"Top of the LWEA dendrogram over {n_leaves} microclusters")
     axes.legend(loc="upper right")
     return figure
+
+
+def top_of_linkage(linkage: np.ndarray, p: int) -> tuple[np.ndarray, list[int]]:
+    """The last ``p − 1`` merges of a scipy ``linkage`` ((n − 1, 4), n leaves) as a linkage of their own.
+
+    Returns ``(top, leaves)``: ``top`` ((q − 1, 4), q = min(p, n)) with the heights kept and sizes counting
+    its own q leaves, and
+    ``leaves`` (q,) the node of ``linkage`` each of its leaves stands for (< n: an original leaf; ≥ n:
+    the subtree that merge ``node − n`` formed). Reads only the top rows: cost O(p), whatever n.
+    """
+    n = len(linkage) + 1
+    first = n - min(p, n)  # row of the first merge kept
+    top = np.array(linkage[first:], dtype=np.float64)
+    leaves: list[int] = []
+    index: dict[int, int] = {}
+    for row in top:
+        for column in (0, 1):
+            node = int(row[column])
+            if node < n + first and node not in index:
+                index[node] = len(leaves)
+                leaves.append(node)
+    q = len(leaves)
+    for row in top:
+        for column in (0, 1):
+            node = int(row[column])
+            row[column] = index[node] if node < n + first else q + node - (n + first)
+        # sizes count the leaves drawn (scipy checks them), not the microclusters below
+        row[3] = sum(1 if child < q else top[int(child) - q, 3] for child in row[:2])
+    return top, leaves
 
 
 def _cut_height(linkage: np.ndarray, k: int) -> float:

@@ -17,16 +17,19 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from lwec_tasks.masking import scrub
 from lwec_tasks.tracking.dataset import SourceTable, dataset_input
 from lwec_tasks.tracking.failures import failure_reason, store_did_not_answer
 from lwec_tasks.tracking.limits import check_database_store, is_http_store
 from lwec_tasks.tracking.store import TrackingError, experiment_id, mask_uri, tracking_client
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: MLflow caps a param value at 6000 characters; longer values are cut to this.
 MAX_PARAM_LENGTH = 500

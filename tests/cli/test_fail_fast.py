@@ -7,6 +7,7 @@ Each command runs in its own process, as an operator runs it; services are "down
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -64,6 +65,20 @@ def test_lwec_run_reports_a_wrong_table_or_column_before_prefect_starts(blobs, t
     assert "prefect imported: False" in out
     assert seconds < BAD_INPUT_SECONDS
     assert not table_exists(blobs, "blobs_lwec_labels")
+
+
+@pytest.mark.parametrize("command, argv", [
+    ("run", ["--table", "blobs", "-k", "1"]),
+    ("demo", ["-k", "1", "--database", "demo.db"]),
+])
+def test_a_bad_number_of_clusters_is_refused_before_prefect_starts(blobs, tmp_path, command, argv):
+    argv = ["--database-url", blobs, *argv] if command == "run" else argv
+    code, out, err, seconds = lwec(tmp_path, command, *argv)
+    assert code == 2, err[-2000:]
+    assert last_line(err).startswith(f"lwec {command}: error: ") and "n_clusters" in last_line(err)
+    assert "prefect imported: False" in out  # so no temporary Prefect server either
+    assert seconds < BAD_INPUT_SECONDS
+    assert not (tmp_path / "demo.db").exists()  # the demo checks its parameters before it builds its table
 
 
 def test_lwec_assign_reports_a_wrong_table_before_prefect_starts(blobs, tmp_path):
@@ -136,3 +151,9 @@ def test_a_failure_inside_the_flow_is_the_last_line_after_prefect_stops(tmp_path
     stopping = [i for i, line in enumerate(lines) if "Stopping temporary server" in line]
     assert stopping and stopping[-1] < len(lines) - 1
     assert "Traceback" not in output
+    # The temporary server started for the run is gone with it.
+    (address,) = {line.split("Temporary server on ")[1].split()[0] for line in lines
+                  if "Temporary server on " in line}
+    host, port = address.removeprefix("http://").split(":")
+    with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=2):
+        pass

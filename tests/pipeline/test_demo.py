@@ -1,11 +1,16 @@
 """``lwec demo``: the README's main job, with its default paths in the working directory."""
 
 import io
+import os
+import socket
+import subprocess
+import sys
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import sqlalchemy as sa
 from mlflow import MlflowClient
 from prefect.client.orchestration import get_client
@@ -57,3 +62,21 @@ def test_demo_builds_digits_runs_the_flow_and_says_where_results_went(prefect_se
             flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
             key=ArtifactFilterKey(any_=["lwec-consensus-summary"])))
     assert run.info.run_id in artifact.data and "digits_lwec_labels" in artifact.data
+
+
+def test_demo_as_a_program_prints_its_whole_outcome_and_leaves_no_server_behind(tmp_path):
+    """Run as ``python -m lwec_tasks`` the command ends its process as soon as the outcome is printed
+    (skipping the interpreter's teardown); the output is still complete and the temporary server is gone."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "MLFLOW_TRACKING_URI")}
+    done = subprocess.run([sys.executable, "-m", "lwec_tasks", "demo", "--dataset", "iris", "-M", "4"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300,
+                          env={**environment, "PREFECT_LOGGING_LEVEL": "INFO"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout.strip().splitlines()
+    assert printed[0].startswith("Built table 'iris'") and printed[-1].strip().startswith("dendrogram.png: ")
+    assert Path(printed[-1].split(": ", 1)[1]).is_file()
+    (address,) = {line.split("Temporary server on ")[1].split()[0] for line in done.stderr.splitlines()
+                  if "Temporary server on " in line}
+    host, port = address.removeprefix("http://").split(":")
+    with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=2):
+        pass

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.cluster.hierarchy import dendrogram, fcluster, linkage
 from sklearn.decomposition import PCA
 
 from lwec_tasks.tracking.figures import (
@@ -14,6 +14,7 @@ from lwec_tasks.tracking.figures import (
     dendrogram_figure,
     k_selection_figure,
     principal_components,
+    top_of_linkage,
 )
 
 
@@ -63,6 +64,29 @@ def test_dendrogram_marks_the_cut_and_shows_at_most_30_leaves():
     assert cut.get_ydata()[0] == pytest.approx(_cut_height(Z, 5))
     assert len(axes.get_xticklabels()) == 30
     dendrogram_figure(linkage(np.array([[0.0], [1.0]]), "average"), 2)  # one merge draws too
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(2, 120), p=st.integers(2, 40))
+def test_the_top_of_a_linkage_draws_like_scipys_truncated_dendrogram(seed, n, p):
+    Z = linkage(np.random.default_rng(seed).normal(size=(n, 2)), "average")
+    top, leaves = top_of_linkage(Z, p)
+    assert top.shape == (min(p, n) - 1, 4) and len(leaves) == min(p, n)
+    labels = [str(leaf) if leaf < n else f"({int(Z[leaf - n, 3])})" for leaf in leaves]
+    truncated = dendrogram(Z, truncate_mode="lastp", p=min(p, n), no_plot=True)
+    drawn = dendrogram(top, labels=labels, no_plot=True)
+    assert drawn["ivl"] == truncated["ivl"]  # the same leaves (subtree sizes) in the same order
+    assert sorted(map(max, drawn["dcoord"])) == pytest.approx(sorted(map(max, truncated["dcoord"])))
+
+
+def test_the_dendrogram_reads_only_the_top_merges():
+    n = 1_000_000  # a chain: every merge adds the next microcluster
+    Z = np.column_stack([np.r_[0, np.arange(2, n)], np.r_[1, np.arange(n, 2 * n - 2)],
+                         np.linspace(0.01, 1, n - 1), np.arange(2, n + 1)]).astype(np.float64)
+    top, leaves = top_of_linkage(Z, 30)
+    # the first merge kept joins microcluster n − 29 and the subtree of all merges below it
+    assert top.shape == (29, 4) and leaves[:2] == [n - 29, 2 * n - 31]
+    assert len(dendrogram_figure(Z, 3).axes[0].get_xticklabels()) == 30
 
 
 def test_k_selection_marks_the_chosen_k():
