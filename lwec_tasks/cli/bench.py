@@ -2,7 +2,9 @@
 
 ``lwec bench [options]`` times the consensus steps against references (same
 options as ``python -m benchmarks``); ``lwec bench pipeline ...`` times the
-whole flow against a naive pandas pipeline (:mod:`benchmarks.pipeline`).
+whole flow against a naive pandas pipeline (:mod:`benchmarks.pipeline`);
+``lwec bench competent ...`` times the whole ``lwec run`` process against a
+competent one-model script (:mod:`benchmarks.competent`).
 The suite is not installed with the package; it is found in the checkout the
 package was installed from (``pip install -e .``).
 """
@@ -21,6 +23,7 @@ def _import_benchmarks():
         return None
     if str(PROJECT_ROOT) not in sys.path:
         sys.path.insert(0, str(PROJECT_ROOT))
+    import benchmarks.competent
     import benchmarks.options
     import benchmarks.pipeline
     import benchmarks.runner
@@ -38,11 +41,15 @@ def register(subparsers) -> None:
     suite = _import_benchmarks()
     if suite is not None:
         suite.options.add_arguments(parser)
-        kinds = parser.add_subparsers(dest="bench_kind", metavar="pipeline")
+        kinds = parser.add_subparsers(dest="bench_kind", metavar="{pipeline,competent}")
         pipeline = kinds.add_parser(
             "pipeline", help="the whole flow against pandas.read_sql + MiniBatchKMeans + COPY",
             description=suite.pipeline.__doc__.split("\n\n")[0])
         suite.pipeline.add_arguments(pipeline)
+        competent = kinds.add_parser(
+            "competent", help="the whole `lwec run` process against ADBC + one KMeans on a sample",
+            description=suite.competent.__doc__.split("\n\n")[0])
+        suite.competent.add_arguments(competent)
     parser.set_defaults(handler=_run)
 
 
@@ -57,4 +64,6 @@ def _run(args) -> int:
         )
     if getattr(args, "bench_kind", None) == "pipeline":
         return suite.pipeline.main(args)
+    if getattr(args, "bench_kind", None) == "competent":
+        return suite.competent.main(args)
     return suite.runner.main(args)

@@ -1,0 +1,166 @@
+"""``lwec bench competent``: its options, table marker, process measurement, NMI read-back and report.
+
+The script runs for real on SQLite (and on PostgreSQL when $LWEC_TEST_POSTGRES_URL is set); the whole
+benchmark with one ``lwec run`` is the slow test at the end. No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from benchmarks import competent
+from benchmarks.competent_script import main as script_main
+from helpers.pipeline import PROJECT_ROOT, postgres_url_or_skip, unique
+from lwec_tasks.cli import build_parser
+
+
+def test_the_subcommand_is_registered_with_its_options():
+    args = build_parser().parse_args(["bench", "competent", "--database-url", "sqlite:///x.db", "--rows",
+                                      "1M,10_000_000,20k", "--settings", "server-up", "--repeats", "2"])
+    assert args.bench_kind == "competent" and callable(args.handler)
+    assert args.rows == [1_000_000, 10_000_000, 20_000]
+    assert args.settings == ["server-up"] and args.repeats == 2 and args.warm_up
+    default = build_parser().parse_args(["bench", "competent", "--database-url", "sqlite:///x.db"])
+    assert default.rows == [1_000_000] and default.settings == ["temporary", "server-up"]
+
+
+@pytest.mark.parametrize("parse, text", [
+    (competent.row_counts, "500"), (competent.row_counts, "lots"), (competent.row_counts, ","),
+    (competent.settings_list, "temporary,nightly"), (competent.positive, "0"),
+])
+def test_bad_option_values_are_refused(parse, text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse(text)
+
+
+def test_the_table_is_built_once_and_rebuilt_when_its_marker_differs(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'blobs.db'}"
+    builds = []
+    original = competent.create_blobs_table
+    monkeypatch.setattr(competent, "create_blobs_table",
+                        lambda engine, name, rows: builds.append(name) or original(engine, name, rows))
+    assert competent.ensure_table(url, 1_000) == "blobs_1000"
+    assert competent.ensure_table(url, 1_000) == "blobs_1000" and builds == ["blobs_1000"]
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f"UPDATE {competent.MARKER_TABLE} SET spec = 'something else'")
+    competent.ensure_table(url, 1_000)
+    assert builds == ["blobs_1000", "blobs_1000"]
+    with engine.connect() as connection:
+        columns = [c["name"] for c in sa.inspect(connection).get_columns("blobs_1000")]
+        assert connection.exec_driver_sql("SELECT COUNT(*) FROM blobs_1000").scalar_one() == 1_000
+    engine.dispose()
+    assert columns == ["id", *competent.FEATURES, "target"]
+
+
+def test_nmi_is_read_against_the_truth_by_id():
+    ids = np.arange(6)
+    truth = (ids, np.array([0, 0, 1, 1, 2, 2]))
+    assert competent.nmi_against(truth, (ids, np.array([5, 5, 3, 3, 9, 9]))) == 1.0
+    assert competent.nmi_against(truth, (ids, np.zeros(6, int))) == 0.0
+    with pytest.raises(ValueError, match="5 ids"):
+        competent.nmi_against(truth, (ids[:5], np.zeros(5, int)))
+
+
+def test_the_process_tree_peak_counts_children_and_the_main_peak_is_its_own(tmp_path):
+    grandchild = "import numpy, time; a = numpy.ones(40 * 2**20 // 8); time.sleep(1.0)"
+    child = ("import numpy, subprocess, sys, time; a = numpy.ones(60 * 2**20 // 8); "
+             f"subprocess.run([sys.executable, '-c', {grandchild!r}]); print('RESULT {{}}')")
+    measured = competent.measure_process([sys.executable, "-c", child], {}, tmp_path, tmp_path / "child.log")
+    assert measured["returncode"] == 0 and "RESULT" in (tmp_path / "child.log").read_text()
+    assert 60 <= measured["main_peak_mib"] < 200  # not the RSS of the process that forked it
+    assert measured["tree_peak_mib"] >= measured["main_peak_mib"] + 40  # both processes' RSS at once
+    assert measured["seconds"] >= 1.0
+
+
+def test_flow_phases_come_from_prefects_console_timestamps():
+    start = datetime(2026, 1, 1, 23, 59, 58)  # the flow crosses midnight
+    log = ("00:00:03.500 | INFO    | Flow run 'tricky-bird' - Beginning flow run 'tricky-bird' for flow 'x'\n"
+           "00:00:04.000 | INFO    | Task run 'load-1' - Finished in state Completed()\n"
+           "00:00:13.500 | INFO    | Flow run 'tricky-bird' - Finished in state Completed()\n")
+    phases = competent.flow_phases(log, start.timestamp(), seconds=17.0)
+    assert phases == {"before_flow_seconds": 5.5, "flow_seconds": 10.0, "after_flow_seconds": 1.5}
+    assert competent.flow_phases("no Prefect here", start.timestamp(), 3.0) == {}
+    assert timedelta(seconds=phases["before_flow_seconds"])  # plain floats, JSON-ready
+
+
+def _script(seconds, peak, nmi, **stages):
+    return {"seconds": seconds, "tree_peak_mib": peak, "main_peak_mib": peak, "nmi": nmi, "stages": stages}
+
+
+def test_medians_ratios_and_the_report():
+    script = [_script(10.0, 300.0, 0.80, read=1.0, fit=5.0), _script(12.0, 320.0, 0.80, read=1.0, fit=7.0),
+              _script(11.0, 310.0, 0.80, read=2.0, fit=6.0)]
+    lwec = [{**_script(30.0, 900.0, 0.86, load=2.0, generate=4.0), "mlflow_seconds": 4.0,
+             "before_flow_seconds": 15.0, "flow_seconds": 13.0, "after_flow_seconds": 2.0},
+            {"seconds": 1.0, "returncode": 1, "error": "boom"}]
+    summary = competent.summarise(1_000, {competent.SCRIPT: script, "lwec temporary": lwec,
+                                          "lwec server-up": [{"error": "no server", "seconds": 0.5}]})
+    medians = summary["medians"]
+    assert medians["script"]["seconds"] == 11.0 and medians["script"]["stages"] == {"read": 1.0, "fit": 6.0}
+    assert medians["script"]["rest"] == pytest.approx(4.0)
+    assert medians["lwec temporary"]["repeats"] == 1  # the failed repeat is left out
+    assert medians["lwec temporary"]["rest_of_flow"] == pytest.approx(3.0)  # 13 − (2 + 4) − 4
+    ratio = summary["ratios"]["lwec temporary"]
+    assert ratio["seconds"] == pytest.approx(30 / 11) and ratio["tree_peak"] == pytest.approx(900 / 310)
+    assert ratio["nmi"] == pytest.approx(0.86 / 0.80)
+    assert summary["ratios"]["lwec server-up"] is None
+    text = competent.report([summary], repeats=3)
+    assert "median of 3" in text
+    assert "| 1,000 | lwec temporary | 30.0 | 900 | 900 | – | 0.8600 | 2.73 | 2.90 | 2.90 | 1.075 |" in text
+    assert "| 1,000 | lwec server-up | error: no server |" in text
+    assert "| 1,000 | temporary | 15.00 | 2.00 | 4.00 | – | – | – | – | – | 4.00 | 3.00 | 2.00 | 30.0 |" in text
+    json.dumps(summary)
+
+
+def _run_script_on(url: str, tmp_path: Path) -> None:
+    table = competent.ensure_table(url, 3_000)
+    output = unique("competent_labels")
+    assert script_main([url, table, output]) == 0
+    ids, labels = competent.read_column(url, output, "label")
+    assert competent.nmi_against(competent.read_column(url, table, "target"), (ids, labels)) > 0.7
+    engine = sa.create_engine(url)
+    try:
+        assert sa.inspect(engine).get_pk_constraint(output)["constrained_columns"] == ["id"]
+    finally:
+        competent.drop_labels(url, output)
+        engine.dispose()
+
+
+def test_the_competent_script_on_sqlite(tmp_path, capsys):
+    _run_script_on(f"sqlite:///{tmp_path / 'blobs.db'}", tmp_path)
+    result = json.loads(capsys.readouterr().out.split("RESULT ", 1)[1])
+    assert result["rows"] == 3_000 and set(result["seconds"]) == set(competent.SCRIPT_STAGES)
+
+
+@pytest.mark.postgres
+def test_the_competent_script_on_postgresql(tmp_path):
+    _run_script_on(postgres_url_or_skip(), tmp_path)
+
+
+@pytest.mark.slow
+def test_the_whole_benchmark_with_one_lwec_run(tmp_path):
+    """The script and one first CLI run of lwec (temporary server) on 2,000 rows of SQLite: ~1 min."""
+    report = tmp_path / "competent.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "lwec_tasks", "bench", "competent", "--database-url",
+         f"sqlite:///{tmp_path / 'blobs.db'}", "--rows", "2000", "--settings", "temporary", "--no-warm-up",
+         "--json", str(report), "--workdir", str(tmp_path / "work")],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:] + completed.stdout[-3000:]
+    assert "| 2,000 | lwec temporary |" in completed.stdout
+    size = json.loads(report.read_text())["sizes"][0]
+    lwec = size["medians"]["lwec temporary"]
+    assert set(lwec["stages"]) >= {"load", "generate", "consensus", "write"}
+    assert lwec["nmi"] > 0.7 and size["medians"]["script"]["nmi"] > 0.7
+    assert lwec["tree_peak_mib"] >= lwec["main_peak_mib"] > 100
+    assert size["ratios"]["lwec temporary"]["seconds"] > 0
