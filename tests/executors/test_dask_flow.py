@@ -14,7 +14,7 @@ from dask_helpers import FailingWrites, MemoryLimit, blobs_table, labels_of, tab
 from mlflow import MlflowClient
 
 from flows.consensus import consensus_flow
-from helpers.pipeline import free_port, unique
+from helpers.pipeline import drop_labels_table, free_port, unique
 from lwec_tasks import ari
 from lwec_tasks.core.errors import LwecMemoryError
 from lwec_tasks.executors import DaskUnreachableError
@@ -153,7 +153,7 @@ def test_postgres_read_path_with_text_ids(prefect_server, mlflow_store, dask_sch
         with engine.begin() as connection:
             connection.exec_driver_sql("DROP VIEW IF EXISTS blobs_dask_labels_latest")
             for name in ("blobs_dask_labels", "blobs"):
-                sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+                drop_labels_table(connection, name)
         engine.dispose()
 
 
