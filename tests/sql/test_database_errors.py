@@ -6,18 +6,15 @@ Real servers and real errors: revoked privileges, read-only transactions, closed
 
 from __future__ import annotations
 
-import socket
-import time
 import urllib.parse
 
 import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import drop_labels_table, free_port, postgres_url_or_skip, unique
+from helpers.pipeline import drop_labels_table, postgres_url_or_skip, unique
 from lwec_tasks.io import (
     DatabaseRefusedError,
-    DatabaseUnreachableError,
     LabelRows,
     describe_source,
     open_engine,
@@ -25,7 +22,6 @@ from lwec_tasks.io import (
     write_labels,
 )
 from lwec_tasks.io.catalog import count_values
-from lwec_tasks.io.connection import CONNECT_TIMEOUT
 from lwec_tasks.io.errors import database_errors
 
 

@@ -20,6 +20,8 @@ from lwec_tasks.io import LabelRows, check_label_table, ensure_latest_view, writ
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout
 from lwec_tasks.io.history import (
     WIDE as HISTORY_WIDE,
+)
+from lwec_tasks.io.history import (
     create_view_sql,
     execute_without_parameters,
     latest_labels_query,
@@ -50,10 +52,10 @@ def rows_for(key, ids, labels, source="features", seed=7, flow_run_id=None, k=3)
                      ensemble_size=10, seed=seed, source_table=source, flow_run_id=flow_run_id)
 
 
-def write_wide(engine, name, runs, id_type=sa.BigInteger()) -> None:
+def write_wide(engine, name, runs, id_type=None) -> None:
     """A wide labels table as earlier releases wrote it (their DDL and their one-transaction insert), with its
     ``<name>_latest`` view; ``runs``: (LabelRows, written_at) pairs."""
-    table = label_table_schema(name, id_type)
+    table = label_table_schema(name, id_type if id_type is not None else sa.BigInteger())
     for rows, written_at in runs:
         constants = {**rows.column_values(), "written_at": written_at}
 
@@ -198,7 +200,8 @@ def test_a_failed_conversion_changes_nothing(engine, tables, monkeypatch):
 def stored_runs(engine, name):
     runs = storage_names(name).runs.name
     with engine.connect() as connection:
-        return connection.execute(sa.text(f"select run, run_key, row_count, mlflow_run_id from {runs} order by run")).all()
+        return connection.execute(sa.text(f"select run, run_key, row_count, mlflow_run_id from {runs} "
+                                          "order by run")).all()
 
 
 def stored_rows(engine, name):
@@ -288,6 +291,7 @@ def test_tables_of_other_shapes_under_the_storage_names_are_refused(engine, tabl
 
 def test_storage_names_fit_postgres_identifiers():
     names = storage_names("analytics." + "l" * 58)
-    assert (names.runs.schema, names.runs.name, names.rows.name) == ("analytics", "l" * 58 + "_runs", "l" * 58 + "_rows")
+    assert (names.runs.schema, names.runs.name, names.rows.name) == \
+        ("analytics", "l" * 58 + "_runs", "l" * 58 + "_rows")
     with pytest.raises(LwecInputError, match=r"'l{59}_runs'.* is 64 bytes.*at most 58 bytes"):
         storage_names("l" * 59)

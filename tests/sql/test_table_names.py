@@ -107,7 +107,8 @@ def test_postgres_schema_qualified_source_labels_view_and_history(pg_schema):
         view = ensure_latest_view(engine, output)
         assert view == f"{schema}.features_lwec_labels_latest"
         inspector = sa.inspect(engine)
-        assert {"features_lwec_labels_runs", "features_lwec_labels_rows"} <= set(inspector.get_table_names(schema=schema))
+        tables = set(inspector.get_table_names(schema=schema))
+        assert {"features_lwec_labels_runs", "features_lwec_labels_rows"} <= tables
         assert {"features_lwec_labels", "features_lwec_labels_latest"} <= set(inspector.get_view_names(schema=schema))
         default = set(inspector.get_table_names() + inspector.get_view_names())  # nothing in the default schema
         assert not default & {"features_lwec_labels", "features_lwec_labels_runs", "features_lwec_labels_rows"}
