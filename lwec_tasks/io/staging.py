@@ -264,7 +264,8 @@ def run_unchanged(connection: sa.Connection, pending: PendingRun, run: RunMetada
 def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expected_rows: int,
                keep_runs: int | None = None, skip_unchanged: bool = False) -> tuple[int, list[str]]:
     """Publish the pending run in one transaction: its row count must equal ``expected_rows`` (else
-    RuntimeError, nothing changes); the earlier run of ``run.run_key`` is deleted, the run becomes visible
+    RuntimeError, nothing changes); the earlier run of ``run.run_key`` is deleted (and unpublished runs of
+    that key begun before this one, left by writers that never finished), the run becomes visible
     stamped ``written_at`` now, and with ``keep_runs`` (default None: keep every run) the runs of
     ``run.source_table`` beyond the ``keep_runs`` most recent, this one included, are deleted
     (:func:`lwec_tasks.io.history.prune_runs`).
@@ -290,6 +291,10 @@ def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expecte
         if inserted != expected_rows:
             raise RuntimeError(f"staged {inserted} labels but the run has {expected_rows} rows; nothing "
                                f"was published to {pending.output_table!r}")
+        # Earlier attempts at this run key that never finished (a killed process) go too.
+        abandoned = connection.execute(sa.select(runs.c.run).where(
+            runs.c.run_key == run.run_key, runs.c.published == sa.false(), runs.c.run < pending.run)).scalars().all()
+        delete_runs(connection, pending.output_table, list(abandoned))
         if skip_unchanged and run_unchanged(connection, pending, run, inserted):
             delete_runs(connection, pending.output_table, [pending.run])
             inserted = 0

@@ -54,9 +54,11 @@ def labels_of(url: str, table: str, run_key: str) -> pd.DataFrame:
 
 
 def table_names(url: str) -> list[str]:
+    """The tables and views of the database's default schema."""
     engine = sa.create_engine(url)
     try:
-        return sa.inspect(engine).get_table_names()
+        inspector = sa.inspect(engine)
+        return inspector.get_table_names() + inspector.get_view_names()
     finally:
         engine.dispose()
 

@@ -257,6 +257,21 @@ def test_an_unpublished_run_is_invisible(engine, tables):
     assert len(stored_rows(engine, name)) == 2 and len(stored_runs(engine, name)) == 1
 
 
+def test_a_run_abandoned_by_a_killed_writer_goes_when_its_key_is_written_again(engine, tables):
+    name = tables()
+    rows = rows_for("b", [5, 6, 7], [2, 2, 2])
+    abandoned = begin_run(engine, name, sa.BigInteger(), rows)  # never finished nor discarded
+    from lwec_tasks.io.staging import append_to
+
+    append_to(engine, abandoned.target, rows.ids, rows.labels, abandoned.append_run)
+    write_labels(engine, name, rows_for("a", [1], [0]))  # another key: the abandoned run stays
+    assert abandoned.run in {run for run, *_ in stored_runs(engine, name)}
+    write_labels(engine, name, rows_for("b", [5, 6], [1, 1]))
+    assert [key for _, key, _, _ in stored_runs(engine, name)] == ["a", "b"]
+    assert abandoned.run not in {run for run, _, _ in stored_rows(engine, name)}
+    assert query(engine, name, "b") == [(5, 1), (6, 1)]
+
+
 def test_record_mlflow_run(engine, tables):
     name = tables()
     write_labels(engine, name, rows_for("a", [1], [0]))
