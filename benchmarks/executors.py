@@ -157,16 +157,14 @@ def labels_table(features_table: str) -> str:
 
 
 def drop_labels(url: str, labels: str) -> None:
-    """Drop the labels table and the ``_latest`` view beside it, so that the next run writes into an empty table."""
+    """Drop the labels storage (views, runs and rows tables), so that the next run writes into an empty table."""
     import sqlalchemy as sa
 
-    from lwec_tasks.io.identifiers import latest_view_name
+    from lwec_tasks.io.storage_setup import drop_storage
 
     engine = sa.create_engine(url)
-    quote = engine.dialect.identifier_preparer.quote
     with engine.begin() as connection:
-        connection.execute(sa.text(f"DROP VIEW IF EXISTS {quote(latest_view_name(labels))}"))
-        connection.execute(sa.text(f"DROP TABLE IF EXISTS {quote(labels)}"))
+        drop_storage(connection, labels)
     engine.dispose()
 
 

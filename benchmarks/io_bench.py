@@ -90,12 +90,17 @@ def create_features(url: str, n_rows: int, n_features: int, shuffle: bool = Fals
 
 
 def drop_tables(url: str, *names: str) -> None:
+    """Drop tables, and labels storage (its views, runs and rows tables) under those names."""
     import sqlalchemy as sa
+
+    from lwec_tasks.io.storage_setup import drop_storage
 
     engine = sa.create_engine(url)
     with engine.begin() as connection:
         for name in names:
-            sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+            drop_storage(connection, name)
+            if name in sa.inspect(connection).get_table_names():
+                sa.Table(name, sa.MetaData()).drop(connection)
     engine.dispose()
 
 

@@ -75,6 +75,7 @@ def main(argv=None) -> None:
     from lwec_tasks.io import LabelRows, describe_source, open_engine, read_rows, write_labels
     from lwec_tasks.io.sink import label_table_schema, replace_run_key
     from lwec_tasks.io.staging import append_to, create_staging_table, drop_table_quietly
+    from lwec_tasks.io.storage_setup import drop_storage
 
     engine = open_engine(args.postgres_url)
     name, out, old_out = "bench_io_drivers", "bench_io_drivers_labels", "bench_io_drivers_old_labels"
@@ -82,6 +83,7 @@ def main(argv=None) -> None:
     table = sa.Table(name, sa.MetaData(), sa.Column("id", sa.BigInteger, primary_key=True),
                      *(sa.Column(c, sa.Double) for c in columns[1:]))
     with engine.begin() as connection:
+        drop_storage(connection, out)
         for drop in (name, out, old_out):
             sa.Table(drop, sa.MetaData()).drop(connection, checkfirst=True)
         table.create(connection)
@@ -145,10 +147,11 @@ def main(argv=None) -> None:
     for case, old, new in (
         ("read 1 table in id order (decoder vs ADBC read_rows)", t_old_read, t_new_read),
         ("write labels, rows only (COPY writer vs ADBC ingest)", t_old_copy, t_new_ingest),
-        ("write_labels, whole (COPY in txn vs staging+publish)", t_old_write, t_new_write),
+        ("write_labels, whole (COPY in txn vs ingest+publish)", t_old_write, t_new_write),
     ):
         print(f"{case:<52}{old:>9.3f}{new:>9.3f}{old / new:>9.2f}")
     with engine.begin() as connection:
+        drop_storage(connection, out)
         for drop in (name, out, old_out):
             sa.Table(drop, sa.MetaData()).drop(connection, checkfirst=True)
     engine.dispose()

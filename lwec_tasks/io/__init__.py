@@ -23,7 +23,7 @@ _EXPORTS = {
     "ensure_latest_view": "history",
     "latest_labels_query": "history",
     "prune_runs": "history",
-    "staged_run_matches": "staging",
+    "record_mlflow_run": "history",
     "check_new_table_name": "identifiers",
     "default_output_table": "identifiers",
     "latest_view_name": "identifiers",

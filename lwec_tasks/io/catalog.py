@@ -16,14 +16,12 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.identifiers import LATEST_VIEW_SUFFIX, check_new_table_name, name_list
+from lwec_tasks.io.label_storage import ROWS_SUFFIX, RUN_COLUMNS, RUNS_SUFFIX, VIEW_COLUMNS, storage_names
 from lwec_tasks.io.names import TableName, parse_table_name
 from lwec_tasks.masking import mask_url
 
-#: Columns of a labels table, in order.
-LABEL_TABLE_COLUMNS = (
-    "run_key", "id", "label", "k", "method", "theta", "ensemble_size", "seed",
-    "source_table", "flow_run_id", "written_at",
-)
+#: Columns of a labels table (the view ``<output_table>``, or the wide table of earlier releases), in order.
+LABEL_TABLE_COLUMNS = VIEW_COLUMNS
 
 #: PostgreSQL ``pg_class.relkind`` codes, as words.
 _PG_RELATION_KINDS = {
@@ -202,6 +200,69 @@ def id_family(sql_type: sa.types.TypeEngine | None) -> str | None:
 NOT_CHECKED = object()
 
 
+#: :func:`labels_layout`: labels stored as a runs table and a rows table behind the view ``<output_table>``.
+NARROW = "narrow"
+#: :func:`labels_layout`: labels stored in one wide table ``<output_table>`` (earlier releases; migrated on write).
+WIDE = "wide"
+
+
+def labels_layout(connection: sa.Connection, output_table: str | TableName) -> str | None:
+    """How ``output_table``'s labels are stored: :data:`NARROW`, :data:`WIDE`, or None (nothing there yet).
+
+    Narrow: ``<output>_runs`` and ``<output>_rows`` (:mod:`lwec_tasks.io.label_storage`) exist with their
+    columns (the view ``<output>`` may be missing; it is made again on the next write). Wide: ``<output>`` is a
+    table with the :data:`LABEL_TABLE_COLUMNS`. Anything else under one of these names — a table without the
+    expected columns, a view that is not ours, a sequence ... — is :class:`LwecInputError` naming it.
+    """
+    names = storage_names(output_table)
+    kind = relation_kind(connection, names.view)
+    inspector = sa.inspect(connection)
+
+    def columns_of(name: TableName) -> list[str] | None:
+        found = relation_kind(connection, name)
+        if found is None:
+            return None
+        if found != "table":
+            raise LwecInputError(_not_ours(output_table, name, f"is a {found}, not a table"))
+        return [column["name"] for column in inspector.get_columns(name.name, schema=name.schema)]
+
+    if kind == "table":
+        columns = [column["name"] for column in inspector.get_columns(names.view.name, schema=names.view.schema)]
+        missing = [column for column in LABEL_TABLE_COLUMNS if column not in columns]
+        if missing:
+            raise LwecInputError(
+                f"output_table {str(output_table)!r} exists but is not an lwec labels table "
+                f"(missing columns {missing}; it has {columns}); choose another name"
+            )
+    if kind not in (None, "table", "view"):
+        raise LwecInputError(_not_a_table(str(output_table), names.view, kind))
+    runs, rows = columns_of(names.runs), columns_of(names.rows)
+    for name, found, wanted in ((names.runs, runs, ("run", "published", *RUN_COLUMNS)),
+                                (names.rows, rows, ("run", "id", "label"))):
+        missing = [] if found is None else [column for column in wanted if column not in found]
+        if missing:
+            raise LwecInputError(_not_ours(output_table, name, f"lacks the columns {missing} (it has {found})"))
+    if kind == "table":
+        if runs is not None or rows is not None:
+            raise LwecInputError(_not_ours(output_table, names.runs if runs is not None else names.rows,
+                                           f"exists beside the labels table {str(names.view)!r}"))
+        return WIDE
+    if runs is not None and rows is not None:
+        return NARROW
+    if kind == "view":
+        raise LwecInputError(_not_a_table(str(output_table), names.view, kind))
+    if runs is not None or rows is not None:
+        raise LwecInputError(_not_ours(output_table, names.runs if runs is not None else names.rows,
+                                       "exists without its other half"))
+    return None
+
+
+def _not_ours(output_table, name: TableName, problem: str) -> str:
+    return (f"table {str(name)!r} {problem}: it is not the lwec labels storage of output_table "
+            f"{str(output_table)!r} (which keeps its runs in {str(output_table)}{RUNS_SUFFIX!s} and its rows in "
+            f"{str(output_table)}{ROWS_SUFFIX!s}); rename it or choose another output_table")
+
+
 def check_label_table(
     engine: sa.Engine,
     name: str,
@@ -213,8 +274,8 @@ def check_label_table(
     """Check, before any work, that ``name`` can receive the labels of ``source_table``.
 
     It must be a plain identifier (optionally ``schema.table``), differ from
-    the source table, and either not exist yet or be a *table* (not a view,
-    materialized view, sequence, ...) with the labels-table columns, whose
+    the source table, and either not exist yet or be lwec labels storage
+    (:func:`labels_layout`: narrow, or a wide table of earlier releases), whose
     ``id`` column is of the same family as ``id_type`` (the source's id type;
     None: row positions, integers; default :data:`NOT_CHECKED`: not compared). A mismatched labels table is refused,
     never altered: mixing id types in one table would break the history.
@@ -232,19 +293,12 @@ def check_label_table(
             if output.schema not in schemas:
                 raise LwecInputError(f"output_table={name!r}: database {mask_url(engine.url)} has no schema "
                                      f"{output.schema!r}; its schemas are {name_list(schemas)}")
-        kind = relation_kind(connection, output)
-        if kind is None:
+        layout = labels_layout(connection, output)
+        if layout is None:
             return
-        if kind != "table":
-            raise LwecInputError(_not_a_table(name, output, kind))
+        holder = output if layout == WIDE else storage_names(output).rows
         columns = {column["name"]: column["type"]
-                   for column in sa.inspect(connection).get_columns(output.name, schema=output.schema)}
-    missing = [column for column in LABEL_TABLE_COLUMNS if column not in columns]
-    if missing:
-        raise LwecInputError(
-            f"output_table {name!r} exists but is not an lwec labels table "
-            f"(missing columns {missing}; it has {list(columns)}); choose another name"
-        )
+                   for column in sa.inspect(connection).get_columns(holder.name, schema=holder.schema)}
     if id_type is not NOT_CHECKED:
         check_id_type(name, columns["id"], id_type, source_table, id_column)
 

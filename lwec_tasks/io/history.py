@@ -1,17 +1,18 @@
-"""Earlier runs in a labels table: recency, an unchanged rerun, pruning old runs, a latest-run view.
+"""Earlier runs in a labels table: recency, pruning old runs, the latest-run view, a run's MLflow id.
 
-A labels table (:mod:`lwec_tasks.io.sink`) keeps every run's rows under its
-run key. Runs of one ``source_table`` are ordered by recency: the latest
-``written_at`` of their rows first, ties broken by the larger ``run_key``.
-Every function here follows that order.
+A labels table keeps every run (:mod:`lwec_tasks.io.label_storage`: one row per
+run in ``<labels>_runs``, its labels in ``<labels>_rows``). Runs of one
+``source_table`` are ordered by recency: the latest ``written_at`` first, ties
+broken by the larger ``run_key``. Every function here follows that order and
+reads the small runs table; only a wide labels table of an earlier release
+(read before the next write migrates it) is read row by row.
 
-All statements are SQLAlchemy Core constructs on a lightweight table clause
-of the labels table (``table`` or ``schema.table``), so the names and the
-values (source table, run keys) are quoted or bound by the dialect, never
-pasted into SQL text. The one DDL statement, ``CREATE VIEW``, is a compiled
-Core ``SELECT`` behind the view name quoted by the dialect's identifier
-preparer; the view lives in the labels table's schema. Database errors are
-raised as :mod:`lwec_tasks.io.errors` describes.
+All statements are SQLAlchemy Core constructs on lightweight table clauses
+(``table`` or ``schema.table``), so the names and the values (source table,
+run keys) are quoted or bound by the dialect, never pasted into SQL text. The
+DDL statements, ``CREATE VIEW``, are compiled Core ``SELECT`` statements behind
+the view name quoted by the dialect's identifier preparer; views live in the
+labels table's schema. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import unescape_percents
-from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, relation_kind
+from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, NARROW, WIDE, labels_layout, relation_kind
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.identifiers import (  # noqa: F401 - the view's name rules, re-exported
     LATEST_VIEW_SUFFIX,
@@ -29,6 +30,7 @@ from lwec_tasks.io.identifiers import (  # noqa: F401 - the view's name rules, r
     latest_view_name,
     latest_view_of,
 )
+from lwec_tasks.io.label_storage import labels_query, published_runs, rows_clause, runs_clause
 from lwec_tasks.io.names import TableName, parse_table_name
 
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
@@ -42,21 +44,31 @@ def labels_table_clause(labels_table: str | TableName) -> sa.TableClause:
     return sa.table(name.name, *(sa.column(column) for column in LABEL_TABLE_COLUMNS), schema=name.schema)
 
 
-def runs_by_recency(labels_table: str, source_table: str, exclude_run_key: str | None = None) -> sa.Select:
+def runs_by_recency(labels_table: str, source_table: str, exclude_run_key: str | None = None,
+                    layout: str = NARROW) -> sa.Select:
     """``(run_key, last_written)`` of every run of ``source_table``, most recent first.
 
-    Recency is ``max(written_at)`` over the run's rows, ties broken by the larger
-    ``run_key``. ``exclude_run_key`` (default None) leaves that run out.
+    Recency is the run's ``written_at``, ties broken by the larger ``run_key``. ``exclude_run_key``
+    (default None) leaves that run out. ``layout`` (:func:`~lwec_tasks.io.catalog.labels_layout`, default
+    narrow) says where to look: the runs table's published runs, or the rows of a wide table of an earlier
+    release (``max(written_at)`` over a run's rows).
     """
-    table = labels_table_clause(labels_table)
-    last_written = sa.func.max(table.c.written_at).label("last_written")
-    condition = table.c.source_table == source_table
+    if layout == WIDE:
+        table = labels_table_clause(labels_table)
+        last_written = sa.func.max(table.c.written_at).label("last_written")
+        condition = [table.c.source_table == source_table]
+        group = [table.c.run_key]
+    else:
+        table = runs_clause(labels_table)
+        last_written = sa.func.max(table.c.written_at).label("last_written")
+        condition = [table.c.source_table == source_table, published_runs(table)]
+        group = [table.c.run_key]
     if exclude_run_key is not None:
-        condition = sa.and_(condition, table.c.run_key != exclude_run_key)
+        condition.append(table.c.run_key != exclude_run_key)
     return (
         sa.select(table.c.run_key, last_written)
-        .where(condition)
-        .group_by(table.c.run_key)
+        .where(*condition)
+        .group_by(*group)
         .order_by(last_written.desc(), table.c.run_key.desc())
     )
 
@@ -107,58 +119,107 @@ def prune_runs(
 
 def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep: int,
            keep_run_key: str | None) -> list[str]:
-    if not is_labels_table(connection, labels_table):
+    layout = labels_layout(connection, labels_table)
+    if layout is None:
         return []
+    if layout == WIDE:
+        raise LwecInputError(f"labels_table {labels_table!r} is a labels table of an earlier release; write to it "
+                             "once (which converts it) before deleting old runs")
     ranked = [row.run_key for row in connection.execute(runs_by_recency(labels_table, source_table))]
     if keep_run_key is None:
         doomed = ranked[keep:]
     else:
         doomed = [key for key in ranked if key != keep_run_key][keep - 1:]
-    table = labels_table_clause(labels_table)
+    runs = runs_clause(labels_table)
     for start in range(0, len(doomed), _DELETE_BATCH):
         batch = doomed[start:start + _DELETE_BATCH]
-        connection.execute(
-            sa.delete(table).where(table.c.source_table == source_table, table.c.run_key.in_(batch))
-        )
+        ids = [row.run for row in connection.execute(sa.select(runs.c.run).where(
+            runs.c.source_table == source_table, runs.c.run_key.in_(batch), published_runs(runs)))]
+        delete_runs(connection, labels_table, ids)
     return doomed
+
+
+def delete_runs(connection: sa.Connection, labels_table: str, runs: list[int]) -> None:
+    """Delete the runs numbered ``runs`` (the runs table's ``run``), their rows first, in the caller's transaction."""
+    table, rows = runs_clause(labels_table), rows_clause(labels_table)
+    for start in range(0, len(runs), _DELETE_BATCH):
+        batch = runs[start:start + _DELETE_BATCH]
+        connection.execute(sa.delete(rows).where(rows.c.run.in_(batch)))
+        connection.execute(sa.delete(table).where(table.c.run.in_(batch)))
+
+
+def record_mlflow_run(engine: sa.Engine, labels_table: str, run_key: str, mlflow_run_id: str) -> None:
+    """Set the ``mlflow_run_id`` of the published run ``run_key`` in ``labels_table``'s runs table.
+
+    Raises :class:`LwecInputError` naming the table when it holds no such run (or is a wide table of an earlier
+    release, which has no place for the id), and the database errors of :mod:`lwec_tasks.io.errors`.
+    """
+    runs = runs_clause(labels_table)
+    with database_errors(engine, f"record the MLflow run of {run_key!r} in table {str(labels_table)!r}"), \
+            engine.begin() as connection:
+        layout = labels_layout(connection, labels_table)
+        if layout != NARROW:
+            raise LwecInputError(f"labels_table {labels_table!r} has no runs table to record MLflow run "
+                                 f"{mlflow_run_id!r} in" + (" (it does not exist)" if layout is None else
+                                                            " (a labels table of an earlier release)"))
+        updated = connection.execute(sa.update(runs).where(runs.c.run_key == run_key, published_runs(runs))
+                                     .values(mlflow_run_id=mlflow_run_id)).rowcount
+    if not updated:
+        raise LwecInputError(f"labels_table {labels_table!r} holds no run with run_key {run_key!r}; "
+                             f"MLflow run {mlflow_run_id!r} not recorded")
 
 
 # ----------------------------------------------------------------------------- the latest-run view
 
 
-def latest_labels_query(labels_table: str) -> sa.Select:
+def latest_labels_query(labels_table: str, layout: str = NARROW) -> sa.Select:
     """The rows of each source table's most recent run in ``labels_table``, all labels-table columns.
 
     For each ``source_table`` the latest run is the one with the largest
     ``written_at``; among runs written at that same instant, the largest
-    ``run_key``. As SQL (names quoted by the dialect)::
+    ``run_key``. As SQL (names quoted by the dialect), on the runs table ``r``
+    and the rows table ``t`` (for a wide table of an earlier release,
+    ``layout`` WIDE: the same shape on the one table)::
 
-        SELECT t.* FROM labels AS t
-        JOIN (SELECT r.source_table, max(r.run_key) AS run_key
-              FROM labels AS r
+        SELECT <labels columns> FROM t JOIN r ON t.run = r.run
+        JOIN (SELECT p.source_table, max(p.run_key) AS run_key
+              FROM r AS p
               JOIN (SELECT source_table, max(written_at) AS written_at
-                    FROM labels GROUP BY source_table) AS newest
-                ON r.source_table = newest.source_table AND r.written_at = newest.written_at
-              GROUP BY r.source_table) AS latest
-          ON t.source_table = latest.source_table AND t.run_key = latest.run_key
+                    FROM r WHERE published GROUP BY source_table) AS newest
+                ON p.source_table = newest.source_table AND p.written_at = newest.written_at
+              WHERE p.published
+              GROUP BY p.source_table) AS latest
+          ON r.source_table = latest.source_table AND r.run_key = latest.run_key
+        WHERE r.published
     """
-    table = labels_table_clause(labels_table)
+    if layout == WIDE:
+        table = labels_table_clause(labels_table)
+        runs, candidates, alive = table, table.alias("runs"), ()
+    else:
+        runs = runs_clause(labels_table)
+        candidates = runs.alias("candidates")
+        alive = (published_runs(candidates),)
     newest = (
-        sa.select(table.c.source_table, sa.func.max(table.c.written_at).label("written_at"))
-        .group_by(table.c.source_table)
+        sa.select(runs.c.source_table, sa.func.max(runs.c.written_at).label("written_at"))
+        .where(*(() if layout == WIDE else (published_runs(runs),)))
+        .group_by(runs.c.source_table)
         .subquery("newest")
     )
-    runs = table.alias("runs")
     latest = (
-        sa.select(runs.c.source_table, sa.func.max(runs.c.run_key).label("run_key"))
-        .join_from(runs, newest, sa.and_(runs.c.source_table == newest.c.source_table,
-                                         runs.c.written_at == newest.c.written_at))
-        .group_by(runs.c.source_table)
+        sa.select(candidates.c.source_table, sa.func.max(candidates.c.run_key).label("run_key"))
+        .join_from(candidates, newest, sa.and_(candidates.c.source_table == newest.c.source_table,
+                                               candidates.c.written_at == newest.c.written_at))
+        .where(*alive)
+        .group_by(candidates.c.source_table)
         .subquery("latest")
     )
-    return sa.select(*table.c).join_from(
-        table, latest, sa.and_(table.c.source_table == latest.c.source_table, table.c.run_key == latest.c.run_key)
-    )
+    if layout == WIDE:
+        return sa.select(*table.c).join_from(
+            table, latest, sa.and_(table.c.source_table == latest.c.source_table, table.c.run_key == latest.c.run_key)
+        )
+    query = labels_query(runs, rows_clause(labels_table))
+    return query.join(latest, sa.and_(runs.c.source_table == latest.c.source_table,
+                                      runs.c.run_key == latest.c.run_key))
 
 
 def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
@@ -184,20 +245,27 @@ def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
     """
     view = latest_view_of(parse_table_name(labels_table, "labels_table"))
     with database_errors(engine, f"create view {str(view)!r}"), engine.begin() as connection:
-        if not is_labels_table(connection, labels_table):
+        layout = labels_layout(connection, labels_table)
+        if layout is None:
             raise LwecInputError(
                 f"labels_table={labels_table!r} does not exist; write labels before creating its view {str(view)!r}"
             )
-        dialect = connection.dialect
-        if dialect.name == "postgresql":
-            connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(str(view)))))
-        kind = relation_kind(connection, view)
-        if kind not in (None, "view"):
-            raise LwecInputError(f"{str(view)!r} exists as a {kind}, not a view; rename it or the labels table")
-        if dialect.name != "sqlite" and kind == "view":
-            return str(view)
-        _execute_without_parameters(connection, create_view_sql(dialect, view, latest_labels_query(labels_table)))
+        create_latest_view(connection, labels_table, layout)
     return str(view)
+
+
+def create_latest_view(connection: sa.Connection, labels_table: str, layout: str = NARROW) -> None:
+    """:func:`ensure_latest_view`'s work inside the caller's transaction (``layout``: how the labels are stored)."""
+    view = latest_view_of(parse_table_name(labels_table, "labels_table"))
+    dialect = connection.dialect
+    if dialect.name == "postgresql":
+        connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(str(view)))))
+    kind = relation_kind(connection, view)
+    if kind not in (None, "view"):
+        raise LwecInputError(f"{str(view)!r} exists as a {kind}, not a view; rename it or the labels table")
+    if dialect.name != "sqlite" and kind == "view":
+        return
+    execute_without_parameters(connection, create_view_sql(dialect, view, latest_labels_query(labels_table, layout)))
 
 
 def create_view_sql(dialect: sa.Dialect, view: str | TableName, query: sa.Select) -> str:
@@ -214,17 +282,14 @@ def create_view_sql(dialect: sa.Dialect, view: str | TableName, query: sa.Select
         create = "CREATE OR REPLACE VIEW"
     else:
         create = "CREATE VIEW"
-    view = parse_table_name(view, "view")
-    preparer = dialect.identifier_preparer
-    quoted = preparer.quote(view.name) if view.schema is None else \
-        f"{preparer.quote_schema(view.schema)}.{preparer.quote(view.name)}"
+    quoted = _quoted(dialect, parse_table_name(view, "view"))
     return unescape_percents(f"{create} {quoted} AS {compiled}", dialect)
 
 
 # ----------------------------------------------------------------------------- shared
 
 
-def _execute_without_parameters(connection: sa.Connection, sql: str) -> None:
+def execute_without_parameters(connection: sa.Connection, sql: str) -> None:
     """Run ``sql`` on the connection's DB-API cursor, in its transaction, with no parameters.
 
     (``exec_driver_sql`` passes an empty parameter set, on which ``%`` drivers
@@ -240,16 +305,18 @@ def _execute_without_parameters(connection: sa.Connection, sql: str) -> None:
         cursor.close()
 
 
+def drop_view_sql(dialect: sa.Dialect, view: str | TableName) -> str:
+    """``DROP VIEW IF EXISTS <quoted view>`` for ``dialect``, to send without parameters."""
+    return unescape_percents(f"DROP VIEW IF EXISTS {_quoted(dialect, parse_table_name(view, 'view'))}", dialect)
+
+
+def _quoted(dialect: sa.Dialect, name: TableName) -> str:
+    preparer = dialect.identifier_preparer
+    return preparer.quote(name.name) if name.schema is None else \
+        f"{preparer.quote_schema(name.schema)}.{preparer.quote(name.name)}"
+
+
 def is_labels_table(connection: sa.Connection, labels_table: str | TableName) -> bool:
-    """Whether ``labels_table`` exists; :class:`LwecInputError` if it exists without the labels columns."""
-    name = parse_table_name(labels_table, "labels_table")
-    inspector = sa.inspect(connection)
-    if not inspector.has_table(name.name, schema=name.schema):
-        return False
-    columns = [column["name"] for column in inspector.get_columns(name.name, schema=name.schema)]
-    missing = [column for column in LABEL_TABLE_COLUMNS if column not in columns]
-    if missing:
-        raise LwecInputError(
-            f"labels_table {labels_table!r} is not an lwec labels table (missing columns {missing})"
-        )
-    return True
+    """Whether ``labels_table`` holds labels (either layout of :func:`~lwec_tasks.io.catalog.labels_layout`);
+    :class:`LwecInputError` if something else holds its names."""
+    return labels_layout(connection, labels_table) is not None

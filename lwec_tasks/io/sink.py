@@ -1,10 +1,11 @@
-"""Writing consensus labels back to the database, idempotently.
+"""What a run's labels are (:class:`LabelRows`), the SQL type of their ids, and the wide table of earlier releases.
 
-The labels table is keyed by ``(run_key, id)``. Writing a run deletes the
-rows of its run key and inserts the new ones inside one transaction, so a
-rerun replaces its rows (never duplicates them) and a failed write leaves
-the previous rows untouched. The rows go through a staging table, filled in
-bulk by ADBC on PostgreSQL and SQLite; see :mod:`lwec_tasks.io.staging`.
+Labels are written by :mod:`lwec_tasks.io.staging` into the storage of
+:mod:`lwec_tasks.io.label_storage`. Earlier releases kept them in one wide
+table (:func:`label_table_schema`, written by :func:`replace_run_key`); such a
+table is converted on the next write (:mod:`lwec_tasks.io.storage_setup`). The
+two are kept to make tables of that shape (tests of the conversion, benchmarks
+comparing the two).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -
 
 
 def label_table_schema(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
-    """The labels table definition (``name``: ``table`` or ``schema.table``); ``id_type`` mirrors the source's id."""
+    """The wide labels table of earlier releases (``name``: ``table`` or ``schema.table``); ``id_type`` mirrors the
+    source's id."""
     parsed = parse_table_name(name, "output_table")
     return sa.Table(
         parsed.name,
@@ -95,7 +97,9 @@ def label_table_schema(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
 
 def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_table: str, keep_runs: int | None,
                     insert: Callable[[sa.Connection], T]) -> tuple[T, list[str]]:
-    """In one transaction: create the labels ``table`` if missing, delete the rows of ``run_key``, call
+    """The write of earlier releases, on a wide labels ``table`` (:func:`label_table_schema`).
+
+    In one transaction: create the labels ``table`` if missing, delete the rows of ``run_key``, call
     ``insert(connection)`` to add the new ones, and delete the runs of ``source_table`` beyond the
     ``keep_runs`` most recent, this one included (None keeps every run; :func:`lwec_tasks.io.history.prune_runs`).
 

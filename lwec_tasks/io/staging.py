@@ -1,24 +1,27 @@
-"""The one write path for labels: a staging table per write, filled in bulk, published in one transaction.
+"""The one write path for labels: rows ingested in bulk under an unpublished run, published in one transaction.
 
-:func:`create_staging_table` makes an ``(id, label)`` table beside the labels
-table; :func:`append_labels` adds rows to it (from the flow or from Dask
-workers, each in one transaction); :func:`publish_labels` replaces the run
-key's rows of the labels table by the staged ones in one transaction; the
-caller then drops the staging table (:func:`drop_table_quietly`).
+:func:`begin_run` makes the labels storage ready (created, or converted from a
+wide table of an earlier release: :mod:`lwec_tasks.io.storage_setup`) and adds
+an unpublished row to the runs table; :func:`append_labels` adds (run, id,
+label) rows to the rows table (from the flow or from Dask workers, each in one
+transaction), invisible until :func:`finish_run` publishes the run in one
+transaction (replacing the earlier run of its run key, pruning old runs) — or
+finds it unchanged and drops it. :func:`discard_run` removes a run that failed.
 
 Rows are appended by ADBC bulk ingestion — ``adbc-driver-postgresql``
 (binary ``COPY``) for PostgreSQL, ``adbc-driver-sqlite`` for SQLite files —
-and otherwise by SQLAlchemy ``executemany``. Staging columns are types Arrow
-carries exactly (:func:`staging_id_type`): uuid and NUMERIC ids are staged as
-text (uuids as their 32 hex digits, numbers as their exact decimal text) and
-cast to the labels table's id type by the publishing ``INSERT … SELECT``.
-Every name is parsed with :func:`~lwec_tasks.io.names.parse_table_name` and
-quoted by the dialect or driver, never pasted.
+and otherwise by SQLAlchemy ``executemany``. Ids Arrow cannot carry exactly
+into the rows table's ``id`` column (uuid, NUMERIC, ...) go through a staging
+table instead (:func:`staging_id_type`: uuids as their 32 hex digits, numbers
+as their exact decimal text), cast by one ``INSERT … SELECT`` into the rows
+table. Every name is parsed with :func:`~lwec_tasks.io.names.parse_table_name`
+and quoted by the dialect or driver, never pasted.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, replace
 
 import numpy as np
 import sqlalchemy as sa
@@ -28,10 +31,12 @@ from lwec_tasks.io import adbc_sqlite
 from lwec_tasks.io.bulk_read import fast_path_enabled, postgres_uri
 from lwec_tasks.io.connection import open_shared_engine
 from lwec_tasks.io.errors import database_errors
-from lwec_tasks.io.history import check_keep, is_labels_table, labels_table_clause
+from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
+from lwec_tasks.io.label_storage import published_runs, rows_clause, rows_table, runs_clause, runs_table, storage_names
 from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_metadata import RunMetadata
-from lwec_tasks.io.sink import LabelRows, id_key_type, label_table_schema, replace_run_key
+from lwec_tasks.io.sink import LabelRows, id_key_type
+from lwec_tasks.io.storage_setup import begin_writing, drop_storage, prepare_storage
 
 #: Rows per ``executemany`` batch when the rows cannot be ingested by ADBC.
 APPEND_BATCH = 20_000
@@ -82,42 +87,56 @@ def drop_table_quietly(engine: sa.Engine, name: str) -> None:
         pass
 
 
-def append_labels(database_url: str, staging: str, ids: np.ndarray, labels: np.ndarray) -> int:
-    """Append the (id, label) rows to the staging table in one transaction; returns the rows written.
+def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> int:
+    """Append the (id, label) rows to ``table`` in one transaction; returns the rows written.
 
-    For the flow's process and Dask workers alike: ``database_url`` is resolved (no ``env:``/``block:``
-    reference); SQLite files get a long lock wait (:func:`~lwec_tasks.io.connection.open_shared_engine`), as
-    workers write to one file in turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
+    ``table`` is a pending run's target (:attr:`PendingRun.target`): the rows table, whose ``run`` column
+    takes ``run`` (:attr:`PendingRun.append_run`), or a staging table (``run`` None). For the flow's process
+    and Dask workers alike: ``database_url`` is resolved (no ``env:``/``block:`` reference); SQLite files get
+    a long lock wait (:func:`~lwec_tasks.io.connection.open_shared_engine`), as workers write to one file in
+    turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
     """
     engine = open_shared_engine(database_url)
     try:
-        return append_to(engine, staging, ids, labels)
+        return append_to(engine, table, ids, labels, run)
     finally:
         engine.dispose()
 
 
-def append_to(engine: sa.Engine, staging: str, ids: np.ndarray, labels: np.ndarray) -> int:
+def append_to(engine: sa.Engine, table_name: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> int:
     """:func:`append_labels` on an open engine."""
     ids, labels = np.asarray(ids), np.asarray(labels).astype(np.int64)
     if not len(ids):
         return 0
-    name = parse_table_name(staging, "staging table")
-    with database_errors(engine, f"write labels to table {staging!r}"):
+    name = parse_table_name(table_name, "labels table")
+    with database_errors(engine, f"write labels to table {table_name!r}"):
         table = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine)
         if isinstance(table.c.id.type, sa.String) and not all(isinstance(value, str) for value in ids):
             ids = np.array([value.hex if isinstance(value, uuid.UUID) else str(value) for value in ids.tolist()],
                            dtype=object)
-        if not (fast_path_enabled() and _ingest(engine, table, ids, labels)):
+        if not (fast_path_enabled() and _ingest(engine, table, ids, labels, run)):
+            fixed = {} if run is None else {"run": int(run)}
             with engine.begin() as connection:
                 for start in range(0, len(ids), APPEND_BATCH):
                     # Python scalars only: sqlite3 would store numpy integers as BLOBs.
                     batch = zip(ids[start:start + APPEND_BATCH].tolist(), labels[start:start + APPEND_BATCH].tolist())
-                    connection.execute(sa.insert(table), [{"id": i, "label": label} for i, label in batch])
+                    connection.execute(sa.insert(table), [{**fixed, "id": i, "label": label} for i, label in batch])
     return len(ids)
 
 
-def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndarray) -> bool:
-    """ADBC bulk ingestion of the rows in one transaction; False (nothing written) where it does not apply."""
+def _arrow_type(pa, kind: sa.types.TypeEngine):
+    """The Arrow type a column of ``kind`` takes as is (binary ``COPY`` wants each integer's exact width)."""
+    if isinstance(kind, sa.Integer):
+        return pa.int16() if isinstance(kind, sa.SmallInteger) else \
+            pa.int64() if isinstance(kind, sa.BigInteger) else pa.int32()
+    if isinstance(kind, sa.Float):
+        return pa.float32() if isinstance(kind, sa.REAL) else pa.float64()
+    return pa.string()
+
+
+def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> bool:
+    """ADBC bulk ingestion of the rows (with ``run`` in every row, unless None) in one transaction; False
+    (nothing written) where it does not apply."""
     dialect = engine.dialect
     if dialect.name == "postgresql" and dialect.driver == "psycopg":
         uri = postgres_uri(engine.url)
@@ -125,8 +144,7 @@ def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndar
         uri = adbc_sqlite.sqlite_uri(engine, read_only=False)
     else:
         return False
-    kind = table.c.id.type
-    if uri is None or not isinstance(kind, (sa.Integer, sa.Float, sa.String)):
+    if uri is None or not all(_ingestible(column.type) for column in table.columns):
         return False
     try:
         import pyarrow as pa
@@ -138,12 +156,13 @@ def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndar
                 return adbc_sqlite.connect(uri, adbc_sqlite.busy_timeout_ms(engine))
     except ImportError:
         return False
-    arrow_type = pa.int64() if isinstance(kind, sa.Integer) else pa.float64() if isinstance(kind, sa.Float) \
-        else pa.string()
+    values = {"id": ids, "label": labels} if run is None else \
+        {"run": np.full(len(ids), run, dtype=np.int64), "id": ids, "label": labels}
     try:
-        rows = pa.table({"id": pa.array(ids).cast(arrow_type), "label": pa.array(labels)})
+        rows = pa.table({name: pa.array(value).cast(_arrow_type(pa, table.c[name].type))
+                         for name, value in values.items()})
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-        return False  # e.g. ids beyond 64 bits for an integer column: executemany reports it
+        return False  # e.g. ids beyond the id column's width: executemany reports it
     # SQLite's driver takes no schema; the only one lwec accepts there is "main", where the name resolves anyway.
     schema = table.schema if dialect.name == "postgresql" else None
     with connect(uri) as connection, connection.cursor() as cursor:
@@ -152,64 +171,159 @@ def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndar
     return True
 
 
-def staged_run_matches(engine: sa.Engine, labels_table: str, staging: str, id_type: sa.types.TypeEngine,
-                       run: RunMetadata, n_rows: int) -> bool:
-    """Whether ``labels_table`` already holds exactly this run: its run key with the same parameters
-    (k, method, θ, M, seed, source table) and the same (id, label) rows as the ``n_rows`` rows of the
-    staging table ``staging`` (made by :func:`create_staging_table` for ``id_type`` ids).
+@dataclass(frozen=True)
+class PendingRun:
+    """A run being written, not visible yet.
 
-    Cheap when it is not so: one aggregate query on the run key's rows; the rows themselves are compared
-    (one join in the database) only when the key, the parameters and the row count all agree.
+    Attributes
+    ----------
+    output_table : the labels table (``table`` or ``schema.table``)
+    run : the run's number in the runs table (the rows table's ``run``)
+    target : the table partitions append to (:func:`append_labels`): the rows table, or a staging table
+        when the ids need a cast (:attr:`staged`)
+    id_type : the rows table's ``id`` type
+    created : whether this write created the storage (dropped again if the write fails)
     """
-    table = labels_table_clause(labels_table)
-    stored = (table.c.k, table.c.method, table.c.theta, table.c.ensemble_size, table.c.seed, table.c.source_table)
+
+    output_table: str
+    run: int
+    target: str
+    id_type: sa.types.TypeEngine
+    created: bool
+
+    @property
+    def staged(self) -> bool:
+        """Whether rows go through a staging table (``target``), copied into the rows table by :func:`finish_run`."""
+        return self.target != str(storage_names(self.output_table).rows)
+
+    @property
+    def append_run(self) -> int | None:
+        """The ``run`` to give :func:`append_labels` (None for a staging table, which has no such column)."""
+        return None if self.staged else self.run
+
+
+def _ingestible(id_type: sa.types.TypeEngine) -> bool:
+    """Whether Arrow carries ids of ``id_type`` straight into a column of that type."""
+    return isinstance(id_type, (sa.Integer, sa.Float, sa.String)) and not isinstance(id_type, sa.Enum)
+
+
+def begin_run(engine: sa.Engine, output_table: str, id_type: sa.types.TypeEngine, run: RunMetadata) -> PendingRun:
+    """Make ``output_table``'s storage ready (:func:`~lwec_tasks.io.storage_setup.prepare_storage`: created with
+    ``id_type`` ids, or converted from a wide table) and add ``run`` to its runs table unpublished, in one
+    transaction; for ids that need a cast, also create the staging table. Returns the :class:`PendingRun`."""
+    values = {**run.column_values(), "mlflow_run_id": None, "row_count": 0, "published": False}
+    with database_errors(engine, f"write labels to table {output_table!r}"), engine.begin() as connection:
+        begin_writing(connection, output_table)
+        created = prepare_storage(connection, output_table, id_type)
+        rows = storage_names(output_table).rows
+        stored_type = sa.Table(rows.name, sa.MetaData(), schema=rows.schema, autoload_with=connection).c.id.type
+        number = connection.execute(sa.insert(runs_table(output_table)).values(**values)).inserted_primary_key[0]
+    pending = PendingRun(output_table, int(number), str(rows), stored_type, created)
+    if _ingestible(stored_type):
+        return pending
+    pending = replace(pending, target=staging_table_name(output_table))
+    try:
+        create_staging_table(engine, pending.target, stored_type)
+    except BaseException:
+        discard_run(engine, pending)
+        raise
+    return pending
+
+
+def copy_staged(engine: sa.Engine, pending: PendingRun) -> None:
+    """Copy the staging table's rows into the rows table under the pending run, ids cast to the rows' id type."""
+    rows = rows_table(pending.output_table, pending.id_type)
+    staged = _staging(pending.target, pending.id_type)
+    staged_id = sa.cast(staged.c.id, pending.id_type) if _cast_on_publish(pending.id_type) else staged.c.id
+    statement = sa.insert(rows).from_select(
+        ["run", "id", "label"], sa.select(sa.literal(pending.run, sa.BigInteger), staged_id, staged.c.label))
+    with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
+        connection.execute(statement)
+
+
+def run_unchanged(connection: sa.Connection, pending: PendingRun, run: RunMetadata, n_rows: int) -> bool:
+    """Whether the published run of ``run.run_key`` has ``run``'s parameters (k, method, θ, M, seed, source
+    table) and exactly the pending run's ``n_rows`` (id, label) rows, which must all be appended. One small
+    query on the runs table; the rows are compared (one join in the database) only when the parameters and
+    the row count agree. Changes nothing."""
+    runs = runs_clause(pending.output_table)
+    stored = (runs.c.k, runs.c.method, runs.c.theta, runs.c.ensemble_size, runs.c.seed, runs.c.source_table,
+              runs.c.row_count)
     wanted = (int(run.k), run.method, float(run.theta), int(run.ensemble_size),
-              None if run.seed is None else int(run.seed), run.source_table)
-    statement = sa.select(*stored, sa.func.count()).where(table.c.run_key == run.run_key).group_by(*stored).limit(2)
-    staged = _staging(staging, id_type)
-    staged_id = sa.cast(staged.c.id, id_type) if _cast_on_publish(id_type) else staged.c.id
-    same = (sa.select(sa.func.count()).select_from(table.join(staged, table.c.id == staged_id))
-            .where(table.c.run_key == run.run_key, table.c.label == staged.c.label))
-    with database_errors(engine, f"read table {str(labels_table)!r}"), engine.connect() as connection:
-        if not is_labels_table(connection, labels_table):
-            return False
-        groups = connection.execute(statement).all()
-        if len(groups) != 1 or tuple(groups[0][:-1]) != wanted or groups[0][-1] != n_rows:
-            return False
-        return connection.execute(same).scalar_one() == n_rows
+              None if run.seed is None else int(run.seed), run.source_table, n_rows)
+    earlier = connection.execute(sa.select(runs.c.run, *stored).where(
+        runs.c.run_key == run.run_key, published_runs(runs)).limit(2)).all()
+    if len(earlier) != 1 or tuple(earlier[0][1:]) != wanted:
+        return False
+    old, new = rows_clause(pending.output_table).alias("old"), rows_clause(pending.output_table).alias("new")
+    same = (sa.select(sa.func.count()).select_from(old.join(new, old.c.id == new.c.id))
+            .where(old.c.run == earlier[0].run, new.c.run == pending.run, old.c.label == new.c.label))
+    return connection.execute(same).scalar_one() == n_rows
 
 
-def publish_labels(engine: sa.Engine, output_table: str, staging: str, id_type: sa.types.TypeEngine,
-                   run: RunMetadata, expected_rows: int, keep_runs: int | None = None) -> tuple[int, list[str]]:
-    """Replace the run key's rows of ``output_table`` by the staged labels, in one transaction.
+def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expected_rows: int,
+               keep_runs: int | None = None, skip_unchanged: bool = False) -> tuple[int, list[str]]:
+    """Publish the pending run in one transaction: its row count must equal ``expected_rows`` (else
+    RuntimeError, nothing changes); the earlier run of ``run.run_key`` is deleted (and unpublished runs of
+    that key begun before this one, left by writers that never finished), the run becomes visible
+    stamped ``written_at`` now, and with ``keep_runs`` (default None: keep every run) the runs of
+    ``run.source_table`` beyond the ``keep_runs`` most recent, this one included, are deleted
+    (:func:`lwec_tasks.io.history.prune_runs`).
 
-    Creates the labels table when missing. The staged row count must equal ``expected_rows``, else nothing
-    changes. With ``keep_runs`` (default None: keep every run), the same transaction deletes the runs of
-    ``run.source_table`` beyond the ``keep_runs`` most recent, this one included
-    (:func:`lwec_tasks.io.history.prune_runs`). The staging table is left for the caller to drop.
+    With ``skip_unchanged`` (default False), when the published run of this run key already holds exactly
+    these rows with the same parameters (a rerun), the pending run is dropped instead, nothing else changes
+    but the pruning, and 0 rows are reported.
 
-    Returns (rows published, run keys deleted by the pruning, most recent first).
+    Returns (rows published, run keys deleted by the pruning, most recent first). A staging table
+    (:attr:`PendingRun.staged`) is copied into the rows table first and left for the caller to drop; on
+    failure the caller calls :func:`discard_run`.
     """
     if keep_runs is not None:
         keep_runs = check_keep(keep_runs, "keep_runs")
-    table = label_table_schema(output_table, id_type)
-    staged = _staging(staging, id_type)
-    constants = {name: sa.literal(value, table.c[name].type) for name, value in run.column_values().items()}
-    staged_id = sa.cast(staged.c.id, id_type) if _cast_on_publish(id_type) else staged.c.id
-    names = [c.name for c in table.columns]
-    source_columns = [staged_id if n == "id" else staged.c.label if n == "label" else constants[n] for n in names]
-
-    def insert(connection: sa.Connection) -> int:
-        connection.execute(sa.insert(table).from_select(names, sa.select(*source_columns)))
-        # Counted, not taken from the cursor: drivers report -1 for INSERT … SELECT.
-        inserted = connection.execute(sa.select(sa.func.count()).select_from(table)
-                                      .where(table.c.run_key == run.run_key)).scalar_one()
+    if pending.staged:
+        copy_staged(engine, pending)
+    runs, rows = runs_clause(pending.output_table), rows_clause(pending.output_table)
+    with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
+        begin_writing(connection, pending.output_table)
+        # Counted, not taken from the cursors: drivers report -1 for bulk ingestion and INSERT … SELECT.
+        inserted = connection.execute(sa.select(sa.func.count()).select_from(rows)
+                                      .where(rows.c.run == pending.run)).scalar_one()
         if inserted != expected_rows:
             raise RuntimeError(f"staged {inserted} labels but the run has {expected_rows} rows; nothing "
-                               f"was published to {output_table!r}")
-        return inserted
+                               f"was published to {pending.output_table!r}")
+        # Earlier attempts at this run key that never finished (a killed process) go too.
+        abandoned = connection.execute(sa.select(runs.c.run).where(
+            runs.c.run_key == run.run_key, runs.c.published == sa.false(), runs.c.run < pending.run)).scalars().all()
+        delete_runs(connection, pending.output_table, list(abandoned))
+        if skip_unchanged and run_unchanged(connection, pending, run, inserted):
+            delete_runs(connection, pending.output_table, [pending.run])
+            inserted = 0
+        else:
+            earlier = connection.execute(sa.select(runs.c.run).where(
+                runs.c.run_key == run.run_key, published_runs(runs))).scalars().all()
+            delete_runs(connection, pending.output_table, list(earlier))
+            connection.execute(sa.update(runs).where(runs.c.run == pending.run).values(
+                published=True, row_count=inserted, written_at=run.column_values()["written_at"]))
+        pruned = [] if keep_runs is None else prune_runs(connection, pending.output_table, run.source_table,
+                                                         keep_runs, keep_run_key=run.run_key)
+    return inserted, pruned
 
-    return replace_run_key(engine, table, run.run_key, run.source_table, keep_runs, insert)
+
+def discard_run(engine: sa.Engine, pending: PendingRun) -> None:
+    """Remove the pending run's rows and its runs-table row (and the storage, if this write created it and no
+    run is left); drop its staging table. Best effort: errors are swallowed (the original one is what matters)."""
+    runs, rows = runs_clause(pending.output_table), rows_clause(pending.output_table)
+    try:
+        with engine.begin() as connection:
+            begin_writing(connection, pending.output_table)
+            connection.execute(sa.delete(rows).where(rows.c.run == pending.run))
+            connection.execute(sa.delete(runs).where(runs.c.run == pending.run, runs.c.published == sa.false()))
+            if pending.created and connection.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one() == 0:
+                drop_storage(connection, pending.output_table)
+    except sa.exc.SQLAlchemyError:
+        pass
+    if pending.staged:
+        drop_table_quietly(engine, pending.target)
 
 
 def write_labels(
@@ -219,17 +333,15 @@ def write_labels(
     id_type: sa.types.TypeEngine | None = None,
     keep_runs: int | None = None,
 ) -> int:
-    """Replace the rows of ``rows.run_key`` in ``table_name`` in one transaction.
+    """Replace the run of ``rows.run_key`` in ``table_name`` by these rows; returns the rows written.
 
-    Creates the table when missing. Returns the number of rows written.
+    Creates the storage when missing (converts a wide labels table of an earlier release).
+    ``keep_runs`` (default None: keep every run) prunes in the publishing transaction: only the
+    ``keep_runs`` most recent runs of ``rows.source_table``, this one included, are kept
+    (:func:`lwec_tasks.io.history.prune_runs`); a failed write changes nothing visible.
 
-    ``keep_runs`` (default None: keep every run) prunes the table in the same
-    transaction: only the ``keep_runs`` most recent runs of ``rows.source_table``,
-    this one included, are kept (:func:`lwec_tasks.io.history.prune_runs`); a
-    failed write deletes nothing.
-
-    The rows go through a staging table (ADBC bulk ingestion on PostgreSQL and
-    SQLite files, ``executemany`` elsewhere), dropped again whatever happens.
+    The rows are ingested by ADBC on PostgreSQL and SQLite files (``executemany`` elsewhere) under an
+    unpublished run (:func:`begin_run`, :func:`finish_run`).
     """
     if keep_runs is not None:
         keep_runs = check_keep(keep_runs, "keep_runs")
@@ -237,11 +349,13 @@ def write_labels(
     labels = np.asarray(rows.labels)
     if ids.shape != labels.shape or ids.ndim != 1:
         raise LwecInputError(f"ids {ids.shape} and labels {labels.shape} must be equal-length vectors")
-    id_type = id_key_type(ids, id_type)
-    staging = staging_table_name(table_name)
-    create_staging_table(engine, staging, id_type)
+    pending = begin_run(engine, table_name, id_key_type(ids, id_type), rows)
     try:
-        append_to(engine, staging, ids, labels)
-        return publish_labels(engine, table_name, staging, id_type, rows, len(ids), keep_runs)[0]
-    finally:
-        drop_table_quietly(engine, staging)
+        append_to(engine, pending.target, ids, labels, run=pending.append_run)
+        written = finish_run(engine, pending, rows, len(ids), keep_runs)[0]
+    except BaseException:
+        discard_run(engine, pending)
+        raise
+    if pending.staged:
+        drop_table_quietly(engine, pending.target)
+    return written

@@ -457,9 +457,11 @@ def add_counts(*parts: pd.Series) -> pd.Series:
     return pd.concat(parts).groupby(level=[0, 1]).sum()
 
 
-def write_partition(database_url: str, staging: str, keys: PartitionKeys, labels: np.ndarray) -> int:
-    """Append the partition's (id, label) rows to the staging table in one transaction; returns rows written."""
-    return append_labels(database_url, staging, keys.ids, np.asarray(labels, dtype=np.int64))
+def write_partition(database_url: str, target: str, keys: PartitionKeys, labels: np.ndarray,
+                    run: int | None = None) -> int:
+    """Append the partition's (id, label) rows to a pending run's ``target`` table (with ``run`` in each row,
+    unless None; :func:`lwec_tasks.io.staging.append_labels`) in one transaction; returns rows written."""
+    return append_labels(database_url, target, keys.ids, np.asarray(labels, dtype=np.int64), run)
 
 
 def worker_facts() -> dict:

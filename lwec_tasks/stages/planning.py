@@ -113,14 +113,17 @@ def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
     """The most recent run of ``source_table`` in ``labels_table`` other than ``exclude_run_key`` (recency as
     :func:`lwec_tasks.io.history.runs_by_recency` orders runs), with its distinct labels; None when the table
     does not exist or holds no such run. Two small queries: one row, then one row per cluster."""
-    from lwec_tasks.io.history import is_labels_table, labels_table_clause, runs_by_recency
+    from lwec_tasks.io.catalog import labels_layout
+    from lwec_tasks.io.history import labels_table_clause, runs_by_recency
 
     table = labels_table_clause(labels_table)
     try:
         with engine.connect() as connection:
-            if not is_labels_table(connection, labels_table):
+            layout = labels_layout(connection, labels_table)
+            if layout is None:
                 return None
-            run_key = connection.execute(runs_by_recency(labels_table, source_table, exclude_run_key).limit(1)).scalar()
+            run_key = connection.execute(runs_by_recency(labels_table, source_table, exclude_run_key, layout)
+                                         .limit(1)).scalar()
             if run_key is None:
                 return None
             labels = connection.execute(

@@ -54,9 +54,11 @@ def labels_of(url: str, table: str, run_key: str) -> pd.DataFrame:
 
 
 def table_names(url: str) -> list[str]:
+    """The tables and views of the database's default schema."""
     engine = sa.create_engine(url)
     try:
-        return sa.inspect(engine).get_table_names()
+        inspector = sa.inspect(engine)
+        return inspector.get_table_names() + inspector.get_view_names()
     finally:
         engine.dispose()
 
@@ -76,10 +78,10 @@ class FailingWrites(WorkerPlugin):
         self.original = partitions.write_partition
         original, bad_id = self.original, self.bad_id
 
-        def write_partition(database_url, staging, keys, labels):
+        def write_partition(database_url, target, keys, labels, run=None):
             if bad_id in set(keys.ids.tolist()):
                 raise RuntimeError(f"injected failure writing the partition holding id {bad_id}")
-            return original(database_url, staging, keys, labels)
+            return original(database_url, target, keys, labels, run)
 
         partitions.write_partition = write_partition
 

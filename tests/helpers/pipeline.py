@@ -60,12 +60,16 @@ def write_frame(url: str, table: str, frame: pd.DataFrame, primary_key: str | No
 
 
 def drop_labels_table(connection: sa.Connection, table: str) -> None:
-    """Drop a labels table and its ``<table>_latest`` view (PostgreSQL refuses to drop a table a view uses)."""
-    from lwec_tasks.io import latest_view_name
+    """Drop a labels table's storage (its views and runs and rows tables) or a wide labels table of an earlier
+    release with its ``<table>_latest`` view (PostgreSQL refuses to drop a table a view uses)."""
+    from lwec_tasks.io.catalog import relation_kind
+    from lwec_tasks.io.names import parse_table_name
+    from lwec_tasks.io.storage_setup import drop_storage
 
-    view = connection.dialect.identifier_preparer.quote(latest_view_name(table))
-    connection.exec_driver_sql(f"DROP VIEW IF EXISTS {view}")
-    sa.Table(table, sa.MetaData()).drop(connection, checkfirst=True)
+    drop_storage(connection, table)
+    name = parse_table_name(table)
+    if relation_kind(connection, name) == "table":
+        sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection)
 
 
 def read_labels(url: str, table: str, run_key: str | None = None) -> pd.DataFrame:

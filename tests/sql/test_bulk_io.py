@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 import lwec_tasks.io.run_metadata as run_metadata
 import lwec_tasks.io.sink as sink
-from helpers.pipeline import ingest_only, postgres_url_or_skip, unique
+import lwec_tasks.io.staging as staging
+from helpers.pipeline import drop_labels_table, ingest_only, postgres_url_or_skip, unique
 from lwec_tasks.io import DatabaseRefusedError, DatabaseUnreachableError, LabelRows, describe_source, open_engine
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV, read_fast
 from lwec_tasks.io.source import read_rows, read_rows_portable
@@ -48,7 +49,7 @@ def engine(request, tmp_path):
     yield created
     with created.begin() as connection:
         for name in created_tables(created):
-            sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+            drop_labels_table(connection, name)
     created.dispose()
 
 
@@ -416,7 +417,7 @@ def test_a_failure_after_the_delete_leaves_the_earlier_rows_and_no_staging_table
     def fail(*args, **kwargs):
         raise RuntimeError("injected failure after the DELETE and the INSERT")
 
-    monkeypatch.setattr(sink, "prune_runs", fail)  # runs last in the publishing transaction
+    monkeypatch.setattr(staging, "prune_runs", fail)  # runs last in the publishing transaction
     with pytest.raises(RuntimeError, match="injected"):
         write_labels(engine, out, rows_for("a", np.arange(5000), np.ones(5000, dtype=int)), keep_runs=3)
     assert stored(engine, out) == before
@@ -462,7 +463,7 @@ def test_postgres_existing_labels_tables_with_other_column_types():
     finally:
         with engine.begin() as connection:
             for out in names:
-                sa.Table(out, sa.MetaData()).drop(connection, checkfirst=True)
+                drop_labels_table(connection, out)
         engine.dispose()
 
 
@@ -515,5 +516,5 @@ def test_round_trip_of_random_ids_labels_and_floats(engine, monkeypatch, data, c
         assert stored(engine, out_fast) == stored(engine, out_portable)
     with engine.begin() as connection:
         for table in (name, out_fast, out_portable):
-            sa.Table(table, sa.MetaData()).drop(connection, checkfirst=True)
+            drop_labels_table(connection, table)
     del created_tables(engine)[-3:]

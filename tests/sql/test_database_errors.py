@@ -6,18 +6,15 @@ Real servers and real errors: revoked privileges, read-only transactions, closed
 
 from __future__ import annotations
 
-import socket
-import time
 import urllib.parse
 
 import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import free_port, postgres_url_or_skip, unique
+from helpers.pipeline import drop_labels_table, postgres_url_or_skip, unique
 from lwec_tasks.io import (
     DatabaseRefusedError,
-    DatabaseUnreachableError,
     LabelRows,
     describe_source,
     open_engine,
@@ -25,7 +22,6 @@ from lwec_tasks.io import (
     write_labels,
 )
 from lwec_tasks.io.catalog import count_values
-from lwec_tasks.io.connection import CONNECT_TIMEOUT
 from lwec_tasks.io.errors import database_errors
 
 
@@ -49,7 +45,7 @@ def pg():
     yield url, engine, names
     with engine.begin() as connection:
         for name in names:
-            connection.exec_driver_sql(f'DROP TABLE IF EXISTS "{name}"')
+            drop_labels_table(connection, name)
     engine.dispose()
 
 
@@ -89,11 +85,13 @@ def test_postgres_permission_denied_on_write_is_refused(pg):
     names.append(out)
     write_labels(engine, out, rows_for([1, 2, 3]))
     with engine.begin() as connection:
-        connection.exec_driver_sql(f'REVOKE INSERT ON "{out}" FROM CURRENT_USER')
-    with pytest.raises(DatabaseRefusedError, match=rf"refused to write labels to table '{out}': "
-                                                   rf"permission denied for table {out}$") as error:
+        connection.exec_driver_sql(f'REVOKE INSERT ON "{out}_rows" FROM CURRENT_USER')
+    with pytest.raises(DatabaseRefusedError, match=rf"refused to write labels to table '{out}_rows': "
+                                                   rf"permission denied for table {out}_rows$") as error:
         write_labels(engine, out, rows_for([7, 8, 9], key="b"))
     assert_one_clean_line(str(error.value), "7, 8")
+    with engine.connect() as connection:  # the refused run left nothing behind
+        assert connection.exec_driver_sql(f'select run_key from "{out}_runs"').scalars().all() == ["a"]
 
 
 @pytest.mark.postgres
@@ -117,8 +115,7 @@ def test_postgres_ids_of_another_type_are_refused_without_their_values(pg):
     out = unique("typed_labels")
     names.append(out)
     write_labels(engine, out, rows_for([1, 2]))  # bigint ids
-    with pytest.raises(DatabaseRefusedError, match=r'column "id" is of type bigint but expression is of type') \
-            as error:
+    with pytest.raises(DatabaseRefusedError, match=r"invalid input syntax for type bigint") as error:
         write_labels(engine, out, rows_for(["row-7", "row-8"], key="b"))
     assert_one_clean_line(str(error.value), "row-7")
 
@@ -153,72 +150,3 @@ def test_sqlite_read_only_database_is_refused(tmp_path):
         write_labels(engine, "labels", rows_for([3, 4], key="b"))
     assert_one_clean_line(str(error.value))
     engine.dispose()
-
-
-def test_sqlite_datatype_mismatch_is_refused(tmp_path):
-    path = tmp_path / "mismatch.db"
-    path.touch()
-    engine = open_engine(f"sqlite:///{path}")
-    with engine.begin() as connection:  # a labels table whose id is SQLite's integer rowid
-        connection.exec_driver_sql(
-            "CREATE TABLE labels (id INTEGER PRIMARY KEY, run_key TEXT, label INTEGER, k INTEGER, method TEXT, "
-            "theta REAL, ensemble_size INTEGER, seed INTEGER, source_table TEXT, flow_run_id TEXT, written_at TEXT)")
-    with pytest.raises(DatabaseRefusedError, match="datatype mismatch") as error:
-        write_labels(engine, "labels", rows_for(["row-7", "row-8"]))
-    assert_one_clean_line(str(error.value), "row-7")
-    engine.dispose()
-
-
-# ----------------------------------------------------------------------------- unreachable: retried
-
-
-def test_a_closed_port_is_unreachable_in_one_line():
-    url = f"postgresql+psycopg://lwec:s3cret@127.0.0.1:{free_port()}/lwec"
-    started = time.monotonic()
-    with pytest.raises(DatabaseUnreachableError) as error:
-        describe_source(open_engine(url), "features")
-    assert time.monotonic() - started < 5
-    message = str(error.value)
-    assert message.startswith("cannot reach database postgresql+psycopg://lwec:***@127.0.0.1:")
-    assert "Connection refused" in message and "Is the server running" in message  # psycopg's two lines, joined
-    assert_one_clean_line(message, "s3cret")
-
-
-def test_a_server_that_never_answers_times_out_within_the_connect_timeout():
-    with socket.socket() as silent:  # accepts connections (the kernel's backlog) but never says a word
-        silent.bind(("127.0.0.1", 0))
-        silent.listen(8)
-        port = silent.getsockname()[1]
-        started = time.monotonic()
-        with pytest.raises(DatabaseUnreachableError) as error:
-            describe_source(open_engine(f"postgresql+psycopg://lwec:s3cret@127.0.0.1:{port}/lwec"), "features")
-        seconds = time.monotonic() - started
-    assert CONNECT_TIMEOUT - 1 <= seconds < CONNECT_TIMEOUT + 3
-    assert "timeout" in str(error.value)
-    assert_one_clean_line(str(error.value), "s3cret")
-
-
-def test_three_attempts_fit_in_thirty_seconds():
-    from lwec_tasks.tasks.retry import DB_RETRIES, DB_RETRY_DELAYS
-
-    assert len(DB_RETRY_DELAYS) == DB_RETRIES
-    assert (DB_RETRIES + 1) * CONNECT_TIMEOUT + sum(DB_RETRY_DELAYS) < 30
-
-
-@pytest.mark.postgres
-def test_postgres_a_connection_lost_mid_session_is_unreachable_in_one_line(pg):
-    url, engine, _ = pg
-    killer = sa.create_engine(url)
-    try:
-        with engine.connect() as connection:
-            pid = connection.exec_driver_sql("select pg_backend_pid()").scalar()
-            with killer.begin() as other:
-                other.execute(sa.text("select pg_terminate_backend(:pid)"), {"pid": pid})
-            time.sleep(0.2)
-            with pytest.raises(DatabaseUnreachableError) as error, database_errors(engine, "read table 'x'"):
-                connection.exec_driver_sql("select 1")
-    finally:
-        killer.dispose()
-    message = str(error.value)
-    assert message.startswith("cannot reach database postgresql+psycopg://lwec:***@")
-    assert_one_clean_line(message)

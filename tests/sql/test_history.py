@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import EarlierRun, latest_earlier_run, read_labels, unique
+from helpers.pipeline import EarlierRun, drop_labels_table, latest_earlier_run, read_labels, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import (
     DatabaseRefusedError,
@@ -38,7 +38,7 @@ def tables(engine):
             cursor = connection.connection.cursor()  # no parameters: a "%" in a name stays one "%"
             cursor.execute(unescape_percents(f"DROP VIEW IF EXISTS {quote(name + '_latest')}", engine.dialect))
             cursor.close()
-            sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+            drop_labels_table(connection, name)
 
 
 def rows_for(key, ids, labels, source="features"):
@@ -203,11 +203,11 @@ def test_the_view_holds_each_source_tables_latest_run_and_follows_new_writes(eng
 
 def test_the_view_breaks_written_at_ties_by_the_larger_run_key(engine, tables):
     table = tables()
-    write_runs(engine, table, [("a", "features", [1], [0])])
-    with engine.begin() as connection:  # copy run a as run b with the very same written_at
-        labels = sa.Table(table, sa.MetaData(), autoload_with=connection)
-        row = dict(connection.execute(sa.select(labels)).mappings().one())
-        connection.execute(sa.insert(labels), [{**row, "run_key": "b", "label": 7}])
+    write_runs(engine, table, [("a", "features", [1], [0]), ("b", "features", [1], [7])])
+    with engine.begin() as connection:  # run b stamped with run a's very written_at
+        runs = sa.table(f"{table}_runs", sa.column("run_key"), sa.column("written_at"))
+        stamp = sa.select(runs.c.written_at).where(runs.c.run_key == "a").scalar_subquery()
+        connection.execute(sa.update(runs).where(runs.c.run_key == "b").values(written_at=stamp))
     view = ensure_latest_view(engine, table)
     assert view_rows(engine, view) == [("features", "b", 1, 7)]
     assert latest_earlier_run(engine, table, "features", exclude_run_key="x").run_key == "b"

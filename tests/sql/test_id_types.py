@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import ingest_only, latest_earlier_run, postgres_url_or_skip, unique
+from helpers.pipeline import drop_labels_table, ingest_only, latest_earlier_run, postgres_url_or_skip, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.renumber import align_to_previous
 from lwec_tasks.io import (
@@ -54,7 +54,7 @@ def pg():
     yield engine, created
     with engine.begin() as connection:
         for name in reversed(created):
-            connection.exec_driver_sql(f'DROP TABLE IF EXISTS "{name}"')
+            drop_labels_table(connection, name)
     engine.dispose()
 
 
@@ -174,5 +174,5 @@ def test_a_labels_table_keeps_one_kind_of_id(db_url):
         check_label_table(engine, out, "untyped", id_type=sa.types.NullType())  # no declared type: not compared
     finally:
         with engine.begin() as connection:
-            sa.Table(out, sa.MetaData()).drop(connection, checkfirst=True)
+            drop_labels_table(connection, out)
         engine.dispose()

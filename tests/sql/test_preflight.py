@@ -35,7 +35,7 @@ def tables(db_url):
     with engine.begin() as connection:
         for name in made:
             drop_labels_table(connection, f"{name}_lwec_labels")
-            sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+            drop_labels_table(connection, name)
     engine.dispose()
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import blobs_frame, free_port, read_labels, unique, write_frame
+from helpers.pipeline import blobs_frame, drop_labels_table, free_port, read_labels, unique, write_frame
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import (
     DatabaseRefusedError,
@@ -33,7 +33,7 @@ def features_table(db_url):
     engine = sa.create_engine(db_url)
     with engine.begin() as connection:
         for name in (table, f"{table}_labels"):
-            sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+            drop_labels_table(connection, name)
     engine.dispose()
 
 

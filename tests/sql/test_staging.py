@@ -1,5 +1,5 @@
-"""Id-range reads (``read_rows(where=...)``) and the staging write path (``append_labels`` + ``publish_labels``)
-on real SQLite files and the PostgreSQL test server, for every kind of id."""
+"""Id-range reads (``read_rows(where=...)``) and the write path (``begin_run`` + ``append_labels`` +
+``finish_run``) on real SQLite files and the PostgreSQL test server, for every kind of id."""
 
 from __future__ import annotations
 
@@ -13,15 +13,17 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.pipeline import unique
+from helpers.pipeline import drop_labels_table, unique
 from lwec_tasks.io import LabelRows, describe_source, open_engine, parse_table_name, read_rows
 from lwec_tasks.io.bulk_read import read_fast
+from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.io.source import read_rows_portable
 from lwec_tasks.io.staging import (
     append_labels,
-    create_staging_table,
+    begin_run,
+    discard_run,
     drop_table_quietly,
-    publish_labels,
+    finish_run,
     staging_table_name,
 )
 
@@ -55,8 +57,9 @@ def tables(engine):
     """``tables(prefix)`` → a fresh table name, dropped afterwards."""
     names = []
     yield lambda prefix: names.append(unique(prefix)) or names[-1]
-    for name in names:
-        drop_table_quietly(engine, name)
+    with engine.begin() as connection:
+        for name in names:
+            drop_labels_table(connection, name)
 
 
 def make_source(engine, name, kind, ids) -> None:
@@ -151,6 +154,20 @@ def plain(value):
     return value
 
 
+def write_run(engine, db_url, out, kind, key, parts, expected=None):
+    """One run written as the write stage does: begun, each part appended by a worker, finished."""
+    pending = begin_run(engine, out, ID_TYPES[kind], run_metadata(key))
+    try:
+        written = sum(append_labels(db_url, pending.target, ids, labels, pending.append_run) for ids, labels in parts)
+        return finish_run(engine, pending, run_metadata(key), written if expected is None else expected)
+    except BaseException:
+        discard_run(engine, pending)
+        raise
+    finally:
+        if pending.staged:
+            drop_table_quietly(engine, pending.target)
+
+
 @pytest.mark.parametrize("kind", ["int", "text", "uuid", "numeric", "decimal"])
 @pytest.mark.parametrize("as_numpy", [True, False], ids=["numpy", "objects"])
 def test_append_and_publish_round_trip(db_url, engine, tables, kind, as_numpy):
@@ -159,18 +176,14 @@ def test_append_and_publish_round_trip(db_url, engine, tables, kind, as_numpy):
     ids = id_values(kind)
     labels = [(7 * i) % 5 for i in range(N)]
     out = tables("labels")
-    staging = staging_table_name(out)
     id_array = np.array(ids, dtype=np.int64 if kind == "int" and as_numpy else object)
-    create_staging_table(engine, staging, ID_TYPES[kind])
-    try:
-        # Two workers' partitions, each in its own transaction.
-        assert append_labels(db_url, staging, id_array[:15], np.array(labels[:15])) == 15
-        assert append_labels(db_url, staging, id_array[15:], np.array(labels[15:], dtype=np.int32)) == N - 15
-        assert append_labels(db_url, staging, id_array[:0], np.array([], dtype=np.int64)) == 0
-        assert publish_labels(engine, out, staging, ID_TYPES[kind], run_metadata("r1"), N) == (N, [])
-    finally:
-        drop_table_quietly(engine, staging)
-    assert not sa.inspect(engine).has_table(parse_table_name(staging).name)
+    before = set(sa.inspect(engine).get_table_names())
+    # Two workers' partitions, each in its own transaction, and an empty one.
+    parts = [(id_array[:15], np.array(labels[:15])), (id_array[15:], np.array(labels[15:], dtype=np.int32)),
+             (id_array[:0], np.array([], dtype=np.int64))]
+    assert write_run(engine, db_url, out, kind, "r1", parts) == (N, [])
+    names = storage_names(out)
+    assert set(sa.inspect(engine).get_table_names()) - before == {names.runs.name, names.rows.name}  # no staging left
     stored = {(key, plain(value)): label for (key, value), label in stored_labels(engine, out).items()}
     assert stored == {("r1", as_stored(engine, value)): label for value, label in zip(ids, labels)}
 
@@ -179,20 +192,19 @@ def test_publish_refuses_a_row_count_mismatch_and_leaves_the_table(db_url, engin
     out = tables("labels")
     ids = np.arange(10, dtype=np.int64)
     for key, expected, fails in (("r1", 10, False), ("r1", 11, True), ("r2", 9, True)):
-        staging = staging_table_name(out)
-        create_staging_table(engine, staging, sa.BigInteger())
-        try:
-            append_labels(db_url, staging, ids, ids % 3 if key == "r1" else ids % 2)
-            before = stored_labels(engine, out) if sa.inspect(engine).has_table(out) else None
-            if fails:
-                with pytest.raises(RuntimeError, match=rf"staged 10 labels but the run has {expected} rows"):
-                    publish_labels(engine, out, staging, sa.BigInteger(), run_metadata(key), expected)
-                assert stored_labels(engine, out) == before
-            else:
-                publish_labels(engine, out, staging, sa.BigInteger(), run_metadata(key), expected)
-        finally:
-            drop_table_quietly(engine, staging)
+        before = stored_labels(engine, out) if sa.inspect(engine).has_table(out) else None
+        parts = [(ids, ids % 3 if key == "r1" else ids % 2)]
+        if fails:
+            with pytest.raises(RuntimeError, match=rf"staged 10 labels but the run has {expected} rows"):
+                write_run(engine, db_url, out, "int", key, parts, expected)
+            assert stored_labels(engine, out) == before
+        else:
+            write_run(engine, db_url, out, "int", key, parts, expected)
     assert stored_labels(engine, out) == {("r1", i): i % 3 for i in range(10)}
+    runs = storage_names(out).runs
+    with engine.connect() as connection:  # the failed runs' rows went with them
+        assert connection.execute(sa.text(f"select count(*) from {runs.name}")).scalar_one() == 1
+        assert connection.execute(sa.text(f"select count(*) from {storage_names(out).rows.name}")).scalar_one() == 10
 
 
 def test_append_reports_database_errors_in_one_line_and_writes_nothing(db_url, engine, tables):
@@ -212,20 +224,17 @@ def test_append_reports_database_errors_in_one_line_and_writes_nothing(db_url, e
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("kind", ["int", "uuid"])
-def test_staging_table_lives_in_the_labels_schema(pg_schema, kind):
+def test_storage_and_staging_live_in_the_labels_schema(pg_schema, kind):
     url, schema = pg_schema
     engine = open_engine(url)
     out = f'{schema}."labels.{kind}"'
-    staging = staging_table_name(out)
-    assert parse_table_name(staging).schema == schema
+    assert parse_table_name(staging_table_name(out)).schema == schema
     ids = id_values(kind)
     try:
-        create_staging_table(engine, staging, ID_TYPES[kind])
-        assert sa.inspect(engine).has_table(parse_table_name(staging).name, schema=schema)
-        append_labels(url, staging, np.array(ids, dtype=object), np.arange(N) % 4)
-        publish_labels(engine, out, staging, ID_TYPES[kind], run_metadata("r"), N)
-        drop_table_quietly(engine, staging)
-        assert sa.inspect(engine).get_table_names(schema=schema) == [f"labels.{kind}"]
+        write_run(engine, url, out, kind, "r", [(np.array(ids, dtype=object), np.arange(N) % 4)])
+        assert sorted(sa.inspect(engine).get_table_names(schema=schema)) == [f"labels.{kind}_rows",
+                                                                             f"labels.{kind}_runs"]
+        assert sa.inspect(engine).get_view_names(schema=schema) == [f"labels.{kind}"]
         assert stored_labels(engine, out) == {("r", value): i % 4 for i, value in enumerate(ids)}
     finally:
         engine.dispose()

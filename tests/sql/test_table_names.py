@@ -107,9 +107,11 @@ def test_postgres_schema_qualified_source_labels_view_and_history(pg_schema):
         view = ensure_latest_view(engine, output)
         assert view == f"{schema}.features_lwec_labels_latest"
         inspector = sa.inspect(engine)
-        assert "features_lwec_labels" in inspector.get_table_names(schema=schema)
-        assert "features_lwec_labels_latest" in inspector.get_view_names(schema=schema)
-        assert "features_lwec_labels" not in inspector.get_table_names()  # nothing in the default schema
+        tables = set(inspector.get_table_names(schema=schema))
+        assert {"features_lwec_labels_runs", "features_lwec_labels_rows"} <= tables
+        assert {"features_lwec_labels", "features_lwec_labels_latest"} <= set(inspector.get_view_names(schema=schema))
+        default = set(inspector.get_table_names() + inspector.get_view_names())  # nothing in the default schema
+        assert not default & {"features_lwec_labels", "features_lwec_labels_runs", "features_lwec_labels_rows"}
         with engine.connect() as connection:
             latest = connection.execute(sa.select(sa.table("features_lwec_labels_latest", sa.column("run_key"),
                                                            schema=schema).c.run_key).distinct()).scalars().all()

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import postgres_url_or_skip, unique
+from helpers.pipeline import drop_labels_table, postgres_url_or_skip, unique
 from lwec_tasks.io import LabelRows, id_key_type, open_engine, write_labels
-from lwec_tasks.io.staging import append_to, create_staging_table, drop_table_quietly, staged_run_matches
+from lwec_tasks.io.staging import append_to, begin_run, copy_staged, discard_run, run_unchanged
 
 
 def rows_for(ids, labels, **changes):
@@ -26,19 +26,22 @@ def labels_table(db_url):
     name = unique("unchanged")
     yield engine, name
     with engine.begin() as connection:
-        sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+        drop_labels_table(connection, name)
     engine.dispose()
 
 
 def matches(engine, name, rows):
-    """Stage the rows as a run's write does, then ask whether the labels table already holds them."""
-    staging, id_type = unique("staged"), id_key_type(rows.ids)
-    create_staging_table(engine, staging, id_type)
+    """Append the rows under a pending run as the write stage does, ask whether the labels table already holds
+    them (:func:`run_unchanged`), and discard the pending run."""
+    pending = begin_run(engine, name, id_key_type(rows.ids), rows)
     try:
-        append_to(engine, staging, rows.ids, rows.labels)
-        return staged_run_matches(engine, name, staging, id_type, rows, len(rows.ids))
+        append_to(engine, pending.target, rows.ids, rows.labels, pending.append_run)
+        if pending.staged:
+            copy_staged(engine, pending)
+        with engine.connect() as connection:
+            return run_unchanged(connection, pending, rows, len(rows.ids))
     finally:
-        drop_table_quietly(engine, staging)
+        discard_run(engine, pending)
 
 
 def test_only_exactly_the_stored_run_matches(labels_table):
@@ -47,6 +50,7 @@ def test_only_exactly_the_stored_run_matches(labels_table):
     labels = np.arange(60) % 3
     rows = rows_for(ids, labels)
     assert not matches(engine, name, rows)  # no table yet
+    assert not sa.inspect(engine).has_table(f"{name}_runs")  # and none left behind
     write_labels(engine, name, rows)
     write_labels(engine, name, rows_for(ids, labels, run_key="other"))
     assert matches(engine, name, rows)
@@ -74,5 +78,5 @@ def test_postgres_uuid_and_text_ids_are_compared_exactly():
     finally:
         with engine.begin() as connection:
             for name in names:
-                sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+                drop_labels_table(connection, name)
         engine.dispose()

@@ -1,0 +1,131 @@
+"""How labels are stored: a runs table, a rows table, and the view ``<output_table>`` over the two.
+
+For an output table ``labels`` (or ``schema.labels``) three relations live in its schema:
+
+* ``labels_runs`` — one row per run: ``run`` (integer key), ``run_key``, ``source_table``, ``method``,
+  ``k``, ``theta``, ``ensemble_size``, ``seed``, ``flow_run_id``, ``mlflow_run_id``, ``written_at``,
+  ``row_count`` and ``published`` (False while the run's rows are being written; such runs are invisible);
+* ``labels_rows`` — ``(run, id, label)``, primary key ``(run, id)``; ``id`` keeps the source id's SQL type;
+* ``labels`` — a view with the columns of :data:`~lwec_tasks.io.catalog.LABEL_TABLE_COLUMNS`, in that
+  order, over the published runs: the one wide table of earlier releases, as queries see it.
+
+``labels_latest`` (:mod:`lwec_tasks.io.history`) shows each source table's latest run the same way.
+SQLAlchemy only, so the preflight checks can use it; names are table objects quoted by the dialect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.identifiers import MAX_IDENTIFIER_BYTES
+from lwec_tasks.io.names import TableName, parse_table_name
+
+#: Suffixes of the two tables beside the output table's name.
+RUNS_SUFFIX, ROWS_SUFFIX = "_runs", "_rows"
+
+#: Columns of the runs table describing a run (besides ``run`` and ``published``), in order.
+RUN_COLUMNS = ("run_key", "source_table", "method", "k", "theta", "ensemble_size", "seed", "flow_run_id",
+               "mlflow_run_id", "written_at", "row_count")
+
+#: The view's columns, in order: those of the wide labels table of earlier releases.
+VIEW_COLUMNS = ("run_key", "id", "label", "k", "method", "theta", "ensemble_size", "seed",
+                "source_table", "flow_run_id", "written_at")
+
+
+@dataclass(frozen=True)
+class StorageNames:
+    """The relations behind an output table: ``view`` (the name the user gives), ``runs`` and ``rows``."""
+
+    view: TableName
+    runs: TableName
+    rows: TableName
+
+
+def storage_names(output_table: str | TableName) -> StorageNames:
+    """The names of ``output_table``'s view and tables (same schema), each checked to fit PostgreSQL's 63-byte
+    identifiers (longer names would be cut there silently): :class:`LwecInputError` naming the name if not."""
+    view = parse_table_name(output_table, "output_table")
+    names = []
+    for suffix in (RUNS_SUFFIX, ROWS_SUFFIX):
+        name = view.with_name(f"{view.name}{suffix}")
+        size = len(name.name.encode("utf-8"))
+        if size > MAX_IDENTIFIER_BYTES:
+            raise LwecInputError(
+                f"table name {name.name!r} (output_table={str(view)!r} + {suffix!r}) is {size} bytes; identifiers "
+                f"are at most {MAX_IDENTIFIER_BYTES} bytes: use an output table name of at most "
+                f"{MAX_IDENTIFIER_BYTES - len(suffix)} bytes"
+            )
+        names.append(name)
+    return StorageNames(view, *names)
+
+
+def runs_table(output_table: str | TableName, metadata: sa.MetaData | None = None) -> sa.Table:
+    """The runs table of ``output_table`` (``run`` is assigned by the database and never reused)."""
+    name = storage_names(output_table).runs
+    return sa.Table(
+        name.name,
+        metadata if metadata is not None else sa.MetaData(),
+        sa.Column("run", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("run_key", sa.String(64), nullable=False),
+        sa.Column("source_table", sa.String(255), nullable=False),
+        sa.Column("method", sa.String(16), nullable=False),
+        sa.Column("k", sa.Integer, nullable=False),
+        sa.Column("theta", sa.Float, nullable=False),
+        sa.Column("ensemble_size", sa.Integer, nullable=False),
+        sa.Column("seed", sa.BigInteger, nullable=True),
+        sa.Column("flow_run_id", sa.String(64), nullable=True),
+        sa.Column("mlflow_run_id", sa.String(64), nullable=True),
+        sa.Column("written_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("row_count", sa.BigInteger, nullable=False),
+        sa.Column("published", sa.Boolean, nullable=False),
+        sa.Index(f"{name.name}_by_key", "run_key"),
+        schema=name.schema,
+        sqlite_autoincrement=True,
+    )
+
+
+def rows_table(output_table: str | TableName, id_type: sa.types.TypeEngine,
+               metadata: sa.MetaData | None = None) -> sa.Table:
+    """The rows table of ``output_table``: ``(run, id, label)`` keyed by ``(run, id)``; ``id_type`` mirrors the
+    source's id column."""
+    name = storage_names(output_table).rows
+    return sa.Table(
+        name.name,
+        metadata if metadata is not None else sa.MetaData(),
+        sa.Column("run", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("id", id_type, primary_key=True, autoincrement=False),
+        sa.Column("label", sa.Integer, nullable=False),
+        schema=name.schema,
+    )
+
+
+def runs_clause(output_table: str | TableName) -> sa.TableClause:
+    """A lightweight clause of the runs table, for statements that need no types or DDL."""
+    name = storage_names(output_table).runs
+    return sa.table(name.name, sa.column("run"), sa.column("published"),
+                    *(sa.column(column) for column in RUN_COLUMNS), schema=name.schema)
+
+
+def rows_clause(output_table: str | TableName) -> sa.TableClause:
+    """A lightweight clause of the rows table."""
+    name = storage_names(output_table).rows
+    return sa.table(name.name, sa.column("run"), sa.column("id"), sa.column("label"), schema=name.schema)
+
+
+def published_runs(runs) -> sa.ColumnElement:
+    """The condition selecting published runs (no bound parameter, so it may stand in a view)."""
+    return runs.c.published == sa.true()
+
+
+def labels_query(runs: sa.TableClause, rows: sa.TableClause, *conditions: sa.ColumnElement) -> sa.Select:
+    """The rows of the published runs with the columns of :data:`VIEW_COLUMNS`, in order (the view's query).
+
+    ``runs`` and ``rows`` are the clauses of :func:`runs_clause` and :func:`rows_clause` (or aliases of them);
+    ``conditions`` on them narrow the result down further.
+    """
+    columns = [rows.c[name] if name in ("id", "label") else runs.c[name] for name in VIEW_COLUMNS]
+    return (sa.select(*columns).select_from(rows.join(runs, rows.c.run == runs.c.run))
+            .where(published_runs(runs), *conditions))

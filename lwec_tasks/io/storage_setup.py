@@ -1,0 +1,114 @@
+"""Making the labels storage of an output table: created on the first write, converted from a wide table.
+
+:func:`prepare_storage` runs inside the writer's transaction: it creates the
+runs and rows tables and the view ``<output_table>``
+(:mod:`lwec_tasks.io.label_storage`) when nothing is there, and converts a wide
+labels table of an earlier release (:func:`migrate_wide_table`) — every row
+kept — so both happen entirely or not at all. SQLite runs DDL inside
+transactions only when one is open; :func:`begin_writing` opens it.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
+from lwec_tasks.io.history import create_latest_view, create_view_sql, drop_view_sql, execute_without_parameters
+from lwec_tasks.io.identifiers import latest_view_of
+from lwec_tasks.io.label_storage import (
+    labels_query,
+    rows_clause,
+    rows_table,
+    runs_clause,
+    runs_table,
+    storage_names,
+)
+
+
+def begin_writing(connection: sa.Connection, output_table: str) -> None:
+    """Start the connection's transaction as one that writes ``output_table``'s storage; call it first.
+
+    SQLite: ``BEGIN IMMEDIATE`` (Python's sqlite3 opens no transaction before DDL, which would then commit at
+    once; IMMEDIATE takes the write lock now, waiting as long as the connection's timeout). PostgreSQL: a
+    transaction-level advisory lock on the output table's name, so writers of one table publish in turn.
+    """
+    dialect = connection.dialect.name
+    if dialect == "sqlite":
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+    elif dialect == "postgresql":
+        name = str(storage_names(output_table).view)
+        connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(name))))
+
+
+def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> bool:
+    """Make ``output_table``'s storage ready for a write, in the caller's transaction; whether it was created.
+
+    Nothing there: the runs table, the rows table (``id`` of ``id_type``) and the view are created. A wide table
+    of an earlier release: converted by :func:`migrate_wide_table`. Narrow storage whose view is missing: the
+    view is made again. Names held by something else: :class:`LwecInputError`
+    (:func:`~lwec_tasks.io.catalog.labels_layout`).
+    """
+    layout = labels_layout(connection, output_table)
+    if layout == WIDE:
+        migrate_wide_table(connection, output_table)
+    elif layout is None:
+        runs_table(output_table).create(connection)
+        rows_table(output_table, id_type).create(connection)
+    if layout != NARROW or relation_kind(connection, storage_names(output_table).view) is None:
+        create_labels_view(connection, output_table)
+    return layout is None
+
+
+def create_labels_view(connection: sa.Connection, output_table: str) -> None:
+    """Create the view ``<output_table>`` over the runs and rows tables (:func:`labels_query`)."""
+    query = labels_query(runs_clause(output_table), rows_clause(output_table))
+    execute_without_parameters(connection, create_view_sql(connection.dialect, storage_names(output_table).view,
+                                                           query))
+
+
+def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
+    """Convert the wide labels table ``output_table`` to the runs and rows tables behind a view of the same
+    name, in the caller's transaction; returns the rows moved.
+
+    One run per run key and parameters (k, method, θ, M, seed, source table, flow run), stamped with the
+    latest ``written_at`` of its rows; the rows keep their ids (the rows table's ``id`` takes the wide
+    table's ``id`` type) and labels. The ``<output_table>_latest`` view is dropped first and made again
+    over the new tables. If the rows moved do not add up to the wide table's, RuntimeError (and the
+    caller's transaction rolls back).
+    """
+    names = storage_names(output_table)
+    wide = sa.Table(names.view.name, sa.MetaData(), schema=names.view.schema, autoload_with=connection)
+    latest = latest_view_of(names.view)
+    if relation_kind(connection, latest) == "view":
+        execute_without_parameters(connection, drop_view_sql(connection.dialect, latest))
+    runs, rows = runs_table(output_table), rows_table(output_table, wide.c.id.type)
+    runs.create(connection)
+    rows.create(connection)
+    keys = ("run_key", "source_table", "method", "k", "theta", "ensemble_size", "seed", "flow_run_id")
+    grouped = [wide.c[name] for name in keys]
+    connection.execute(sa.insert(runs).from_select(
+        [*keys, "written_at", "row_count", "published"],
+        sa.select(*grouped, sa.func.max(wide.c.written_at), sa.func.count(), sa.true()).group_by(*grouped)))
+    same_run = sa.and_(*(wide.c[name].is_not_distinct_from(runs.c[name]) for name in keys))
+    connection.execute(sa.insert(rows).from_select(
+        ["run", "id", "label"], sa.select(runs.c.run, wide.c.id, wide.c.label).select_from(wide.join(runs, same_run))))
+    moved = connection.execute(sa.select(sa.func.count()).select_from(rows)).scalar_one()
+    before = connection.execute(sa.select(sa.func.count()).select_from(wide)).scalar_one()
+    if moved != before:
+        raise RuntimeError(f"converting labels table {str(names.view)!r} moved {moved} of its {before} rows; "
+                           "nothing was changed")
+    wide.drop(connection)
+    create_labels_view(connection, output_table)
+    create_latest_view(connection, output_table)
+    return moved
+
+
+def drop_storage(connection: sa.Connection, output_table: str) -> None:
+    """Drop ``output_table``'s views (``<output_table>_latest`` and ``<output_table>``) and its runs and rows
+    tables, whichever exist, in the caller's transaction."""
+    names = storage_names(output_table)
+    for view in (latest_view_of(names.view), names.view):
+        if relation_kind(connection, view) == "view":
+            execute_without_parameters(connection, drop_view_sql(connection.dialect, view))
+    for name in (names.rows, names.runs):
+        sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)
