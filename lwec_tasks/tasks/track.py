@@ -130,11 +130,29 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         with active_run_in(tracking_uri, run_id):
             uri = log_placement_model(facts.placement, facts.input_example(), request.register_model)
         writer.finish(run_id)
+    _record_in_labels_table(request, run_id)
     get_run_logger().info("Logged MLflow run %s in experiment %r at %s (%d params, %d metrics, %d figures; "
                           "labelling model %s)", run_id, request.experiment, mask_uri(tracking_uri), len(params),
                           len(metrics), len(figures), uri)
     return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": uri,
             "figures": figure_uris(tracking_uri, run_id, figures)}
+
+
+def _record_in_labels_table(request: ConsensusRequest, run_id: str) -> None:
+    """Note the MLflow run in the labels table's runs table (``mlflow_run_id``); a failure is logged, not
+    raised: the labels and the MLflow run both exist, only the link between them is missing."""
+    from lwec_tasks.core.errors import LwecInputError
+    from lwec_tasks.io import open_engine, record_mlflow_run
+    from lwec_tasks.io.errors import DatabaseUnreachableError
+
+    engine = open_engine(request.database_url)
+    try:
+        record_mlflow_run(engine, request.resolved_output_table, request.run_key, run_id)
+    except (LwecInputError, DatabaseUnreachableError) as error:
+        get_run_logger().warning("MLflow run %s not recorded in table %r: %s", run_id,
+                                 request.resolved_output_table, error)
+    finally:
+        engine.dispose()
 
 
 def figure_uris(tracking_uri: str, run_id: str, figures: dict) -> dict[str, str]:

@@ -65,6 +65,19 @@ def run_keys(url: str, labels_table: str, source_table: str) -> set[str]:
         engine.dispose()
 
 
+def mlflow_run_of(url: str, labels_table: str, run_key: str) -> str | None:
+    """The ``mlflow_run_id`` the runs table holds for ``run_key``."""
+    from lwec_tasks.io.label_storage import runs_clause
+
+    runs = runs_clause(labels_table)
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(sa.select(runs.c.mlflow_run_id).where(runs.c.run_key == run_key)).scalar_one()
+    finally:
+        engine.dispose()
+
+
 def latest_view_rows(url: str, labels_table: str) -> list:
     view = sa.table(f"{labels_table}_latest", sa.column("run_key"), sa.column("source_table"))
     engine = sa.create_engine(url)
@@ -100,8 +113,9 @@ def test_runs_prune_earlier_runs_and_keep_a_latest_view(prefect_server, mlflow_s
     assert len(rows) == ROWS + 400
     assert {tuple(row) for row in rows} == {(table, "third"), (other, "other")}
 
-    consensus_flow(**parameters, run_name="fourth", keep_runs=None)  # keep every run
+    fourth = consensus_flow(**parameters, run_name="fourth", keep_runs=None)  # keep every run
     assert run_keys(url, output, table) == {"second", "third", "fourth"}
+    assert mlflow_run_of(url, output, "fourth") == fourth["mlflow_run_id"]  # the runs table links to MLflow
     assert {tuple(row) for row in latest_view_rows(url, output)} == {(table, "fourth"), (other, "other")}
     assert len(labels_of(url, output, "fourth")) == ROWS
 
