@@ -85,7 +85,7 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     asked whether they answer. A temporary Prefect server started for the flow is stopped when it is done.
     """
     apply_prefect_defaults()  # before the imports below, which import Prefect
-    from lwec_tasks.cli.services import check_dask_scheduler
+    from lwec_tasks.cli.services import check_dask_scheduler, check_tracking_store
     from lwec_tasks.request import ConsensusRequest
 
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
@@ -98,7 +98,9 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
 
         return consensus_flow
 
-    services = [lambda: check_dask_scheduler(request.dask_address)] if request.dask_address else []
+    services = [lambda: check_tracking_store(request.tracking_uri)]
+    if request.dask_address:
+        services.append(lambda: check_dask_scheduler(request.dask_address))
     return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,
                             check_services=services)
 

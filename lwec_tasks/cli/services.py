@@ -3,7 +3,8 @@
 A Prefect API that does not answer, or a Dask scheduler that does not, is
 reported within seconds as a :class:`ConnectionError` whose one-line message
 names the service and its address (credentials masked), instead of after the
-flow engine's own retries.
+flow engine's own retries. An MLflow file store that the installed MLflow
+refuses is reported before anything runs, not after the labels are written.
 """
 
 from __future__ import annotations
@@ -47,3 +48,28 @@ def check_dask_scheduler(address: str, timeout: float = CHECK_TIMEOUT_SECONDS) -
     from lwec_tasks.executors.dask import check_scheduler
 
     check_scheduler(address, timeout)
+
+
+def check_tracking_store(tracking_uri: str | None) -> None:
+    """Raise :class:`~lwec_tasks.core.errors.LwecInputError` naming ``tracking_uri`` when it is a local
+    directory (an MLflow file store) that the installed MLflow refuses to open (MLflow 3.17 and later, unless
+    ``MLFLOW_ALLOW_FILE_STORE=true``). Other stores are not contacted here. Imports MLflow only for a file store.
+    """
+    from urllib.parse import urlsplit
+
+    from lwec_tasks.core.errors import LwecInputError
+    from lwec_tasks.tracking.store import resolve_tracking_uri
+
+    uri = resolve_tracking_uri(tracking_uri)
+    if urlsplit(uri).scheme not in ("", "file"):
+        return
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    try:
+        MlflowClient(uri)
+    except MlflowException as error:
+        reason = " ".join(str(error).split(". ")[0].split())
+        raise LwecInputError(
+            f"tracking_uri={uri!r} is an MLflow file store, which MLflow refuses: {reason}; use a database store "
+            "such as sqlite:///mlflow.db (the default), or set MLFLOW_ALLOW_FILE_STORE=true") from None

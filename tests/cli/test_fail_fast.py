@@ -157,3 +157,21 @@ def test_a_failure_inside_the_flow_is_the_last_line_after_prefect_stops(tmp_path
     host, port = address.removeprefix("http://").split(":")
     with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=2):
         pass
+
+
+def test_an_mlflow_file_store_the_installed_mlflow_refuses_is_reported_before_prefect_starts(blobs, tmp_path):
+    """A directory as tracking URI: recent MLflow releases refuse to open it, which would otherwise surface only
+    after the labels were written."""
+    store = tmp_path / "mlruns"
+    environment = {k: v for k, v in os.environ.items() if k != "MLFLOW_ALLOW_FILE_STORE"}
+    probe = subprocess.run([sys.executable, "-c", f"from mlflow import MlflowClient; MlflowClient({str(store)!r})"],
+                           capture_output=True, text=True, env=environment, timeout=120)
+    if probe.returncode == 0:
+        pytest.skip("the installed MLflow opens file stores")
+    code, out, err, seconds = lwec(tmp_path, "run", "--database-url", blobs, "--table", "blobs", "-k", "3",
+                                   "--tracking-uri", str(store), MLFLOW_ALLOW_FILE_STORE="false")
+    assert code == 2, err[-2000:]
+    assert last_line(err).startswith("lwec run: error: ") and f"tracking_uri='{store}'" in last_line(err)
+    assert "sqlite:///" in last_line(err) and "Traceback" not in err
+    assert "prefect imported: False" in out
+    assert not table_exists(blobs, "blobs_lwec_labels")
