@@ -5,7 +5,7 @@
 
 **The table** ``blobs_<N>``: ``make_blobs(n_samples=N, n_features=16, centers=20, cluster_std=6,
 random_state=1)`` as ``id`` bigint primary key, ``f0``..``f15`` double precision and the true label
-``target`` (the table of ``benchmarks/executors.py``, built by its helper: one binary ``COPY`` on
+``target`` (the table of ``benchmarks/executors.py``, built by its ``ensure_blobs_table``: one binary ``COPY`` on
 PostgreSQL, 500,000 rows at a time). It is reused when it holds N rows and the marker row in
 ``lwec_bench_tables`` records the same spec; otherwise it is (re)built and marked.
 
