@@ -3,7 +3,7 @@
 ``python -m benchmarks.io_bench [--rows 1000000] [--features 16] [--postgres-url URL]``
 
 Times reading a feature table (integer id + float features, in id order) with
-``read_rows`` (ADBC) and ``read_rows_portable`` (``pandas.read_sql``
+``read_rows`` (ADBC) and with ``LWEC_SQL_FAST_PATH=0`` (``pandas.read_sql``
 in chunks), and writing that many labels with ``write_labels`` (ADBC
 ingestion into the staging table) and with ``LWEC_SQL_FAST_PATH=0`` (``executemany``), on PostgreSQL (from
 ``--postgres-url``, else ``$LWEC_TEST_POSTGRES_URL``; skipped without one) and
@@ -148,7 +148,7 @@ def run_case(url: str, operation: str, path: str, repeats: int) -> dict:
     import sqlalchemy as sa
 
     from lwec_tasks.io import LabelRows, describe_source
-    from lwec_tasks.io.source import read_rows, read_rows_portable
+    from lwec_tasks.io.source import read_rows
     from lwec_tasks.io.staging import write_labels
 
     engine = sa.create_engine(url)
@@ -157,7 +157,9 @@ def run_case(url: str, operation: str, path: str, repeats: int) -> dict:
     times, info, extra, peaks = [], {}, [], []
     for _ in range(repeats):
         if operation == "read":
-            read = read_rows if path == "fast" else read_rows_portable
+            if path != "fast":
+                os.environ["LWEC_SQL_FAST_PATH"] = "0"  # pandas.read_sql in chunks
+            read = read_rows
             baseline = _start_measuring()
             started = time.perf_counter()
             frame = read(engine, source, columns, order_by="id")

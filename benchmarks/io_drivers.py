@@ -73,7 +73,8 @@ def main(argv=None) -> None:
         sys.exit("give --postgres-url or set LWEC_TEST_POSTGRES_URL")
 
     from lwec_tasks.io import LabelRows, describe_source, open_engine, read_rows, write_labels
-    from lwec_tasks.io.sink import label_table_schema, replace_run_key
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from helpers.wide_labels import label_table_schema, replace_run_key  # the write of earlier releases
     from lwec_tasks.io.staging import append_to, create_staging_table, drop_table_quietly
     from lwec_tasks.io.storage_setup import drop_storage
 

@@ -33,8 +33,8 @@ _EXPORTS = {
     "SourceTable": "catalog",
     "check_label_table": "catalog",
     "describe_source": "catalog",
-    "LabelRows": "sink",
-    "id_key_type": "sink",
+    "LabelRows": "run_metadata",
+    "id_key_type": "staging",
     "write_labels": "staging",
     "read_rows": "source",
 }

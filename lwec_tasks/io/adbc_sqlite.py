@@ -4,7 +4,7 @@ The SQLite fast paths read query results as Arrow columns and bind Arrow
 columns as statement parameters, so rows never become Python objects. They
 need the ``adbc-driver-sqlite`` and ``pyarrow`` packages and a file database
 (an in-memory database is private to its own connection); without them
-:func:`sqlite_uri` returns None and the callers use the portable path.
+the callers use the portable path (:func:`lwec_tasks.io.bulk_read.adbc_connector`).
 """
 
 from __future__ import annotations
@@ -25,15 +25,6 @@ _PYSQLITE_OPTIONS = frozenset({"uri", "timeout", "isolation_level", "detect_type
 
 #: Rows per Arrow batch of a query (the driver infers each column's type from the first batch).
 QUERY_BATCH_ROWS = 65_536
-
-
-def available() -> bool:
-    try:
-        import adbc_driver_sqlite.dbapi  # noqa: F401
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def sqlite_uri(engine: sa.Engine, *, read_only: bool) -> str | None:

@@ -7,7 +7,7 @@
 * **SQLite files**: ``adbc-driver-sqlite`` (:mod:`lwec_tasks.io.adbc_sqlite`).
 
 Both return exactly what the portable path (``pandas.read_sql`` in chunks,
-:func:`lwec_tasks.io.source.read_rows_portable`) returns — the same values,
+:func:`lwec_tasks.io.source.read_rows` with ``LWEC_SQL_FAST_PATH=0``) returns — the same values,
 dtypes and row order — or None when they cannot promise that, and the caller
 then reads the portable way: column types they do not handle (booleans,
 dates, ...), an empty result, a driver error other than a lost connection, or
@@ -25,11 +25,13 @@ back as :class:`uuid.UUID` objects, as the portable path returns them.
 from __future__ import annotations
 
 import decimal
+import functools
 import logging
 import os
 import re
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -75,7 +77,7 @@ def read_fast(
         if plan is None:
             return None
         expressions, uuids = plan
-        arrow = _read_postgres(engine, literal_sql(_select(table, expressions, order_by, where), dialect))
+        arrow = _read_postgres(engine, literal_sql(select_rows(table, expressions, order_by, where), dialect))
     elif dialect.name == "sqlite" and dialect.driver == "pysqlite" and not exact:
         uuids, arrow = (), _read_sqlite(engine, table, columns, order_by, where)
     else:
@@ -115,7 +117,8 @@ def exact_values(values: pd.Series) -> pd.Series:
     return pd.Series(converted, index=values.index, name=values.name, dtype=object)
 
 
-def _select(table: sa.Table, expressions, order_by: Sequence[str], where=()) -> sa.Select:
+def select_rows(table: sa.Table, expressions, order_by: Sequence[str], where=()) -> sa.Select:
+    """``SELECT expressions FROM table WHERE where ORDER BY order_by`` (column names of ``table``)."""
     return sa.select(*expressions).where(*where).order_by(*(table.c[name] for name in order_by))
 
 
@@ -164,6 +167,30 @@ def _frame(arrow, columns: Sequence[str], uuids: Collection[str], chunk_size: in
     return pd.DataFrame(data, copy=False)
 
 
+def adbc_connector(engine: sa.Engine, *, read_only: bool) -> Callable[[], Any] | None:
+    """A function opening an ADBC DB-API connection (a context manager; not autocommit) to the engine's database.
+
+    PostgreSQL through psycopg URLs (``adbc-driver-postgresql`` on :func:`postgres_uri`) and SQLite files
+    (:mod:`lwec_tasks.io.adbc_sqlite`; ``read_only`` opens them ``mode=ro``) only; None for other databases, an
+    in-memory SQLite database, or when the driver or pyarrow is not installed.
+    """
+    postgres = engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
+    uri = postgres_uri(engine.url) if postgres else adbc_sqlite.sqlite_uri(engine, read_only=read_only)
+    if uri is None:
+        return None
+    try:
+        import pyarrow  # noqa: F401
+
+        if postgres:
+            import adbc_driver_postgresql.dbapi
+
+            return functools.partial(adbc_driver_postgresql.dbapi.connect, uri)
+        import adbc_driver_sqlite.dbapi  # noqa: F401
+    except ImportError:
+        return None
+    return functools.partial(adbc_sqlite.connect, uri, adbc_sqlite.busy_timeout_ms(engine))
+
+
 # ----------------------------------------------------------------------------- PostgreSQL
 
 
@@ -205,14 +232,13 @@ def _postgres_columns(table: sa.Table, columns: Sequence[str], exact: Collection
 def _read_postgres(engine: sa.Engine, sql: str):
     """The Arrow table of ``sql``; None on a data error (SQLSTATE class 22) or an error of the driver itself (the
     portable path decides); the server's other refusals and lost connections are raised."""
-    try:
-        import adbc_driver_manager
-        import adbc_driver_postgresql.dbapi
-    except ImportError:
+    connect = adbc_connector(engine, read_only=True)
+    if connect is None:
         return None
+    import adbc_driver_manager
+
     try:
-        with adbc_driver_postgresql.dbapi.connect(postgres_uri(engine.url)) as connection, \
-                connection.cursor() as cursor:
+        with connect() as connection, connection.cursor() as cursor:
             cursor.execute(sql)
             return cursor.fetch_arrow_table()
     except adbc_driver_manager.Error as error:
@@ -236,20 +262,20 @@ def _passes_values_through(column: sa.Column, dialect) -> bool:
 
 
 def _read_sqlite(engine, table, columns, order_by, where):
-    uri = adbc_sqlite.sqlite_uri(engine, read_only=True) if adbc_sqlite.available() else None
+    connect = adbc_connector(engine, read_only=True)
     dialect = engine.dialect
     # Booleans, decimals, dates, ... are converted by SQLAlchemy on the portable path.
-    if uri is None or not all(_passes_values_through(table.c[name], dialect) for name in columns):
+    if connect is None or not all(_passes_values_through(table.c[name], dialect) for name in columns):
         return None
     import adbc_driver_manager
     import pyarrow as pa
 
     try:
         # One read transaction: the rows and the check see one snapshot.
-        with adbc_sqlite.connect(uri, adbc_sqlite.busy_timeout_ms(engine)) as connection:
+        with connect() as connection:
             with connection.cursor() as cursor:
                 adbc_sqlite.set_batch_rows(cursor)
-                cursor.execute(literal_sql(_select(table, [table.c[name] for name in columns], order_by, where),
+                cursor.execute(literal_sql(select_rows(table, [table.c[name] for name in columns], order_by, where),
                                            dialect))
                 arrow = cursor.fetch_arrow_table()
             text = [name for name, kind in zip(columns, arrow.schema.types)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.columns import require_columns
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.identifiers import LATEST_VIEW_SUFFIX, check_new_table_name, name_list
 from lwec_tasks.io.label_storage import ROWS_SUFFIX, RUN_COLUMNS, RUNS_SUFFIX, VIEW_COLUMNS, storage_names
@@ -74,12 +75,7 @@ class SourceTable:
 
     def check_columns(self, names: Sequence[str], parameter: str) -> None:
         """Raise :class:`LwecInputError` naming every entry of ``names`` not in the table."""
-        missing = [name for name in names if name not in self.columns]
-        if missing:
-            raise LwecInputError(
-                f"{parameter}: column(s) {missing} not found in table {self.name!r}; "
-                f"its columns are {name_list(self.columns)}"
-            )
+        require_columns(self.columns, names, parameter, self.name)
 
 
 def describe_source(engine: sa.Engine, table: str | TableName) -> SourceTable:

@@ -98,7 +98,7 @@ def resolve_id_column(columns: Sequence[str], primary_key: Sequence[str], id_col
                       table: str = "the table") -> str | None:
     """``id_column`` (checked to exist), else the single-column primary key, else a column named ``id``, else None."""
     if id_column is not None:
-        _require(columns, [id_column], "id_column", table)
+        require_columns(columns, [id_column], "id_column", table)
         return id_column
     if len(primary_key) == 1:
         return primary_key[0]
@@ -138,7 +138,7 @@ def plan_columns(
     kinds = kinds or {}
     id_column = resolve_id_column(columns, primary_key, id_column, table)
     if label_column is not None:
-        _require(columns, [label_column], "label_column", table)
+        require_columns(columns, [label_column], "label_column", table)
         if label_column == id_column:
             raise LwecInputError(f"label_column and id_column are both {label_column!r}")
     roles = {id_column, label_column} - {None}
@@ -156,7 +156,7 @@ def plan_columns(
         chosen = list(feature_columns)
         if not chosen:
             raise LwecInputError("feature_columns is empty; name at least one column or leave it unset")
-        _require(columns, chosen, "feature_columns", table)
+        require_columns(columns, chosen, "feature_columns", table)
         duplicated = sorted({name for name in chosen if chosen.count(name) > 1})
         if duplicated:
             raise LwecInputError(f"feature_columns lists {duplicated} more than once")
@@ -195,7 +195,8 @@ def _all_null_message(table: str, chosen: Sequence[str], empty: Sequence[str]) -
     return f"feature {these} NULL in every row of table {table!r}; {advice}"
 
 
-def _require(columns: Sequence[str], names: Sequence[str], parameter: str, table: str) -> None:
+def require_columns(columns: Sequence[str], names: Sequence[str], parameter: str, table: str) -> None:
+    """:class:`LwecInputError` naming the ``names`` not among the ``columns`` of ``table`` (given as ``parameter``)."""
     missing = [name for name in names if name not in columns]
     if missing:
         raise LwecInputError(

@@ -13,18 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.errors import DatabaseRefusedError, DatabaseUnreachableError, database_error  # noqa: F401
-from lwec_tasks.masking import (  # noqa: F401 - re-exported for callers of this module
-    MASK,
-    SECRET_QUERY_KEYS,
-    mask_query_value,
-    mask_url,
-    url_has_credentials,
-)
-
-#: SQLAlchemy errors that may mean the database did not answer; :func:`~lwec_tasks.io.errors.is_connection_failure`
-#: tells which do (a permission error is an ``OperationalError`` on some drivers too).
-UNREACHABLE_ERRORS = (sa.exc.OperationalError, sa.exc.InterfaceError)
+from lwec_tasks.io.errors import DatabaseUnreachableError  # noqa: F401 - re-exported for callers of this module
+from lwec_tasks.masking import mask_url, url_has_credentials  # noqa: F401 - re-exported for callers of this module
 
 #: Seconds each connection attempt to a server may take: three attempts (the first and
 #: :data:`~lwec_tasks.tasks.retry.DB_RETRIES` retries) plus the waits between them stay under 30 s.
@@ -33,18 +23,9 @@ CONNECT_TIMEOUT = 5
 
 #: pip package that provides each database driver module SQLAlchemy may import.
 DRIVER_PACKAGES = {
-    "psycopg": "psycopg[binary]",
-    "psycopg2": "psycopg2-binary",
-    "asyncpg": "asyncpg",
-    "pg8000": "pg8000",
-    "pymysql": "PyMySQL",
-    "MySQLdb": "mysqlclient",
-    "mysql": "mysql-connector-python",
-    "pyodbc": "pyodbc",
-    "oracledb": "oracledb",
-    "cx_Oracle": "cx_Oracle",
-    "pymssql": "pymssql",
-    "duckdb": "duckdb-engine",
+    "psycopg": "psycopg[binary]", "psycopg2": "psycopg2-binary", "asyncpg": "asyncpg", "pg8000": "pg8000",
+    "pymysql": "PyMySQL", "MySQLdb": "mysqlclient", "mysql": "mysql-connector-python", "pyodbc": "pyodbc",
+    "oracledb": "oracledb", "cx_Oracle": "cx_Oracle", "pymssql": "pymssql", "duckdb": "duckdb-engine",
     "snowflake": "snowflake-sqlalchemy",
 }
 
@@ -133,8 +114,3 @@ def missing_driver_message(database_url: str, url: sa.URL, module: str) -> str:
         f"database_url {mask_url(database_url)!r} needs the database driver {module!r} "
         f"(dialect {url.drivername!r}), which is not installed: pip install '{package}'"
     )
-
-
-def check_driver(database_url: str) -> None:
-    """Raise :class:`LwecInputError` now if ``database_url`` is malformed or its driver is missing."""
-    open_engine(database_url).dispose()

@@ -83,15 +83,13 @@ def is_connection_failure(error: BaseException) -> bool:
     if _REFUSED_AT_CONNECT.search(message):
         return False
     # psycopg and psycopg2 give connection failures no SQLSTATE; other drivers: by the words.
-    return kind == "InterfaceError" or _is_psycopg(original) or bool(_CONNECTION_WORDS.search(message))
+    return (kind == "InterfaceError" or _driver(original) in ("psycopg", "psycopg2")
+            or bool(_CONNECTION_WORDS.search(message)))
 
 
-def _is_adbc(error: BaseException) -> bool:
-    return type(error).__module__.split(".")[0] == "adbc_driver_manager"
-
-
-def _is_psycopg(error: BaseException) -> bool:
-    return type(error).__module__.split(".")[0] in ("psycopg", "psycopg2")
+def _driver(error: BaseException) -> str:
+    """The top-level package ``error``'s class comes from (``psycopg``, ``adbc_driver_manager``, ...)."""
+    return type(error).__module__.split(".")[0]
 
 
 def driver_message(error: BaseException) -> str:
@@ -99,7 +97,7 @@ def driver_message(error: BaseException) -> str:
     original = error.orig if isinstance(error, sa.exc.DBAPIError) and error.orig is not None else error
     diagnostics = getattr(original, "diag", None)
     text = getattr(diagnostics, "message_primary", None) or str(original)
-    if _is_adbc(original):  # "STATUS: [libpq] Failed to ...: ERROR:  reason\nQuery was: ..."
+    if _driver(original) == "adbc_driver_manager":  # "STATUS: [libpq] Failed to ...: ERROR:  reason\nQuery was: ..."
         reasons = re.findall(r"(?:ERROR|FATAL):\s+([^\n]*)", text)
         text = reasons[-1] if reasons else re.sub(r"^[A-Z_]+: (?:\[\w+\] )?", "", text).split("\n")[0]
     sqlstate = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None) or ""
@@ -133,6 +131,6 @@ def database_errors(engine: sa.Engine | sa.Connection | str, action: str) -> Ite
     except sa.exc.DBAPIError as error:
         raise database_error(engine, error, action) from None
     except Exception as error:
-        if not _is_adbc(error):
+        if _driver(error) != "adbc_driver_manager":
             raise
         raise database_error(engine, error, action) from None

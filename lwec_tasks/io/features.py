@@ -4,8 +4,8 @@ Pure pandas/numpy: no database, Prefect or MLflow here. The read stage
 (:mod:`lwec_tasks.stages.read`) hands over each partition's columns; these
 functions turn them into float64 features and exact ids, or raise
 :class:`~lwec_tasks.core.errors.LwecInputError` with a message naming the
-offending column. The column plan itself (:func:`plan_columns`)
-lives in :mod:`lwec_tasks.io.columns` and is re-exported here.
+offending column. The column plan itself
+(:func:`~lwec_tasks.io.columns.plan_columns`) lives in :mod:`lwec_tasks.io.columns`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,6 @@ import numpy as np
 import pandas as pd
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.columns import (  # noqa: F401 - the column plan's public names, kept importable from here
-    CONVENTIONAL_ID_NAMES,
-    LABEL_LIKE_NAMES,
-    ColumnPlan,
-    looks_like_key,
-    looks_like_label,
-    plan_columns,
-)
 
 
 def numeric_column(series: pd.Series, name: str) -> np.ndarray:

@@ -53,22 +53,15 @@ def runs_by_recency(labels_table: str, source_table: str, exclude_run_key: str |
     narrow) says where to look: the runs table's published runs, or the rows of a wide table of an earlier
     release (``max(written_at)`` over a run's rows).
     """
-    if layout == WIDE:
-        table = labels_table_clause(labels_table)
-        last_written = sa.func.max(table.c.written_at).label("last_written")
-        condition = [table.c.source_table == source_table]
-        group = [table.c.run_key]
-    else:
-        table = runs_clause(labels_table)
-        last_written = sa.func.max(table.c.written_at).label("last_written")
-        condition = [table.c.source_table == source_table, published_runs(table)]
-        group = [table.c.run_key]
+    table = labels_table_clause(labels_table) if layout == WIDE else runs_clause(labels_table)
+    condition = [table.c.source_table == source_table, *(() if layout == WIDE else (published_runs(table),))]
     if exclude_run_key is not None:
         condition.append(table.c.run_key != exclude_run_key)
+    last_written = sa.func.max(table.c.written_at).label("last_written")
     return (
         sa.select(table.c.run_key, last_written)
         .where(*condition)
-        .group_by(*group)
+        .group_by(table.c.run_key)
         .order_by(last_written.desc(), table.c.run_key.desc())
     )
 
@@ -290,19 +283,12 @@ def create_view_sql(dialect: sa.Dialect, view: str | TableName, query: sa.Select
 
 
 def execute_without_parameters(connection: sa.Connection, sql: str) -> None:
-    """Run ``sql`` on the connection's DB-API cursor, in its transaction, with no parameters.
+    """Run ``sql`` in the connection's transaction with no parameters at all.
 
-    (``exec_driver_sql`` passes an empty parameter set, on which ``%`` drivers
-    would read a ``%`` of a quoted identifier as a placeholder.)
+    (Without the ``no_parameters`` option ``exec_driver_sql`` passes an empty parameter set, on which ``%``
+    drivers would read a ``%`` of a quoted identifier as a placeholder.)
     """
-    cursor = connection.connection.cursor()
-    try:
-        cursor.execute(sql)
-    except Exception as error:
-        raise sa.exc.DBAPIError.instance(sql, None, error, connection.dialect.loaded_dbapi.Error,
-                                         dialect=connection.dialect) from error
-    finally:
-        cursor.close()
+    connection.exec_driver_sql(sql, execution_options={"no_parameters": True})
 
 
 def drop_view_sql(dialect: sa.Dialect, view: str | TableName) -> str:
@@ -311,12 +297,4 @@ def drop_view_sql(dialect: sa.Dialect, view: str | TableName) -> str:
 
 
 def _quoted(dialect: sa.Dialect, name: TableName) -> str:
-    preparer = dialect.identifier_preparer
-    return preparer.quote(name.name) if name.schema is None else \
-        f"{preparer.quote_schema(name.schema)}.{preparer.quote(name.name)}"
-
-
-def is_labels_table(connection: sa.Connection, labels_table: str | TableName) -> bool:
-    """Whether ``labels_table`` holds labels (either layout of :func:`~lwec_tasks.io.catalog.labels_layout`);
-    :class:`LwecInputError` if something else holds its names."""
-    return labels_layout(connection, labels_table) is not None
+    return dialect.identifier_preparer.format_table(sa.table(name.name, schema=name.schema))

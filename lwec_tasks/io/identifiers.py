@@ -52,6 +52,20 @@ def default_output_table(source_table: str) -> str:
     return str(source.with_name(f"{stem}_lwec_labels"))
 
 
+def suffixed_name(table: TableName, suffix: str, kind: str, parameter: str, given: str, base: str) -> TableName:
+    """``table`` + ``suffix`` (same schema), checked to fit PostgreSQL's 63-byte identifiers (longer names would be
+    cut there silently): else :class:`LwecInputError` naming the ``kind`` of name ("view", "table"), the
+    ``parameter`` and the name it was ``given``, and what to shorten (``base``: "a labels table", ...)."""
+    name = table.with_name(f"{table.name}{suffix}")
+    size = len(name.name.encode("utf-8"))
+    if size > MAX_IDENTIFIER_BYTES:
+        raise LwecInputError(
+            f"{kind} name {name.name!r} ({parameter}={given!r} + {suffix!r}) is {size} bytes; identifiers are at "
+            f"most {MAX_IDENTIFIER_BYTES} bytes: use {base} name of at most {MAX_IDENTIFIER_BYTES - len(suffix)} bytes"
+        )
+    return name
+
+
 def latest_view_name(labels_table: str) -> str:
     """``<labels_table>_latest`` (in the labels table's schema), checked to fit PostgreSQL's 63-byte identifiers.
 
@@ -59,15 +73,8 @@ def latest_view_name(labels_table: str) -> str:
     are safe; only its length (which PostgreSQL would silently cut) and NUL
     characters are refused, with :class:`LwecInputError` naming it.
     """
-    table = parse_table_name(labels_table, "labels_table")
-    view = table.with_name(f"{table.name}{LATEST_VIEW_SUFFIX}")
-    size = len(view.name.encode("utf-8"))
-    if size > MAX_IDENTIFIER_BYTES:
-        limit = MAX_IDENTIFIER_BYTES - len(LATEST_VIEW_SUFFIX)
-        raise LwecInputError(
-            f"view name {view.name!r} (labels_table={labels_table!r} + {LATEST_VIEW_SUFFIX!r}) is {size} bytes; "
-            f"identifiers are at most {MAX_IDENTIFIER_BYTES} bytes: use a labels table name of at most {limit} bytes"
-        )
+    view = suffixed_name(parse_table_name(labels_table, "labels_table"), LATEST_VIEW_SUFFIX, "view", "labels_table",
+                         labels_table, "a labels table")
     if "\x00" in str(view):
         raise LwecInputError(f"view name {str(view)!r} contains a NUL character")
     return str(view)

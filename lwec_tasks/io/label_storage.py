@@ -19,8 +19,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.identifiers import MAX_IDENTIFIER_BYTES
+from lwec_tasks.io.identifiers import suffixed_name
 from lwec_tasks.io.names import TableName, parse_table_name
 
 #: Suffixes of the two tables beside the output table's name.
@@ -48,18 +47,8 @@ def storage_names(output_table: str | TableName) -> StorageNames:
     """The names of ``output_table``'s view and tables (same schema), each checked to fit PostgreSQL's 63-byte
     identifiers (longer names would be cut there silently): :class:`LwecInputError` naming the name if not."""
     view = parse_table_name(output_table, "output_table")
-    names = []
-    for suffix in (RUNS_SUFFIX, ROWS_SUFFIX):
-        name = view.with_name(f"{view.name}{suffix}")
-        size = len(name.name.encode("utf-8"))
-        if size > MAX_IDENTIFIER_BYTES:
-            raise LwecInputError(
-                f"table name {name.name!r} (output_table={str(view)!r} + {suffix!r}) is {size} bytes; identifiers "
-                f"are at most {MAX_IDENTIFIER_BYTES} bytes: use an output table name of at most "
-                f"{MAX_IDENTIFIER_BYTES - len(suffix)} bytes"
-            )
-        names.append(name)
-    return StorageNames(view, *names)
+    return StorageNames(view, *(suffixed_name(view, suffix, "table", "output_table", str(view), "an output table")
+                                for suffix in (RUNS_SUFFIX, ROWS_SUFFIX)))
 
 
 def runs_table(output_table: str | TableName, metadata: sa.MetaData | None = None) -> sa.Table:

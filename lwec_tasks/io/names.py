@@ -13,6 +13,7 @@ Standard library only: the preflight checks import this before anything heavy.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from lwec_tasks.core.errors import LwecInputError
@@ -78,41 +79,14 @@ def parse_table_name(text: str | TableName, parameter: str = "table") -> TableNa
     return TableName(parts[1], parts[0])
 
 
+#: One part: in double quotes (``""`` inside stands for one quote), or not starting with a quote and without dots.
+_PART = r'"((?:[^"]|"")*)"|([^."][^.]*)'
+_NAME = re.compile(rf"(?:{_PART})(?:\.(?:{_PART}))*")
+
+
 def _split(text: str) -> list[str] | None:
     """The parts of ``text`` by the grammar above, or None when it does not follow it."""
-    parts: list[str] = []
-    position = 0
-    while True:
-        if text.startswith('"', position):
-            part, position = _quoted(text, position)
-            if part is None:
-                return None
-        else:
-            end = text.find(".", position)
-            end = len(text) if end < 0 else end
-            part = text[position:end]
-            position = end
-            if part == "":
-                return None
-        parts.append(part)
-        if position == len(text):
-            return parts
-        if text[position] != ".":
-            return None
-        position += 1
-
-
-def _quoted(text: str, start: int) -> tuple[str | None, int]:
-    """The double-quoted part beginning at ``start`` and the position after it; (None, _) if unterminated."""
-    chars = []
-    position = start + 1
-    while position < len(text):
-        if text[position] == '"':
-            if text.startswith('""', position):
-                chars.append('"')
-                position += 2
-                continue
-            return "".join(chars), position + 1
-        chars.append(text[position])
-        position += 1
-    return None, position
+    if not _NAME.fullmatch(text):
+        return None
+    return [part.group(2) if part.group(1) is None else part.group(1).replace('""', '"')
+            for part in re.finditer(_PART, text)]

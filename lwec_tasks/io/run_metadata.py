@@ -1,14 +1,18 @@
-"""The values stored beside every label of a run (the labels table's columns other than ``id`` and ``label``).
+"""What a run writes: the values stored beside every label (:class:`RunMetadata`) and its labels (:class:`LabelRows`).
 
-Standard library only. Its own module so that the writer (:mod:`lwec_tasks.io.sink`) and
-the readers of earlier runs (:mod:`lwec_tasks.io.history`) share it while only the writer
-imports the other: sink → history, never back.
+Standard library only (numpy is named in annotations only). Its own module so that the writer
+(:mod:`lwec_tasks.io.staging`), the readers of earlier runs (:mod:`lwec_tasks.io.history`) and the
+stages share it while only the writer imports the other: staging → history, never back.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -48,3 +52,18 @@ class RunMetadata:
             "flow_run_id": self.flow_run_id,
             "written_at": dt.datetime.now(dt.UTC),
         }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabelRows(RunMetadata):
+    """One run's labels and the metadata stored beside each row.
+
+    Attributes
+    ----------
+    ids : (N,) object ids (values of the source's id column, or row positions)
+    labels : (N,) consensus labels 0..k−1
+    run_key, k, method, theta, ensemble_size, seed, source_table, flow_run_id : see :class:`RunMetadata`
+    """
+
+    ids: np.ndarray
+    labels: np.ndarray

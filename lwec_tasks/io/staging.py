@@ -20,6 +20,7 @@ and quoted by the dialect or driver, never pasted.
 
 from __future__ import annotations
 
+import decimal
 import uuid
 from dataclasses import dataclass, replace
 
@@ -27,19 +28,44 @@ import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io import adbc_sqlite
-from lwec_tasks.io.bulk_read import fast_path_enabled, postgres_uri
+from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled
 from lwec_tasks.io.connection import open_shared_engine
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
 from lwec_tasks.io.label_storage import published_runs, rows_clause, rows_table, runs_clause, runs_table, storage_names
 from lwec_tasks.io.names import parse_table_name
-from lwec_tasks.io.run_metadata import RunMetadata
-from lwec_tasks.io.sink import LabelRows, id_key_type
+from lwec_tasks.io.run_metadata import LabelRows, RunMetadata
 from lwec_tasks.io.storage_setup import begin_writing, drop_storage, prepare_storage
 
 #: Rows per ``executemany`` batch when the rows cannot be ingested by ADBC.
 APPEND_BATCH = 20_000
+
+
+def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -> sa.types.TypeEngine:
+    """The SQL type of the labels table's ``id`` column.
+
+    ``reflected`` (the source id column's type) when it is usable as a key;
+    when it is missing or has no declared type (SQLite ``create table t (id, ...)``
+    reflects as ``NullType``), a type inferred from the id values.
+    """
+    if reflected is not None and not isinstance(reflected, sa.types.NullType):
+        return reflected
+    if not len(ids) or np.issubdtype(ids.dtype, np.integer):
+        return sa.BigInteger()
+    if np.issubdtype(ids.dtype, np.floating):
+        return sa.Float()
+    if all(isinstance(v, str) for v in ids):
+        return sa.String(max(255, max(len(v) for v in ids)))
+    if all(isinstance(v, (bytes, bytearray)) for v in ids):
+        return sa.LargeBinary()
+    if all(isinstance(v, uuid.UUID) for v in ids):
+        return sa.Uuid()
+    if all(isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool) for v in ids):
+        return sa.Numeric()  # integers beyond 64 bits, decimals
+    raise LwecInputError(
+        f"cannot choose a key type for the labels table's id column from values such as {ids[:3].tolist()!r}; "
+        "declare a type for the source's id column"
+    )
 
 
 def staging_table_name(output_table: str) -> str:
@@ -59,11 +85,6 @@ def staging_id_type(id_type: sa.types.TypeEngine) -> sa.types.TypeEngine:
     return id_type
 
 
-def _cast_on_publish(id_type: sa.types.TypeEngine) -> bool:
-    """Whether staged ids need an explicit cast to ``id_type`` (text has no implicit cast to uuid, numeric, enums)."""
-    return isinstance(id_type, (sa.Enum, sa.Uuid)) or not isinstance(id_type, (sa.Integer, sa.Float, sa.String))
-
-
 def _staging(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
     parsed = parse_table_name(name, "staging table")
     return sa.Table(parsed.name, sa.MetaData(), sa.Column("id", staging_id_type(id_type), nullable=False),
@@ -81,8 +102,7 @@ def drop_table_quietly(engine: sa.Engine, name: str) -> None:
     parsed = parse_table_name(name, "table")
     try:
         with engine.begin() as connection:
-            if sa.inspect(connection).has_table(parsed.name, schema=parsed.schema):
-                sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema).drop(connection)
+            sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema).drop(connection, checkfirst=True)
     except sa.exc.SQLAlchemyError:
         pass
 
@@ -137,25 +157,11 @@ def _arrow_type(pa, kind: sa.types.TypeEngine):
 def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> bool:
     """ADBC bulk ingestion of the rows (with ``run`` in every row, unless None) in one transaction; False
     (nothing written) where it does not apply."""
-    dialect = engine.dialect
-    if dialect.name == "postgresql" and dialect.driver == "psycopg":
-        uri = postgres_uri(engine.url)
-    elif dialect.name == "sqlite" and adbc_sqlite.available():
-        uri = adbc_sqlite.sqlite_uri(engine, read_only=False)
-    else:
+    connect = adbc_connector(engine, read_only=False)
+    if connect is None or not all(_ingestible(column.type) for column in table.columns):
         return False
-    if uri is None or not all(_ingestible(column.type) for column in table.columns):
-        return False
-    try:
-        import pyarrow as pa
+    import pyarrow as pa
 
-        if dialect.name == "postgresql":
-            from adbc_driver_postgresql.dbapi import connect
-        else:
-            def connect(uri):
-                return adbc_sqlite.connect(uri, adbc_sqlite.busy_timeout_ms(engine))
-    except ImportError:
-        return False
     values = {"id": ids, "label": labels} if run is None else \
         {"run": np.full(len(ids), run, dtype=np.int64), "id": ids, "label": labels}
     try:
@@ -164,8 +170,8 @@ def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndar
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
         return False  # e.g. ids beyond the id column's width: executemany reports it
     # SQLite's driver takes no schema; the only one lwec accepts there is "main", where the name resolves anyway.
-    schema = table.schema if dialect.name == "postgresql" else None
-    with connect(uri) as connection, connection.cursor() as cursor:
+    schema = table.schema if engine.dialect.name == "postgresql" else None
+    with connect() as connection, connection.cursor() as cursor:
         cursor.adbc_ingest(table.name, rows, mode="append", db_schema_name=schema)
         connection.commit()
     return True
@@ -234,9 +240,9 @@ def copy_staged(engine: sa.Engine, pending: PendingRun) -> None:
     """Copy the staging table's rows into the rows table under the pending run, ids cast to the rows' id type."""
     rows = rows_table(pending.output_table, pending.id_type)
     staged = _staging(pending.target, pending.id_type)
-    staged_id = sa.cast(staged.c.id, pending.id_type) if _cast_on_publish(pending.id_type) else staged.c.id
-    statement = sa.insert(rows).from_select(
-        ["run", "id", "label"], sa.select(sa.literal(pending.run, sa.BigInteger), staged_id, staged.c.label))
+    # Staged ids are never ones Arrow carries as they are (uuid, numeric, enums, ...): text has no implicit cast.
+    statement = sa.insert(rows).from_select(["run", "id", "label"], sa.select(
+        sa.literal(pending.run, sa.BigInteger), sa.cast(staged.c.id, pending.id_type), staged.c.label))
     with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
         connection.execute(statement)
 

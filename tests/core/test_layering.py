@@ -44,7 +44,7 @@ class Refuse:
         if name.split(".")[0] == "sqlalchemy":
             raise ImportError("blocked " + name)
 sys.meta_path.insert(0, Refuse())
-import lwec_tasks.io.sink
+import lwec_tasks.io.staging
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode != 0 and "blocked sqlalchemy" in done.stderr

@@ -231,6 +231,16 @@ def read_stage(data: pd.DataFrame, tmp_path, table: str = "features", **request)
     return loaded, np.concatenate([r.ids for r in rows]), truth, np.concatenate([r.X for r in rows])
 
 
+def read_rows_portable(*args, **kwargs) -> pd.DataFrame:
+    """:func:`lwec_tasks.io.source.read_rows` with the fast paths off: ``pandas.read_sql`` in chunks, any database."""
+    from lwec_tasks.io.bulk_read import FAST_PATH_ENV
+    from lwec_tasks.io.source import read_rows
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAST_PATH_ENV, "0")
+        return read_rows(*args, **kwargs)
+
+
 def ingest_only(patch) -> None:
     """Make every label write fail unless its rows are appended by ADBC bulk ingestion (``patch``: a
     ``pytest.MonkeyPatch``)."""

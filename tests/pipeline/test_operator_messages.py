@@ -13,8 +13,8 @@ from flows.consensus import consensus_flow
 from helpers.pipeline import PROJECT_ROOT, blobs_frame, unique, write_frame
 from lwec_tasks.cli import main as lwec_main
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.connection import check_driver
-from lwec_tasks.io.features import looks_like_label, plan_columns
+from lwec_tasks.io.columns import looks_like_label, plan_columns
+from lwec_tasks.io.connection import open_engine
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.summary import summary_markdown
 from lwec_tasks.tracking import run_page_url
@@ -74,7 +74,7 @@ def test_flow_warns_when_a_label_like_column_is_clustered_on(prefect_server, mlf
 ])
 def test_a_missing_driver_names_the_package_to_install(url, package):
     with pytest.raises(LwecInputError) as raised:
-        check_driver(url)
+        open_engine(url).dispose()
     message = str(raised.value)
     assert f"pip install '{package}'" in message and "secret" not in message
 

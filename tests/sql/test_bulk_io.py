@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lwec_tasks.io.run_metadata as run_metadata
-import lwec_tasks.io.sink as sink
 import lwec_tasks.io.staging as staging
-from helpers.pipeline import drop_labels_table, ingest_only, postgres_url_or_skip, unique
+from helpers.pipeline import drop_labels_table, ingest_only, postgres_url_or_skip, read_rows_portable, unique
+from helpers.wide_labels import label_table_schema
 from lwec_tasks.io import DatabaseRefusedError, DatabaseUnreachableError, LabelRows, describe_source, open_engine
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV, read_fast
-from lwec_tasks.io.source import read_rows, read_rows_portable
+from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import write_labels
 
 DATABASES = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
@@ -452,7 +452,7 @@ def test_postgres_existing_labels_tables_with_other_column_types():
         for id_sql in ("integer", "numeric(20, 0)"):
             out = unique("typed_labels")
             names.append(out)
-            table = sink.label_table_schema(out, sa.BigInteger())
+            table = label_table_schema(out, sa.BigInteger())
             with engine.begin() as connection:
                 table.create(connection)
                 connection.execute(sa.text(f"alter table {out} alter column id type {id_sql}"))

@@ -7,7 +7,7 @@ from sklearn.preprocessing import StandardScaler
 
 from helpers.pipeline import read_stage
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.features import ColumnPlan, plan_columns
+from lwec_tasks.io.columns import ColumnPlan, plan_columns
 
 COLUMNS = ["id", "f0", "f1", "note", "target"]
 NUMERIC = ["id", "f0", "f1", "target"]

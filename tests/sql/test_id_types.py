@@ -23,8 +23,8 @@ from lwec_tasks.io import (
     write_labels,
 )
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV
+from lwec_tasks.io.columns import plan_columns
 from lwec_tasks.io.features import id_values as read_ids
-from lwec_tasks.io.features import plan_columns
 from lwec_tasks.stages.partitions import matchable_ids
 
 N = 30

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import lwec_tasks.io.storage_setup as storage_setup
 from helpers.pipeline import drop_labels_table, unique
+from helpers.wide_labels import label_table_schema, replace_run_key
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import LabelRows, check_label_table, ensure_latest_view, write_labels
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout
@@ -29,7 +30,6 @@ from lwec_tasks.io.history import (
     record_mlflow_run,
 )
 from lwec_tasks.io.label_storage import VIEW_COLUMNS, storage_names
-from lwec_tasks.io.sink import label_table_schema, replace_run_key
 from lwec_tasks.io.staging import begin_run, finish_run
 
 assert HISTORY_WIDE == WIDE

@@ -13,11 +13,10 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers.pipeline import drop_labels_table, unique
+from helpers.pipeline import drop_labels_table, read_rows_portable, unique
 from lwec_tasks.io import LabelRows, describe_source, open_engine, parse_table_name, read_rows
 from lwec_tasks.io.bulk_read import read_fast
 from lwec_tasks.io.label_storage import storage_names
-from lwec_tasks.io.source import read_rows_portable
 from lwec_tasks.io.staging import (
     append_labels,
     begin_run,

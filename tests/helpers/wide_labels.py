@@ -1,76 +1,23 @@
-"""What a run's labels are (:class:`LabelRows`), the SQL type of their ids, and the wide table of earlier releases.
+"""The wide labels table of earlier releases and its write, to make tables of that shape.
 
-Labels are written by :mod:`lwec_tasks.io.staging` into the storage of
-:mod:`lwec_tasks.io.label_storage`. Earlier releases kept them in one wide
-table (:func:`label_table_schema`, written by :func:`replace_run_key`); such a
-table is converted on the next write (:mod:`lwec_tasks.io.storage_setup`). The
-two are kept to make tables of that shape (tests of the conversion, benchmarks
-comparing the two).
+Labels were once kept in one wide table per output table (``run_key``, ``id``, ``label`` and the run's
+parameters in every row); the next write converts such a table
+(:func:`lwec_tasks.io.storage_setup.migrate_wide_table`). The tests of the conversion and the benchmark
+comparing the two writers make them with these.
 """
 
 from __future__ import annotations
 
-import decimal
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
-import numpy as np
 import sqlalchemy as sa
 
-from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, check_label_table  # noqa: F401 - re-exported
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import prune_runs
 from lwec_tasks.io.names import TableName, parse_table_name
-from lwec_tasks.io.run_metadata import RunMetadata
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, kw_only=True)
-class LabelRows(RunMetadata):
-    """One run's labels and the metadata stored beside each row.
-
-    Attributes
-    ----------
-    ids : (N,) object ids (values of the source's id column, or row positions)
-    labels : (N,) consensus labels 0..k−1
-    run_key, k, method, theta, ensemble_size, seed, source_table, flow_run_id : see :class:`RunMetadata`
-    """
-
-    ids: np.ndarray
-    labels: np.ndarray
-
-
-def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -> sa.types.TypeEngine:
-    """The SQL type of the labels table's ``id`` column.
-
-    ``reflected`` (the source id column's type) when it is usable as a key;
-    when it is missing or has no declared type (SQLite ``create table t (id, ...)``
-    reflects as ``NullType``), a type inferred from the id values.
-    """
-    if reflected is not None and not isinstance(reflected, sa.types.NullType):
-        return reflected
-    if np.issubdtype(ids.dtype, np.integer):
-        return sa.BigInteger()
-    if np.issubdtype(ids.dtype, np.floating):
-        return sa.Float()
-    if len(ids) and all(isinstance(v, str) for v in ids):
-        return sa.String(max(255, max(len(v) for v in ids)))
-    if len(ids) and all(isinstance(v, (bytes, bytearray)) for v in ids):
-        return sa.LargeBinary()
-    if len(ids) and all(isinstance(v, uuid.UUID) for v in ids):
-        return sa.Uuid()
-    if len(ids) and all(isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool) for v in ids):
-        return sa.Numeric()  # integers beyond 64 bits, decimals
-    if not len(ids):
-        return sa.BigInteger()
-    raise LwecInputError(
-        f"cannot choose a key type for the labels table's id column from values such as {ids[:3].tolist()!r}; "
-        "declare a type for the source's id column"
-    )
 
 
 def label_table_schema(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
@@ -105,9 +52,7 @@ def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_tab
 
     Returns (what ``insert`` returned, the run keys deleted, most recent first). On any failure
     nothing changes; a table created here is dropped again if still empty (SQLite and MySQL commit
-    DDL at once). Database errors are raised as :mod:`lwec_tasks.io.errors` describes:
-    :class:`~lwec_tasks.io.errors.DatabaseUnreachableError` for lost connections,
-    :class:`~lwec_tasks.io.errors.DatabaseRefusedError` for the rest (one line, no SQL or values).
+    DDL at once).
     """
     name = str(TableName.of(table))
     created = False
