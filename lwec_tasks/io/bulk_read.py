@@ -4,7 +4,9 @@
   of the engine's URL (:func:`postgres_uri`). The ``SELECT`` casts numeric
   columns to ``double precision`` and uuids to text, as the portable path
   converts them.
-* **SQLite files**: ``adbc-driver-sqlite`` (:mod:`lwec_tasks.io.adbc_sqlite`).
+* **SQLite files**: ``adbc-driver-sqlite`` on a ``file:`` URI of the engine's
+  database file (:func:`sqlite_uri`; an in-memory database is private to its
+  own connection), waiting for locks as the engine does (:func:`busy_timeout_ms`).
 
 Both return exactly what the portable path (``pandas.read_sql`` in chunks,
 :func:`lwec_tasks.io.source.read_rows` with ``LWEC_SQL_FAST_PATH=0``) returns — the same values,
@@ -24,13 +26,15 @@ back as :class:`uuid.UUID` objects, as the portable path returns them.
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import functools
 import logging
 import os
 import re
+import urllib.parse
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,13 +42,22 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from lwec_tasks.io import adbc_sqlite
 from lwec_tasks.io.errors import is_connection_failure
 
 logger = logging.getLogger(__name__)
 
 #: Set to 0 / false / no / off to always use the portable paths.
 FAST_PATH_ENV = "LWEC_SQL_FAST_PATH"
+
+#: Seconds a SQLite connection waits for another one's lock (sqlite3's default).
+DEFAULT_BUSY_TIMEOUT = 5.0
+
+#: Query parameters of a SQLite URL that SQLAlchemy's pysqlite dialect takes as connect() options.
+_PYSQLITE_OPTIONS = frozenset({"uri", "timeout", "isolation_level", "detect_types", "check_same_thread",
+                               "cached_statements", "factory"})
+
+#: Rows per Arrow batch of a SQLite query (the driver infers each column's type from the first batch).
+QUERY_BATCH_ROWS = 65_536
 
 
 def fast_path_enabled() -> bool:
@@ -171,11 +184,11 @@ def adbc_connector(engine: sa.Engine, *, read_only: bool) -> Callable[[], Any] |
     """A function opening an ADBC DB-API connection (a context manager; not autocommit) to the engine's database.
 
     PostgreSQL through psycopg URLs (``adbc-driver-postgresql`` on :func:`postgres_uri`) and SQLite files
-    (:mod:`lwec_tasks.io.adbc_sqlite`; ``read_only`` opens them ``mode=ro``) only; None for other databases, an
+    (:func:`sqlite_uri`; ``read_only`` opens them ``mode=ro``) only; None for other databases, an
     in-memory SQLite database, or when the driver or pyarrow is not installed.
     """
     postgres = engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
-    uri = postgres_uri(engine.url) if postgres else adbc_sqlite.sqlite_uri(engine, read_only=read_only)
+    uri = postgres_uri(engine.url) if postgres else sqlite_uri(engine, read_only=read_only)
     if uri is None:
         return None
     try:
@@ -188,7 +201,7 @@ def adbc_connector(engine: sa.Engine, *, read_only: bool) -> Callable[[], Any] |
         import adbc_driver_sqlite.dbapi  # noqa: F401
     except ImportError:
         return None
-    return functools.partial(adbc_sqlite.connect, uri, adbc_sqlite.busy_timeout_ms(engine))
+    return functools.partial(sqlite_connect, uri, busy_timeout_ms(engine))
 
 
 # ----------------------------------------------------------------------------- PostgreSQL
@@ -253,6 +266,60 @@ def _read_postgres(engine: sa.Engine, sql: str):
 # ----------------------------------------------------------------------------- SQLite
 
 
+def sqlite_uri(engine: sa.Engine, *, read_only: bool) -> str | None:
+    """A ``file:`` URI opening the engine's database file, or None when there is none to share.
+
+    ``read_only`` opens it with ``mode=ro``; otherwise ``mode=rw`` (never creates a file).
+    """
+    if engine.dialect.name != "sqlite" or engine.dialect.driver != "pysqlite":
+        return None
+    url = engine.url
+    database = url.database
+    if not database or database == ":memory:":
+        return None
+    if str(url.query.get("uri", "")).lower() in ("true", "1"):
+        # Already a URI (sqlite:///file:path?mode=ro&uri=true): SQLAlchemy passes the query parameters it does
+        # not know itself (mode, cache, immutable, ...) on to SQLite as URI parameters, and so must we.
+        parameters = [(key, value) for key, value in url.query.items() if key not in _PYSQLITE_OPTIONS]
+        if parameters:
+            database += ("&" if "?" in database else "?") + urllib.parse.urlencode(parameters, doseq=True)
+        # "memory" URIs are private to their connection.
+        if "mode=memory" in database or database.startswith("file::memory:"):
+            return None
+        return database
+    if not os.path.exists(database):
+        return None
+    path = urllib.parse.quote(os.path.abspath(database))
+    return f"file:{path}?mode={'ro' if read_only else 'rw'}"
+
+
+def busy_timeout_ms(engine: sa.Engine) -> int:
+    """The engine's ``timeout`` query option (seconds) in milliseconds, else sqlite3's 5 s default."""
+    try:
+        seconds = float(engine.url.query.get("timeout", DEFAULT_BUSY_TIMEOUT))
+    except (TypeError, ValueError):
+        seconds = DEFAULT_BUSY_TIMEOUT
+    return max(0, int(seconds * 1000))
+
+
+@contextlib.contextmanager
+def sqlite_connect(uri: str, busy_timeout: int) -> Iterator:
+    """An ADBC DB-API connection to the SQLite database at ``uri`` (not autocommit: everything runs in one
+    transaction until commit), waiting ``busy_timeout`` milliseconds for other connections' locks."""
+    import adbc_driver_sqlite.dbapi
+
+    connection = adbc_driver_sqlite.dbapi.connect(uri)
+    try:
+        with connection.cursor() as cursor:
+            # An integer rendered by us, not user text (PRAGMA takes no bound parameters).
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout)}")
+        yield connection
+    finally:
+        with contextlib.suppress(Exception):
+            connection.rollback()
+        connection.close()
+
+
 def _passes_values_through(column: sa.Column, dialect) -> bool:
     """Whether SQLAlchemy hands the driver's values over unchanged (no result processor)."""
     try:
@@ -274,7 +341,7 @@ def _read_sqlite(engine, table, columns, order_by, where):
         # One read transaction: the rows and the check see one snapshot.
         with connect() as connection:
             with connection.cursor() as cursor:
-                adbc_sqlite.set_batch_rows(cursor)
+                cursor.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(int(QUERY_BATCH_ROWS))})
                 cursor.execute(literal_sql(select_rows(table, [table.c[name] for name in columns], order_by, where),
                                            dialect))
                 arrow = cursor.fetch_arrow_table()

@@ -193,9 +193,9 @@ def test_null_and_clean_chunks_mixed(engine):
 
 
 def test_sqlite_results_in_many_arrow_batches(tmp_path, monkeypatch):
-    import lwec_tasks.io.adbc_sqlite as adbc_sqlite
+    import lwec_tasks.io.bulk_read as bulk_read
 
-    monkeypatch.setattr(adbc_sqlite, "QUERY_BATCH_ROWS", 7)
+    monkeypatch.setattr(bulk_read, "QUERY_BATCH_ROWS", 7)
     path = tmp_path / "batches.db"
     path.touch()
     engine = open_engine(f"sqlite:///{path}")
