@@ -37,7 +37,6 @@ from lwec_tasks.io.names import TableName, parse_table_name
 _DELETE_BATCH = 500
 
 
-
 def labels_table_clause(labels_table: str | TableName) -> sa.TableClause:
     """A table clause with the labels-table columns (``table`` or ``schema.table``, quoted by the dialect)."""
     name = parse_table_name(labels_table, "labels_table")

@@ -1,7 +1,7 @@
 """The fast database paths (ADBC drivers on PostgreSQL and SQLite) against the portable ones.
 
 Every read compares ``read_fast`` (which must have been taken, not declined)
-with ``read_rows_portable`` value by value, dtype by dtype, row by row; every
+with the portable read (``read_rows_portable``: the fast paths off) value by value, dtype by dtype, row by row; every
 write compares the rows stored by ``write_labels`` through ADBC ingestion with
 those stored with the fast paths off (SQLAlchemy ``executemany``).
 """
