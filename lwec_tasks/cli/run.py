@@ -63,21 +63,6 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_flow_reporting(parameters: dict, verbose: bool = False, command: str = "run") -> tuple[int, dict | None]:
-    """Check ``parameters``, run the flow, and return (exit code, summary or None).
-
-    A failure is printed as the last line of the output, ``lwec COMMAND: error: ...``, with exit code 2 for
-    bad input (:class:`~lwec_tasks.core.errors.LwecInputError`) and 1 otherwise. Tracebacks (in Prefect's
-    console log, and the error's own just before that line) are printed only when ``verbose``.
-    """
-    from lwec_tasks.cli.console import report_failure
-
-    try:
-        return 0, run_checked_flow(parameters, verbose)
-    except Exception as error:  # noqa: BLE001 - the CLI reports every failure the same way
-        return report_failure(command, error, verbose), None
-
-
 def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     """The consensus flow's summary, after checking everything that can be checked before it starts.
 
