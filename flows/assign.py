@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
-from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.executors import open_executor
 from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, parse_table_name
-from lwec_tasks.request import optional_address
+from lwec_tasks.request import non_empty_text, optional_address, optional_column
 from lwec_tasks.tasks.assign import (
     assign_run_key,
     check_feature_columns,
@@ -86,8 +85,6 @@ def assign_flow(
 
 def _check_parameters(database_url, table, model_uri, id_column, dask_address) -> None:
     for name, value in (("database_url", database_url), ("table", table), ("model_uri", model_uri)):
-        if not isinstance(value, str) or not value.strip():
-            raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
+        non_empty_text(name, value)
     optional_address("dask_address", dask_address)
-    if id_column is not None and (not isinstance(id_column, str) or not id_column):
-        raise LwecInputError(f"id_column must be a column name or None, got {id_column!r}")
+    optional_column("id_column", id_column)

@@ -24,18 +24,17 @@ from lwec_tasks.io import mask_url
 from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
 from lwec_tasks.request import ConsensusRequest, document_parameters
-from lwec_tasks.tasks import (
-    RunFacts,
+from lwec_tasks.tasks.stages import (
     build_labelling_model,
     cluster_reliability,
     consensus,
     generate_ensemble,
     load_features,
-    log_to_mlflow,
-    publish_summary,
     stable_cluster_ids,
     write_label_rows,
 )
+from lwec_tasks.tasks.summary import publish_summary
+from lwec_tasks.tasks.track import RunFacts, log_to_mlflow
 
 FLOW_NAME = "lwec-consensus"
 

@@ -83,11 +83,8 @@ def sweep_ensemble_size(pool_path: str, pool_version: str, sizes: list[int], met
 @task(cache_policy=NO_CACHE)
 def write_outputs(out_dir: str, theta_rows: list[dict], size_rows: list[dict], result_paths: list[str]) -> str:
     """CSV/JSON/figures for every study that ran; returns the markdown summary."""
-    sections = []
-    if theta_rows:
-        sections.append(write_sweep("theta", theta_rows, out_dir).markdown)
-    if size_rows:
-        sections.append(write_sweep("ensemble_size", size_rows, out_dir).markdown)
+    sections = [write_sweep(sweep, rows, out_dir).markdown
+                for sweep, rows in (("theta", theta_rows), ("ensemble_size", size_rows)) if rows]
     if result_paths:
         significance = write_significance(result_paths, out_dir)
         if significance.rows:

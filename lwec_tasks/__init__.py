@@ -30,32 +30,23 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'lwec_tasks' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
+def lazy_attributes(package: str, exports: dict[str, str]):
+    """``__getattr__`` and ``__dir__`` (PEP 562) for ``package``: each name of ``exports`` (name → module that
+    defines it) is imported on first use and then kept in the package's namespace."""
+    namespace = importlib.import_module(package).__dict__
+
+    def __getattr__(name: str):
+        if name not in exports:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(exports[name]), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted([*namespace, *exports])
+
+    return __getattr__, __dir__
 
 
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
-
-
-__all__ = [
-    "LWEA",
-    "LWGP",
-    "Ensemble",
-    "LwecInputError",
-    "LwecMemoryError",
-    "ari",
-    "cluster_uncertainty",
-    "eci",
-    "generate_base_clusterings",
-    "lwca",
-    "lwea",
-    "lwea_linkage",
-    "lwgp",
-    "nmi",
-    "score_cuts",
-]
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -103,9 +103,7 @@ def get_method(name: str) -> Method:
     """Look a method up by its paper name (case-insensitive)."""
     method = METHODS.get(str(name).strip().upper())
     if method is None:
-        raise LwecInputError(
-            f"unknown method {name!r}; known methods: {', '.join(METHODS)}"
-        )
+        raise LwecInputError(f"unknown method {name!r}; known methods: {', '.join(METHODS)}")
     return method
 
 
@@ -117,10 +115,8 @@ def parse_methods(text: str | list[str]) -> list[Method]:
         raise LwecInputError(f"no methods given; known methods: {', '.join(METHODS)}")
     unknown = [n for n in names if n.upper() not in METHODS]
     if unknown:
-        raise LwecInputError(
-            f"unknown method(s) {', '.join(repr(n) for n in unknown)}; "
-            f"known methods: {', '.join(METHODS)}"
-        )
+        raise LwecInputError(f"unknown method(s) {', '.join(repr(n) for n in unknown)}; "
+                             f"known methods: {', '.join(METHODS)}")
     seen: dict[str, Method] = {}
     for n in names:
         seen.setdefault(n.upper(), METHODS[n.upper()])

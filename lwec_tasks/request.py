@@ -44,21 +44,26 @@ def _named(check):
     return validate
 
 
-def _text(name: str, value):
-    if not isinstance(value, str) or not value.strip():
-        raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
-    return value
+def _must_be(what: str, fits, optional: bool = False):
+    """A check raising ``<name> must be <what>, got <value>`` unless ``fits(value)`` (or, if ``optional``, None)."""
+    def check(name: str, value):
+        if not (optional and value is None) and not fits(value):
+            raise LwecInputError(f"{name} must be {what}, got {value!r}")
+        return value
+
+    return check
+
+
+non_empty_text = _must_be("a non-empty string", lambda value: isinstance(value, str) and value.strip())
+optional_column = _must_be("a column name or None", lambda value: isinstance(value, str) and value, optional=True)
+_optional_model_name = _must_be("a registered model name or None",
+                                lambda value: isinstance(value, str) and value.strip(), optional=True)
+_flag = _must_be("true or false", lambda value: isinstance(value, bool))
 
 
 def _table(name: str, value):
     """A table name in its canonical spelling (``schema.table``; see :mod:`lwec_tasks.io.names`)."""
-    return str(parse_table_name(_text(name, value), name))
-
-
-def _optional_column(name: str, value):
-    if value is not None and (not isinstance(value, str) or not value):
-        raise LwecInputError(f"{name} must be a column name or None, got {value!r}")
-    return value
+    return str(parse_table_name(non_empty_text(name, value), name))
 
 
 def _columns(name: str, value):
@@ -116,21 +121,9 @@ def _run_name(name: str, value):
     return value
 
 
-def _optional_model_name(name: str, value):
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise LwecInputError(f"{name} must be a registered model name or None, got {value!r}")
-    return value
-
-
 def optional_address(name: str, value):
     if value is not None and (not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value)):
         raise LwecInputError(f"{name} must be a scheduler address such as tcp://10.0.0.5:8786, or None; got {value!r}")
-    return value
-
-
-def _flag(name: str, value):
-    if not isinstance(value, bool):
-        raise LwecInputError(f"{name} must be true or false, got {value!r}")
     return value
 
 
@@ -146,7 +139,7 @@ class ConsensusRequest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    database_url: Annotated[str, _checked(_text), Field(
+    database_url: Annotated[str, _checked(non_empty_text), Field(
         description="SQLAlchemy URL of the database holding the table, e.g. sqlite:///features.db or "
                     "postgresql+psycopg://user:password@host/db; 'env:VAR' reads it from environment variable "
                     "VAR, 'block:NAME' from a prefect-sqlalchemy SqlAlchemyConnector block, 'secret:NAME' from a "
@@ -159,10 +152,10 @@ class ConsensusRequest(BaseModel):
                     "(k = 2..min(50, …); see docs/pipeline.md)")]
     feature_columns: Annotated[tuple[str, ...] | None, _checked(_columns), Field(
         description="Feature columns; default: every numeric column except the id and label columns")] = None
-    id_column: Annotated[str | None, _checked(_optional_column), Field(
+    id_column: Annotated[str | None, _checked(optional_column), Field(
         description="Column identifying each row; default: the primary key, else a column named 'id', "
                     "else the row position after sorting the rows by all columns read")] = None
-    label_column: Annotated[str | None, _checked(_optional_column), Field(
+    label_column: Annotated[str | None, _checked(optional_column), Field(
         description="Ground-truth column (optional): it is not clustered on, and enables NMI and ARI")] = None
     method: Annotated[str, _checked(_method), Field(description=describe_pipeline_methods())] = PIPELINE_METHODS[0]
     ensemble_size: Annotated[int, _checked(_integer(1)), Field(
@@ -171,7 +164,7 @@ class ConsensusRequest(BaseModel):
         description="ECI parameter θ > 0 (the paper uses 0.4)")] = DEFAULT_THETA
     seed: Annotated[int | None, _checked(_integer(0, optional=True)), Field(
         description="Random seed; empty (CLI: none) for a fresh random run")] = 0
-    experiment: Annotated[str, _checked(_text), Field(description="MLflow experiment name")] = "lwec"
+    experiment: Annotated[str, _checked(non_empty_text), Field(description="MLflow experiment name")] = "lwec"
     output_table: Annotated[str | None, _checked(_output_table), Field(
         description="Labels table to create or update (table or schema.table); default the source table's "
                     "name followed by _lwec_labels, in the source table's schema")] = None
@@ -211,11 +204,6 @@ class ConsensusRequest(BaseModel):
             super().__init__(**parameters)
         except ValidationError as error:
             raise LwecInputError(_first_problem(error)) from None
-
-    @classmethod
-    def descriptions(cls) -> dict[str, str]:
-        """Field name → description, in field order."""
-        return {name: field.description or "" for name, field in cls.model_fields.items()}
 
     @property
     def resolved_output_table(self) -> str:

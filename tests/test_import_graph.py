@@ -234,8 +234,9 @@ def test_the_graph_sees_top_level_function_level_and_package_imports():
     assert resolve_name("x", "lwec_tasks.io", "prune_runs", modules) == "lwec_tasks.io.history"
     assert resolve_name("x", "lwec_tasks.tracking", "run_writer", modules) == "lwec_tasks.tracking.runs"
     # an eager __init__ leads to the submodule it takes the name from, or to itself for the submodule's own names
-    assert resolve_name("x", "lwec_tasks.tasks", "load_features", modules) == "lwec_tasks.tasks.stages"
-    assert resolve_name("lwec_tasks.tasks.stages", "lwec_tasks.tasks", "load_features", modules) == "lwec_tasks.tasks"
+    assert resolve_name("x", "lwec_tasks.baselines", "eac", modules) == "lwec_tasks.baselines.coassociation"
+    assert resolve_name("lwec_tasks.baselines.coassociation", "lwec_tasks.baselines", "eac",
+                        modules) == "lwec_tasks.baselines"
 
 
 def test_cycles_are_found_and_shown(tmp_path):

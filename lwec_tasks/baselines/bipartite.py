@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lwec_tasks.baselines._shape import requested_ks, shaped
+from lwec_tasks.baselines._shape import requested_ks, seeded_cuts
 from lwec_tasks.core.ensemble import as_ensemble
 from lwec_tasks.core.lwgp import partition_embedding, tcut_embedding
-from lwec_tasks.core.seeds import base_seed, derived_seed
-from lwec_tasks.core.validation import check_n_clusters
 
 
 def hbgf(labels, n_clusters, random_state=None) -> np.ndarray:
@@ -31,19 +29,10 @@ def hbgf(labels, n_clusters, random_state=None) -> np.ndarray:
     ndarray (N,) or (N, len(n_clusters)).
     """
     ensemble = as_ensemble(labels)
-    ks, scalar = requested_ks(ensemble, n_clusters)
-    check_n_clusters(
-        n_clusters, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble"
-    )
+    ks, scalar = requested_ks(ensemble, n_clusters, within_clusters=True)
     unit = np.ones(ensemble.n_clusters_total)
     embedding = tcut_embedding(ensemble, unit, int(ks.max()))
     first = ensemble.microcluster_representative
     weights = ensemble.microcluster_sizes.astype(np.float64)
-    base = base_seed(random_state)
-    columns = [
-        partition_embedding(embedding[first], int(k), derived_seed(base, int(k)), weights)[
-            ensemble.microcluster_of
-        ]
-        for k in ks
-    ]
-    return shaped(columns, scalar)
+    return seeded_cuts(ks, scalar, random_state, lambda k, seed: partition_embedding(
+        embedding[first], k, seed, weights)[ensemble.microcluster_of])

@@ -15,9 +15,8 @@ import scipy.sparse as sp
 _WEIGHT_BUDGET = 2**30
 
 
-def metis_partition(
-    similarity: sp.spmatrix, n_parts: int, seed: int, vertex_weights: np.ndarray | None = None
-) -> np.ndarray:
+def metis_partition(similarity: sp.spmatrix, n_parts: int, seed: int,
+                    vertex_weights: np.ndarray | None = None) -> np.ndarray:
     """Partition the graph with edge weights ``similarity`` into ``n_parts`` parts.
 
     Parameters
@@ -50,9 +49,8 @@ def metis_partition(
     options = pymetis.Options(seed=int(seed) % (2**31 - 1))
     _, parts = pymetis.part_graph(
         int(n_parts),
-        adjacency=pymetis.CSRAdjacency(
-            adj_starts=graph.indptr.astype(np.int64), adjacent=graph.indices.astype(np.int64)
-        ),
+        adjacency=pymetis.CSRAdjacency(adj_starts=graph.indptr.astype(np.int64),
+                                       adjacent=graph.indices.astype(np.int64)),
         eweights=weights if len(weights) else None,
         vweights=None if vertex_weights is None else np.asarray(vertex_weights, dtype=np.int64),
         options=options,

@@ -19,9 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.cluster import KMeans
 
-from lwec_tasks.baselines._shape import microcluster_incidence, requested_ks, shaped
+from lwec_tasks.baselines._shape import microcluster_incidence, requested_ks, seeded_cuts
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
-from lwec_tasks.core.seeds import base_seed, derived_seed
 
 #: k-means restarts per k (best objective kept) and iteration cap.
 KMEANS_REPLICATES = 3
@@ -38,18 +37,12 @@ def _kmeans_consensus(labels, n_clusters, random_state, weighted_points) -> np.n
     ensemble = as_ensemble(labels)
     ks, scalar = requested_ks(ensemble, n_clusters)
     points, weights = weighted_points(ensemble)
-    base = base_seed(random_state)
-    columns = []
-    for k in ks:
-        model = KMeans(
-            n_clusters=int(k),
-            n_init=KMEANS_REPLICATES,
-            max_iter=KMEANS_MAX_ITER,
-            random_state=derived_seed(base, int(k)),
-        )
-        micro_labels = model.fit_predict(points, sample_weight=weights)
-        columns.append(micro_labels[ensemble.microcluster_of])
-    return shaped(columns, scalar)
+
+    def cut(k: int, seed: int) -> np.ndarray:
+        model = KMeans(n_clusters=k, n_init=KMEANS_REPLICATES, max_iter=KMEANS_MAX_ITER, random_state=seed)
+        return model.fit_predict(points, sample_weight=weights)[ensemble.microcluster_of]
+
+    return seeded_cuts(ks, scalar, random_state, cut)
 
 
 def _indicator_rows(ensemble: Ensemble) -> tuple[sp.csr_matrix, np.ndarray]:

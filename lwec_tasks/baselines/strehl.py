@@ -19,11 +19,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from lwec_tasks.baselines._shape import microcluster_incidence, requested_ks, shaped
+from lwec_tasks.baselines._shape import microcluster_incidence, requested_ks, seeded_cuts
 from lwec_tasks.baselines.graph_partition import metis_partition
 from lwec_tasks.core.ensemble import as_ensemble
-from lwec_tasks.core.seeds import base_seed, derived_seed
-from lwec_tasks.core.validation import check_n_clusters
 
 
 def _first_appearance(raw: np.ndarray) -> np.ndarray:
@@ -52,12 +50,8 @@ def cspa(labels, n_clusters, random_state=None) -> np.ndarray:
     sizes = ensemble.microcluster_sizes.astype(np.float64)
     shared = (incidence @ incidence.T).tocsr().astype(np.float64)
     graph = sp.diags(sizes) @ shared @ sp.diags(sizes)
-    base = base_seed(random_state)
-    columns = []
-    for k in ks:
-        parts = metis_partition(graph, int(k), derived_seed(base, int(k)), ensemble.microcluster_sizes)
-        columns.append(_first_appearance(parts[ensemble.microcluster_of]))
-    return shaped(columns, scalar)
+    return seeded_cuts(ks, scalar, random_state, lambda k, seed: _first_appearance(
+        metis_partition(graph, k, seed, ensemble.microcluster_sizes)[ensemble.microcluster_of]))
 
 
 def mcla(labels, n_clusters, random_state=None) -> np.ndarray:
@@ -75,25 +69,20 @@ def mcla(labels, n_clusters, random_state=None) -> np.ndarray:
     numbered by first appearance. Ties in association go to the lowest meta-cluster.
     """
     ensemble = as_ensemble(labels)
-    ks, scalar = requested_ks(ensemble, n_clusters)
-    check_n_clusters(
-        n_clusters, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble"
-    )
+    ks, scalar = requested_ks(ensemble, n_clusters, within_clusters=True)
     intersection = (ensemble.incidence.T @ ensemble.incidence).tocsr().astype(np.float64)
     sizes = ensemble.cluster_sizes.astype(np.float64)
     coo = intersection.tocoo()
     jaccard = coo.data / (sizes[coo.row] + sizes[coo.col] - coo.data)
     meta_graph = sp.csr_matrix((jaccard, (coo.row, coo.col)), shape=intersection.shape)
     micro = microcluster_incidence(ensemble)
-    base = base_seed(random_state)
-    columns = []
-    for k in ks:
-        meta = metis_partition(meta_graph, int(k), derived_seed(base, int(k)))
-        membership = sp.csr_matrix(
-            (np.ones(len(meta)), (np.arange(len(meta)), meta)), shape=(len(meta), int(k))
-        )
+
+    def cut(k: int, seed: int) -> np.ndarray:
+        meta = metis_partition(meta_graph, k, seed)
+        membership = sp.csr_matrix((np.ones(len(meta)), (np.arange(len(meta)), meta)), shape=(len(meta), k))
         counts = np.maximum(np.asarray(membership.sum(axis=0)).ravel(), 1.0)
         association = np.asarray((micro @ membership).todense()) / counts
         winner = np.argmax(association, axis=1)
-        columns.append(_first_appearance(winner[ensemble.microcluster_of]))
-    return shaped(columns, scalar)
+        return _first_appearance(winner[ensemble.microcluster_of])
+
+    return seeded_cuts(ks, scalar, random_state, cut)

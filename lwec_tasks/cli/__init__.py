@@ -25,14 +25,17 @@ from lwec_tasks.core.errors import LwecInputError
 COMMAND_MODULES = ("demo", "run", "assign", "reproduce", "study", "bench")
 
 
+def csv_list(text: str) -> list[str]:
+    """An option's comma-separated values, blanks dropped: ``"a, b,"`` → ``["a", "b"]``."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The ``lwec`` parser; given ``argv`` that names a command, with that command's parser only."""
     command = next((arg for arg in argv or () if not arg.startswith("-")), None)
     modules = (command,) if command in COMMAND_MODULES else COMMAND_MODULES
-    parser = argparse.ArgumentParser(
-        prog="lwec",
-        description="Locally weighted ensemble clustering (LWEA / LWGP) pipelines.",
-    )
+    parser = argparse.ArgumentParser(prog="lwec",
+                                     description="Locally weighted ensemble clustering (LWEA / LWGP) pipelines.")
     parser.add_argument("--version", action="version", version=f"lwec {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in modules:

@@ -13,9 +13,7 @@ import argparse
 import os
 import time
 
-
-def _csv_list(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+from lwec_tasks.cli import csv_list
 
 
 def register(subparsers) -> None:
@@ -31,7 +29,7 @@ def register(subparsers) -> None:
     parser.add_argument("--table", required=True, help="table (or view) whose rows are labelled")
     parser.add_argument("--model-uri", required=True,
                         help="MLflow model URI, e.g. runs:/<run id>/model or models:/<name>/<version>")
-    parser.add_argument("--feature-columns", "--features", dest="feature_columns", type=_csv_list, default=None,
+    parser.add_argument("--feature-columns", "--features", dest="feature_columns", type=csv_list, default=None,
                         help="the model's feature columns, comma-separated (default: the model's own)")
     parser.add_argument("--id-column", default=None,
                         help="column identifying each row (default: the single-column primary key, else 'id', "
@@ -67,27 +65,19 @@ def assign_command(args: argparse.Namespace) -> int:
 
 def run_checked_assign(parameters: dict, verbose: bool = False) -> dict:
     """The assign flow's summary, after the checks :func:`lwec_tasks.cli.run.run_checked_flow` makes: the table
-    before Prefect is imported, then the Prefect API; a temporary Prefect server is stopped when done."""
+    (a missing driver, a database that does not answer, a missing table or column, an output table that is a
+    view: :func:`lwec_tasks.preflight.check_assign_request`) before Prefect is imported, then the Dask scheduler
+    and the Prefect API; a temporary Prefect server is stopped when done."""
     from lwec_tasks.cli.run import run_after_checks
+    from lwec_tasks.preflight import check_assign_request
 
     def assign_flow():
         from flows.assign import assign_flow
 
         return assign_flow
 
-    from lwec_tasks.cli.services import check_dask_scheduler
-
-    address = parameters.get("dask_address")
-    services = [lambda: check_dask_scheduler(address)] if address else []
-    return run_after_checks(assign_flow, parameters, lambda: check_before_prefect(parameters), verbose, services)
-
-
-def check_before_prefect(parameters: dict) -> None:
-    """Refuse, in seconds, a missing driver, a database that does not answer, a missing table or column, an
-    output table that is a view (:func:`lwec_tasks.preflight.check_assign_request`)."""
-    from lwec_tasks.preflight import check_assign_request
-
-    check_assign_request(**{name: value for name, value in parameters.items() if name != "dask_address"})
+    table_parameters = {name: value for name, value in parameters.items() if name != "dask_address"}
+    return run_after_checks(assign_flow, parameters, lambda: check_assign_request(**table_parameters), verbose)
 
 
 def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:

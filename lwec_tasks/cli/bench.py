@@ -58,10 +58,9 @@ def _run(args) -> int:
     if suite is None:
         from lwec_tasks.core.errors import LwecInputError
 
-        raise LwecInputError(
-            f"the benchmark suite is not here ({PROJECT_ROOT / 'benchmarks'} is missing): it ships with the "
-            "source checkout; install lwec from a checkout with `pip install -e .` to run `lwec bench`"
-        )
+        raise LwecInputError(f"the benchmark suite is not here ({PROJECT_ROOT / 'benchmarks'} is missing): it ships "
+                             "with the source checkout; install lwec from a checkout with `pip install -e .` to run "
+                             "`lwec bench`")
     if getattr(args, "bench_kind", None) == "pipeline":
         return suite.pipeline.main(args)
     if getattr(args, "bench_kind", None) == "competent":

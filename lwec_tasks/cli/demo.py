@@ -86,38 +86,29 @@ def register(subparsers) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from lwec_tasks.cli.console import report_failure
     from lwec_tasks.cli.prefect_server import start_temporary_server
-    from lwec_tasks.cli.run import apply_prefect_defaults, print_outcome, run_flow_reporting
+    from lwec_tasks.cli.run import apply_prefect_defaults, print_outcome, run_checked_flow
     from lwec_tasks.request import ConsensusRequest
     from lwec_tasks.tracking.store import resolve_tracking_uri
 
     apply_prefect_defaults()
     started = time.perf_counter()
-    parameters = dict(
-        database_url=database_url(args.database),
-        table=args.dataset,
-        label_column="target",
-        method=args.method,
-        n_clusters=args.n_clusters or DEFAULT_CLUSTERS[args.dataset],
-        ensemble_size=args.ensemble_size,
-        theta=args.theta,
-        seed=args.seed,
-        experiment=args.experiment,
-        tracking_uri=resolve_tracking_uri(args.tracking_uri),
-    )
-    try:
-        ConsensusRequest(**parameters)  # bad parameters fail before the table is built or Prefect starts
-    except Exception as error:  # noqa: BLE001 - reported like every other failure of the command
-        return report_failure("demo", error)
+    parameters = dict(database_url=database_url(args.database), table=args.dataset, label_column="target",
+                      method=args.method, n_clusters=args.n_clusters or DEFAULT_CLUSTERS[args.dataset],
+                      ensemble_size=args.ensemble_size, theta=args.theta, seed=args.seed, experiment=args.experiment,
+                      tracking_uri=resolve_tracking_uri(args.tracking_uri))
+    ConsensusRequest(**parameters)  # bad parameters fail (in one line, by main) before the table is built
     # The demo's table is its own: Prefect's temporary server can boot while it is built.
     server = start_temporary_server()
     try:
         build_demo_table(args.database, args.dataset, table=args.dataset)
         print(f"Built table {args.dataset!r} in {args.database.resolve()} from scikit-learn's {args.dataset} "
               "dataset")
-        code, summary = run_flow_reporting(parameters, command="demo")
+        try:
+            summary = run_checked_flow(parameters)
+        except Exception as error:  # noqa: BLE001 - every failure of the flow is one line, printed last
+            return report_failure("demo", error)
     finally:
         if server is not None:
             server.stop()
-    if summary is not None:
-        print_outcome(summary, parameters, seconds=time.perf_counter() - started)
-    return code
+    print_outcome(summary, parameters, seconds=time.perf_counter() - started)
+    return 0

@@ -10,6 +10,7 @@ import argparse
 import types
 import typing
 
+from lwec_tasks.cli import csv_list
 from lwec_tasks.core.defaults import AUTO, is_auto
 from lwec_tasks.methods import PIPELINE_METHODS
 from lwec_tasks.request import ConsensusRequest
@@ -22,10 +23,6 @@ FLAGS = {
     "standardize": ("--no-standardize",),
     "stable_ids": ("--no-stable-ids",),
 }
-
-
-def _csv_list(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def number_of_clusters(text: str) -> int | str:
@@ -69,7 +66,7 @@ def add_request_options(parser: argparse.ArgumentParser, *, required: tuple[str,
             elif name == "n_clusters":
                 options.update(type=number_of_clusters, metavar="{K,auto}")
             elif kind is tuple:
-                options.update(type=_csv_list, help=f"{field.description} (comma-separated)")
+                options.update(type=csv_list, help=f"{field.description} (comma-separated)")
             elif kind is int:
                 options["type"] = _optional_int if optional else int
             elif kind is float:

@@ -53,28 +53,14 @@ def register(subparsers) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    """Check, run the consensus flow, print where the results went. Failures reach :func:`lwec_tasks.cli.main`,
+    which prints them in one line (the traceback too with ``--verbose``)."""
     apply_prefect_defaults()
     parameters = request_parameters(args)
     started = time.perf_counter()
-    code, summary = run_flow_reporting(parameters, verbose=args.verbose)
-    if summary is not None:
-        print_outcome(summary, parameters, seconds=time.perf_counter() - started)
-    return code
-
-
-def run_flow_reporting(parameters: dict, verbose: bool = False, command: str = "run") -> tuple[int, dict | None]:
-    """Check ``parameters``, run the flow, and return (exit code, summary or None).
-
-    A failure is printed as the last line of the output, ``lwec COMMAND: error: ...``, with exit code 2 for
-    bad input (:class:`~lwec_tasks.core.errors.LwecInputError`) and 1 otherwise. Tracebacks (in Prefect's
-    console log, and the error's own just before that line) are printed only when ``verbose``.
-    """
-    from lwec_tasks.cli.console import report_failure
-
-    try:
-        return 0, run_checked_flow(parameters, verbose)
-    except Exception as error:  # noqa: BLE001 - the CLI reports every failure the same way
-        return report_failure(command, error, verbose), None
+    summary = run_checked_flow(parameters, args.verbose)
+    print_outcome(summary, parameters, seconds=time.perf_counter() - started)
+    return 0
 
 
 def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
@@ -85,7 +71,7 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     asked whether they answer. A temporary Prefect server started for the flow is stopped when it is done.
     """
     apply_prefect_defaults()  # before the imports below, which import Prefect
-    from lwec_tasks.cli.services import check_dask_scheduler, check_tracking_store
+    from lwec_tasks.cli.services import check_tracking_store
     from lwec_tasks.request import ConsensusRequest
 
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
@@ -98,11 +84,8 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
 
         return consensus_flow
 
-    services = [lambda: check_tracking_store(request.tracking_uri)]
-    if request.dask_address:
-        services.append(lambda: check_dask_scheduler(request.dask_address))
     return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,
-                            check_services=services)
+                            check_services=[lambda: check_tracking_store(request.tracking_uri)])
 
 
 def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: dict,
@@ -112,19 +95,22 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
 
     ``check_inputs`` (the table, its columns, the output table) runs before Prefect is imported, unless the
     database URL names a Prefect block or secret, which only Prefect can read: then it runs once Prefect's
-    API answers. ``check_services`` (e.g. the Dask scheduler) follow. Then, without a Prefect API URL, a
+    API answers. ``check_services`` (e.g. the MLflow store) follow, then the Dask scheduler at
+    ``parameters["dask_address"]``, if any. Then, without a Prefect API URL, a
     temporary Prefect server starts in the background while ``load_flow`` imports the flow; with one, that
     API is asked whether it answers. The temporary server is stopped when the flow is done; ``verbose``
     keeps Prefect's tracebacks on the console. Returns the flow's result.
     """
     from lwec_tasks.cli.prefect_server import start_temporary_server, stopped_when_done
-    from lwec_tasks.cli.services import check_prefect_api
+    from lwec_tasks.cli.services import check_dask_scheduler, check_prefect_api
 
     resolved_by_prefect = needs_prefect_to_resolve(parameters["database_url"])
     if not resolved_by_prefect:
         check_inputs()
     for check in check_services:
         check()
+    if parameters.get("dask_address"):
+        check_dask_scheduler(parameters["dask_address"])
     # Boots while the flow's modules are imported (seconds either way); None when a Prefect API is configured.
     server = start_temporary_server()
     try:

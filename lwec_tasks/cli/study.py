@@ -11,16 +11,12 @@ The work is done by :mod:`lwec_tasks.experiments.studies`, which the
 
 from __future__ import annotations
 
+from functools import partial
+
 from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.experiments.paper_tables import load_paper_scores, markdown_comparison
-from lwec_tasks.experiments.studies import (
-    PAPER_SIZES,
-    PAPER_THETAS,
-    load_results,
-    run_sweep,
-    write_significance,
-)
+from lwec_tasks.experiments.studies import PAPER_SIZES, PAPER_THETAS, load_results, run_sweep, write_significance
 
 
 def _numbers(text: str, kind):
@@ -45,15 +41,15 @@ def register(subparsers) -> None:
 
     theta = studies.add_parser("theta", help="scores against θ (paper: θ = 0.1 … 4, 20 runs, M = 10)")
     _protocol_arguments(theta, "LWEA,LWGP")
-    theta.add_argument("--thetas", default=",".join(str(t) for t in PAPER_THETAS))
+    theta.add_argument("--thetas", dest="values", metavar="THETAS", default=",".join(str(t) for t in PAPER_THETAS))
     theta.add_argument("--ensemble-size", type=int, default=10)
-    theta.set_defaults(handler=run_theta)
+    theta.set_defaults(handler=run_sweep_command, sweep="theta", value_type=float)
 
     size = studies.add_parser("size", help="scores against the ensemble size M (paper: 20 runs per M)")
     _protocol_arguments(size, "LWEA,LWGP,EAC")
-    size.add_argument("--sizes", default=",".join(str(s) for s in PAPER_SIZES))
+    size.add_argument("--sizes", dest="values", metavar="SIZES", default=",".join(str(s) for s in PAPER_SIZES))
     size.add_argument("--theta", type=float, default=DEFAULT_THETA)
-    size.set_defaults(handler=run_size)
+    size.set_defaults(handler=run_sweep_command, sweep="ensemble_size", value_type=int)
 
     sig = studies.add_parser("significance", help="t-tests (p < 0.05) of LWEA/LWGP against the other methods")
     sig.add_argument("results", nargs="+", help="JSON files written by `lwec reproduce --json`")
@@ -69,26 +65,13 @@ def register(subparsers) -> None:
     compare.set_defaults(handler=run_compare)
 
 
-def _progress(line: str) -> None:
-    print(line, flush=True)
-
-
-def _report(output) -> None:
+def run_sweep_command(args) -> int:
+    """``lwec study theta`` (M fixed by ``--ensemble-size``) and ``lwec study size`` (θ fixed by ``--theta``)."""
+    fixed = {"ensemble_size": args.ensemble_size} if args.sweep == "theta" else {"theta": args.theta}
+    output = run_sweep(args.sweep, args.pools, _numbers(args.values, args.value_type), args.out,
+                       methods=args.methods, runs=args.runs, seed=args.seed, ks=args.ks,
+                       progress=partial(print, flush=True), **fixed)
     print("wrote " + ", ".join(str(path) for path in output.files))
-
-
-def run_theta(args) -> int:
-    output = run_sweep("theta", args.pools, _numbers(args.thetas, float), args.out, methods=args.methods,
-                       runs=args.runs, ensemble_size=args.ensemble_size, seed=args.seed, ks=args.ks,
-                       progress=_progress)
-    _report(output)
-    return 0
-
-
-def run_size(args) -> int:
-    output = run_sweep("ensemble_size", args.pools, _numbers(args.sizes, int), args.out, methods=args.methods,
-                       runs=args.runs, theta=args.theta, seed=args.seed, ks=args.ks, progress=_progress)
-    _report(output)
     return 0
 
 
@@ -107,5 +90,3 @@ def run_compare(args) -> int:
     print(markdown_comparison(list(merged.values()), load_paper_scores(args.paper_scores), args.tolerance))
     return 0
 
-
-__all__ = ["register"]

@@ -23,10 +23,8 @@ def load_paper_scores(path: str | Path) -> dict[tuple[str, str, str], dict]:
     with path.open(newline="") as handle:
         for row in csv.DictReader(handle):
             key = (row["dataset"], row["method"].upper(), row["metric"].lower())
-            table[key] = {
-                c: {"mean": float(row[f"{c}_mean"]), "std": float(row[f"{c}_std"])}
-                for c in ("best_k", "true_k")
-            }
+            table[key] = {c: {"mean": float(row[f"{c}_mean"]), "std": float(row[f"{c}_std"])}
+                          for c in ("best_k", "true_k")}
     return table
 
 
@@ -62,10 +60,8 @@ def markdown_comparison(results: list[dict], paper: dict, tolerance: float = 0.0
 
     A cell reads ``ours / paper`` and is marked **bold** when |ours − paper| > tolerance.
     """
-    lines = [
-        "| dataset | method | NMI best-k | NMI true-k | ARI best-k | ARI true-k | s/run |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    lines = ["| dataset | method | NMI best-k | NMI true-k | ARI best-k | ARI true-k | s/run |",
+             "|---|---|---|---|---|---|---|"]
     for result in results:
         for name, summary in result["methods"].items():
             cells = []

@@ -57,12 +57,8 @@ class Pool:
         return None if self.truth is None else len(np.unique(self.truth))
 
 
-def load_pool(
-    source: str | Path,
-    table: str | None = None,
-    truth: str | None = DEFAULT_TRUTH,
-    name: str | None = None,
-) -> Pool:
+def load_pool(source: str | Path, table: str | None = None, truth: str | None = DEFAULT_TRUTH,
+              name: str | None = None) -> Pool:
     """Load a pool from a ``.mat``/``.npz``/``.csv`` file or a SQL table.
 
     Parameters
@@ -100,10 +96,8 @@ def load_pool(
     elif suffix == ".csv":
         members, gt = _split_frame(pd.read_csv(path), truth, f"file {path.name!r}")
     else:
-        raise LwecInputError(
-            f"unknown pool format {suffix or '(no suffix)'!r} for {text}: "
-            "use .mat, .npz, .csv or a database URL with --table"
-        )
+        raise LwecInputError(f"unknown pool format {suffix or '(no suffix)'!r} for {text}: "
+                             "use .mat, .npz, .csv or a database URL with --table")
     return _make_pool(members, gt, name or _stem_name(path))
 
 
@@ -159,9 +153,8 @@ def _make_pool(members, gt, name: str) -> Pool:
     truth = None
     if gt is not None:
         if len(gt) != matrix.shape[0]:
-            raise LwecInputError(
-                f"pool {name!r}: ground truth has {len(gt)} entries but members has {matrix.shape[0]} rows"
-            )
+            raise LwecInputError(f"pool {name!r}: ground truth has {len(gt)} entries but members has "
+                                 f"{matrix.shape[0]} rows")
         truth = _integer_column(np.asarray(gt), "ground truth")
     return Pool(matrix, truth, name)
 

@@ -77,32 +77,20 @@ def method_seed(seed: int, run: int) -> int:
 def check_protocol(pool: Pool, runs: int, ensemble_size: int) -> None:
     """Raise :class:`LwecInputError` if the protocol cannot run on ``pool``."""
     if pool.truth is None:
-        raise LwecInputError(
-            f"pool {pool.name!r} has no ground truth (no 'gt'); reproduce scores NMI/ARI "
-            "against it — add a ground-truth column/variable, or cluster without scores via 'lwec run'"
-        )
+        raise LwecInputError(f"pool {pool.name!r} has no ground truth (no 'gt'); reproduce scores NMI/ARI against "
+                             "it — add a ground-truth column/variable, or cluster without scores via 'lwec run'")
     if isinstance(runs, bool) or int(runs) < 1:
         raise LwecInputError(f"--runs must be >= 1, got {runs}")
     if isinstance(ensemble_size, bool) or int(ensemble_size) < 1:
         raise LwecInputError(f"--ensemble-size must be >= 1, got {ensemble_size}")
     if ensemble_size > pool.n_candidates:
-        raise LwecInputError(
-            f"--ensemble-size {ensemble_size} is larger than the pool: {pool.name!r} has only "
-            f"{pool.n_candidates} base clusterings to draw from"
-        )
+        raise LwecInputError(f"--ensemble-size {ensemble_size} is larger than the pool: {pool.name!r} has only "
+                             f"{pool.n_candidates} base clusterings to draw from")
 
 
-def reproduce(
-    pool: Pool,
-    *,
-    runs: int = 20,
-    ensemble_size: int = 10,
-    theta: float = DEFAULT_THETA,
-    seed: int = 0,
-    methods: str | Sequence[str] = ("LWEA", "LWGP", "EAC"),
-    ks: Sequence[int] | str = DEFAULT_KS,
-    progress: Callable[[str], None] | None = None,
-) -> dict:
+def reproduce(pool: Pool, *, runs: int = 20, ensemble_size: int = 10, theta: float = DEFAULT_THETA, seed: int = 0,
+              methods: str | Sequence[str] = ("LWEA", "LWGP", "EAC"), ks: Sequence[int] | str = DEFAULT_KS,
+              progress: Callable[[str], None] | None = None) -> dict:
     """Run the protocol and return the summary (the ``--json`` document).
 
     Parameters
@@ -145,14 +133,10 @@ def reproduce(
             start = time.perf_counter()
             # A fresh encoding per method, so each method's time includes it.
             try:
-                cuts = run_method(
-                    method, Ensemble(labels), ks, theta=theta, random_state=method_seed(seed, run)
-                )
+                cuts = run_method(method, Ensemble(labels), ks, theta=theta, random_state=method_seed(seed, run))
             except LwecInputError as error:
-                raise LwecInputError(
-                    f"run {run + 1}/{runs}, method {method.name}, pool columns {columns.tolist()}: "
-                    f"{error}"
-                ) from None
+                raise LwecInputError(f"run {run + 1}/{runs}, method {method.name}, pool columns "
+                                     f"{columns.tolist()}: {error}") from None
             seconds = time.perf_counter() - start
             _record(per_run[method.name], cuts, ks, pool.truth, seconds)
             if method.name in AUTO_K_METHODS:
@@ -265,9 +249,7 @@ def mean_std(values: Sequence[float | None]) -> dict:
 
 
 def _summarise(record: dict) -> dict:
-    summary = {
-        metric: {c: mean_std(values) for c, values in record[metric].items()} for metric in METRICS
-    }
+    summary = {metric: {c: mean_std(values) for c, values in record[metric].items()} for metric in METRICS}
     if "auto_k_chosen" in record:
         summary["auto_k_chosen"] = mean_std(record["auto_k_chosen"])
     summary["seconds"] = mean_std(record["seconds"])

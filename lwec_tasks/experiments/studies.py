@@ -43,88 +43,71 @@ ALPHA = 0.05
 
 
 def _rows_from_result(result: dict, **extra) -> list[dict]:
-    rows = []
-    for method, summary in result["methods"].items():
-        for metric in METRICS:
-            for criterion in CRITERIA:
-                cell = summary[metric][criterion]
-                rows.append(
-                    {
-                        "dataset": result["dataset"],
-                        **extra,
-                        "method": method,
-                        "metric": metric,
-                        "criterion": criterion,
-                        "mean": cell["mean"],
-                        "std": cell["std"],
-                        "seconds": summary["seconds"]["mean"],
-                    }
-                )
-    return rows
+    return [{"dataset": result["dataset"], **extra, "method": method, "metric": metric, "criterion": criterion,
+             "mean": summary[metric][criterion]["mean"], "std": summary[metric][criterion]["std"],
+             "seconds": summary["seconds"]["mean"]}
+            for method, summary in result["methods"].items() for metric in METRICS for criterion in CRITERIA]
 
 
-def _vary_protocol(
-    pool: Pool,
-    parameter: str,
-    values: Sequence,
-    row_value: Callable,
-    symbol: str,
-    progress: Callable[[str], None] | None,
-    **protocol,
-) -> list[dict]:
-    """:func:`reproduce` on ``pool`` once per value of its argument ``parameter``; the others are ``protocol``.
+@dataclass(frozen=True)
+class Sweep:
+    """One of the paper's sweeps: the :func:`reproduce` argument it varies (also the row key and the figures'
+    x axis), its symbol in progress lines, the type of its values, its file stem, name and x scale."""
 
-    Rows as :func:`_rows_from_result`, keyed by ``parameter`` = ``row_value(value)``
-    (e.g. ``float``); ``progress``, if given, hears "<pool>: <symbol> = <value>"
-    before each run.
+    x: str
+    symbol: str
+    value_type: type
+    stem: str
+    label: str
+    log_x: bool
+
+
+#: The two sweeps by name (the row key each one varies).
+SWEEPS = {
+    "theta": Sweep("theta", "θ", float, "theta_sweep", "θ sweep", log_x=True),
+    "ensemble_size": Sweep("ensemble_size", "M", int, "ensemble_size_sweep", "ensemble-size sweep", log_x=False),
+}
+
+
+def _vary_protocol(pool: Pool, sweep: Sweep, values: Sequence, progress: Callable[[str], None] | None,
+                   **protocol) -> list[dict]:
+    """:func:`reproduce` on ``pool`` once per value of the argument ``sweep.x``; the others are ``protocol``.
+
+    Rows as :func:`_rows_from_result`, keyed by ``sweep.x`` = the value as ``sweep.value_type``;
+    ``progress``, if given, hears "<pool>: <symbol> = <value>" before each run.
     """
     rows = []
     for value in values:
         if progress:
-            progress(f"{pool.name}: {symbol} = {value}")
-        result = reproduce(pool, **protocol, **{parameter: value})
-        rows += _rows_from_result(result, **{parameter: row_value(value)})
+            progress(f"{pool.name}: {sweep.symbol} = {value}")
+        result = reproduce(pool, **protocol, **{sweep.x: value})
+        rows += _rows_from_result(result, **{sweep.x: sweep.value_type(value)})
     return rows
 
 
-def theta_sweep(
-    pool: Pool,
-    thetas: Sequence[float] = PAPER_THETAS,
-    *,
-    methods: str | Sequence[str] = ("LWEA", "LWGP"),
-    runs: int = 20,
-    ensemble_size: int = 10,
-    seed: int = 0,
-    ks: Sequence[int] | str = DEFAULT_KS,
-    progress: Callable[[str], None] | None = None,
-) -> list[dict]:
+def theta_sweep(pool: Pool, thetas: Sequence[float] = PAPER_THETAS, *,
+                methods: str | Sequence[str] = ("LWEA", "LWGP"), runs: int = 20, ensemble_size: int = 10,
+                seed: int = 0, ks: Sequence[int] | str = DEFAULT_KS,
+                progress: Callable[[str], None] | None = None) -> list[dict]:
     """Scores for every θ (same draws for every θ); rows keyed by dataset, theta, method, metric, criterion."""
     if not thetas:
         raise LwecInputError("give at least one θ")
-    return _vary_protocol(pool, "theta", thetas, float, "θ", progress,
+    return _vary_protocol(pool, SWEEPS["theta"], thetas, progress,
                           methods=methods, runs=runs, ensemble_size=ensemble_size, seed=seed, ks=ks)
 
 
-def ensemble_size_sweep(
-    pool: Pool,
-    sizes: Sequence[int] = PAPER_SIZES,
-    *,
-    methods: str | Sequence[str] = ("LWEA", "LWGP", "EAC"),
-    runs: int = 20,
-    theta: float = DEFAULT_THETA,
-    seed: int = 0,
-    ks: Sequence[int] | str = DEFAULT_KS,
-    progress: Callable[[str], None] | None = None,
-) -> list[dict]:
+def ensemble_size_sweep(pool: Pool, sizes: Sequence[int] = PAPER_SIZES, *,
+                        methods: str | Sequence[str] = ("LWEA", "LWGP", "EAC"), runs: int = 20,
+                        theta: float = DEFAULT_THETA, seed: int = 0, ks: Sequence[int] | str = DEFAULT_KS,
+                        progress: Callable[[str], None] | None = None) -> list[dict]:
     """Scores for every ensemble size M; rows keyed by dataset, ensemble_size, method, metric, criterion."""
     if not sizes:
         raise LwecInputError("give at least one ensemble size")
     too_big = [m for m in sizes if m > pool.n_candidates]
     if too_big:
-        raise LwecInputError(
-            f"ensemble size(s) {too_big} exceed the {pool.n_candidates} clusterings in pool {pool.name!r}"
-        )
-    return _vary_protocol(pool, "ensemble_size", sizes, int, "M", progress,
+        raise LwecInputError(f"ensemble size(s) {too_big} exceed the {pool.n_candidates} clusterings in pool "
+                             f"{pool.name!r}")
+    return _vary_protocol(pool, SWEEPS["ensemble_size"], sizes, progress,
                           methods=methods, runs=runs, theta=theta, seed=seed, ks=ks)
 
 
@@ -145,9 +128,8 @@ def t_test(ours: Sequence[float], theirs: Sequence[float], alpha: float = ALPHA)
     return p, "better" if a.mean() > b.mean() else "worse"
 
 
-def significance(
-    results: Sequence[dict], ours: Sequence[str] = ("LWEA", "LWGP"), alpha: float = ALPHA
-) -> tuple[list[dict], list[dict]]:
+def significance(results: Sequence[dict], ours: Sequence[str] = ("LWEA", "LWGP"),
+                 alpha: float = ALPHA) -> tuple[list[dict], list[dict]]:
     """t-tests of each of ``ours`` against every other method, per dataset, metric and criterion.
 
     Parameters
@@ -179,25 +161,14 @@ def significance(
                         if any(v is None for v in (*a, *b)):
                             continue
                         p, verdict = t_test(a, b, alpha)
-                        tests.append(
-                            {
-                                "dataset": dataset,
-                                "metric": metric,
-                                "criterion": criterion,
-                                "method": method,
-                                "baseline": baseline,
-                                "ours_mean": float(np.mean(a)),
-                                "baseline_mean": float(np.mean(b)),
-                                "p": p,
-                                "verdict": verdict,
-                            }
-                        )
+                        tests.append({"dataset": dataset, "metric": metric, "criterion": criterion,
+                                      "method": method, "baseline": baseline, "ours_mean": float(np.mean(a)),
+                                      "baseline_mean": float(np.mean(b)), "p": p, "verdict": verdict})
     tally: dict[tuple[str, str, str], dict] = {}
     for row in tests:
         key = (row["metric"], row["method"], row["baseline"])
-        entry = tally.setdefault(
-            key, {"metric": key[0], "method": key[1], "baseline": key[2], "better": 0, "comparable": 0, "worse": 0}
-        )
+        entry = tally.setdefault(key, {"metric": key[0], "method": key[1], "baseline": key[2],
+                                       "better": 0, "comparable": 0, "worse": 0})
         entry[row["verdict"]] += 1
     return tests, list(tally.values())
 
@@ -218,10 +189,8 @@ def write_rows(rows: list[dict], directory: str | Path, stem: str) -> tuple[Path
     return csv_path, json_path
 
 
-def plot_sweep(
-    rows: list[dict], x: str, path: str | Path, metric: str = "nmi", criterion: str = "best_k",
-    log_x: bool = False,
-) -> Path:
+def plot_sweep(rows: list[dict], x: str, path: str | Path, metric: str = "nmi", criterion: str = "best_k",
+               log_x: bool = False) -> Path:
     """One panel per dataset: mean ``metric`` (± std band) against ``x`` (``theta`` or ``ensemble_size``).
 
     One line per method.
@@ -280,21 +249,6 @@ def tally_markdown(tally: list[dict], metric: str) -> str:
 # --- Orchestration shared by `lwec study` and the `lwec-paper-studies` flow -------------------------
 
 
-@dataclass(frozen=True)
-class Sweep:
-    """One of the paper's sweeps: the row key it varies, its file stem and figure axis."""
-
-    x: str
-    stem: str
-    label: str
-    log_x: bool
-
-
-#: The two sweeps by name (the row key each one varies).
-SWEEPS = {
-    "theta": Sweep("theta", "theta_sweep", "θ sweep", log_x=True),
-    "ensemble_size": Sweep("ensemble_size", "ensemble_size_sweep", "ensemble-size sweep", log_x=False),
-}
 #: Files of the significance study.
 SIGNIFICANCE_STEMS = ("significance_tests", "significance_tally")
 SIGNIFICANCE_MARKDOWN = "significance.md"
@@ -328,31 +282,18 @@ def sweep_figure_paths(sweep: str, out_dir: str | Path) -> list[Path]:
     return [Path(out_dir, f"{metric}_vs_{_sweep(sweep).x}.png") for metric in METRICS]
 
 
-def sweep_pool(
-    sweep: str,
-    source: str | Path,
-    values: Sequence[float],
-    *,
-    methods: str | Sequence[str],
-    runs: int = 20,
-    ensemble_size: int = 10,
-    theta: float = DEFAULT_THETA,
-    seed: int = 0,
-    ks: Sequence[int] | str = DEFAULT_KS,
-    progress: Callable[[str], None] | None = None,
-) -> list[dict]:
+def sweep_pool(sweep: str, source: str | Path, values: Sequence[float], *, methods: str | Sequence[str],
+               runs: int = 20, ensemble_size: int = 10, theta: float = DEFAULT_THETA, seed: int = 0,
+               ks: Sequence[int] | str = DEFAULT_KS, progress: Callable[[str], None] | None = None) -> list[dict]:
     """Load the pool at ``source`` and run ``sweep`` (``"theta"`` or ``"ensemble_size"``) over ``values``.
 
     ``ensemble_size`` is M of the θ sweep and ``theta`` the θ of the
     ensemble-size sweep; the other one is what varies.
     """
-    kind = _sweep(sweep)
-    pool = load_pool(source)
-    if kind.x == "theta":
-        return theta_sweep(pool, values, methods=methods, runs=runs, ensemble_size=ensemble_size, seed=seed,
-                           ks=ks, progress=progress)
-    return ensemble_size_sweep(pool, values, methods=methods, runs=runs, theta=theta, seed=seed, ks=ks,
-                               progress=progress)
+    protocol = dict(methods=methods, runs=runs, seed=seed, ks=ks, progress=progress)
+    if _sweep(sweep).x == "theta":
+        return theta_sweep(load_pool(source), values, ensemble_size=ensemble_size, **protocol)
+    return ensemble_size_sweep(load_pool(source), values, theta=theta, **protocol)
 
 
 def write_sweep(sweep: str, rows: list[dict], out_dir: str | Path) -> StudyOutput:
@@ -365,13 +306,8 @@ def write_sweep(sweep: str, rows: list[dict], out_dir: str | Path) -> StudyOutpu
     return StudyOutput(files, len(rows), f"{kind.label}: {len(rows)} rows → {names}")
 
 
-def run_sweep(
-    sweep: str,
-    sources: Sequence[str | Path],
-    values: Sequence[float],
-    out_dir: str | Path,
-    **protocol,
-) -> StudyOutput:
+def run_sweep(sweep: str, sources: Sequence[str | Path], values: Sequence[float], out_dir: str | Path,
+              **protocol) -> StudyOutput:
     """:func:`sweep_pool` on every pool, then :func:`write_sweep` of all rows.
 
     ``protocol`` holds :func:`sweep_pool`'s keyword arguments (methods, runs,
@@ -383,18 +319,9 @@ def run_sweep(
     return write_sweep(sweep, rows, out_dir)
 
 
-def reproduce_to_file(
-    source: str | Path,
-    out_dir: str | Path,
-    *,
-    methods: str | Sequence[str],
-    runs: int = 20,
-    ensemble_size: int = 10,
-    theta: float = DEFAULT_THETA,
-    seed: int = 0,
-    ks: Sequence[int] | str = DEFAULT_KS,
-    progress: Callable[[str], None] | None = None,
-) -> Path:
+def reproduce_to_file(source: str | Path, out_dir: str | Path, *, methods: str | Sequence[str], runs: int = 20,
+                      ensemble_size: int = 10, theta: float = DEFAULT_THETA, seed: int = 0,
+                      ks: Sequence[int] | str = DEFAULT_KS, progress: Callable[[str], None] | None = None) -> Path:
     """Run the comparison protocol on the pool at ``source``; write and return ``<out>/reproduce_<name>.json``.
 
     The file is what ``lwec reproduce --json`` writes, so it feeds
@@ -420,13 +347,8 @@ def load_results(paths: Sequence[str | Path]) -> list[dict]:
     return results
 
 
-def write_significance(
-    results: Sequence[dict | str | Path],
-    out_dir: str | Path,
-    *,
-    ours: Sequence[str] = ("LWEA", "LWGP"),
-    alpha: float = ALPHA,
-) -> StudyOutput:
+def write_significance(results: Sequence[dict | str | Path], out_dir: str | Path, *,
+                       ours: Sequence[str] = ("LWEA", "LWGP"), alpha: float = ALPHA) -> StudyOutput:
     """t-tests of ``ours`` against the other methods, written to ``out_dir``.
 
     ``results`` are reproduction summaries or paths of their JSON files. Writes

@@ -42,10 +42,9 @@ def check_feature_columns(placement: Placement, feature_columns: Sequence[str] |
         return placement.feature_columns
     given = [str(c) for c in feature_columns]
     if sorted(given) != sorted(placement.feature_columns) or len(set(given)) != len(given):
-        raise LwecInputError(
-            f"feature_columns {given} differ from the model's feature columns {list(placement.feature_columns)} "
-            f"(feature set {placement.fingerprint}); the model labels rows by exactly its own features"
-        )
+        raise LwecInputError(f"feature_columns {given} differ from the model's feature columns "
+                             f"{list(placement.feature_columns)} (feature set {placement.fingerprint}); the model "
+                             "labels rows by exactly its own features")
     return placement.feature_columns
 
 
@@ -56,11 +55,9 @@ def load_model(model_uri: str) -> Placement:
     from lwec_tasks.tracking.model import load_placement_model
 
     placement = load_placement_model(model_uri)
-    get_run_logger().info(
-        "Loaded model %s from %s: %s, k=%d, θ=%g, M=%d, features %s",
-        model_uri, mask_uri(resolve_tracking_uri()), placement.method.upper(), placement.n_clusters,
-        placement.theta, placement.ensemble_size, ", ".join(placement.feature_columns),
-    )
+    get_run_logger().info("Loaded model %s from %s: %s, k=%d, θ=%g, M=%d, features %s", model_uri,
+                          mask_uri(resolve_tracking_uri()), placement.method.upper(), placement.n_clusters,
+                          placement.theta, placement.ensemble_size, ", ".join(placement.feature_columns))
     return placement
 
 

@@ -88,11 +88,9 @@ def tracking_failure_message(request: ConsensusRequest, rows_written: int, error
 
 
 def _publish(request: ConsensusRequest, summary: dict) -> None:
-    create_markdown_artifact(
-        markdown=summary_markdown(request, summary),
-        key=SUMMARY_ARTIFACT_KEY,
-        description=f"{request.method.upper()} consensus of {request.table} ({summary.get('executor')})",
-    )
+    create_markdown_artifact(markdown=summary_markdown(request, summary), key=SUMMARY_ARTIFACT_KEY,
+                             description=f"{request.method.upper()} consensus of {request.table} "
+                                         f"({summary.get('executor')})")
 
 
 def summary_markdown(request: ConsensusRequest, summary: dict) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from prefect import get_run_logger
-from prefect.runtime import flow_run
+from prefect.runtime import deployment, flow_run
 
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
@@ -60,10 +60,9 @@ class RunFacts:
 
     def input_example(self) -> pd.DataFrame:
         """A few sampled training rows as raw feature values (the standardisation undone)."""
-        rows = np.array(self.sample_rows[:INPUT_EXAMPLE_ROWS], dtype=np.float64)
-        if self.placement.standardisation is not None:
-            rows = rows * self.placement.standardisation.scale + self.placement.standardisation.mean
-        return pd.DataFrame(rows, columns=list(self.placement.feature_columns))
+        from lwec_tasks.tracking.model import example_frame
+
+        return example_frame(self.placement, self.sample_rows, INPUT_EXAMPLE_ROWS)
 
 
 @tracking_task("log-to-mlflow")
@@ -111,7 +110,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         **({"lwec.aligned_to_run_key": facts.stable.aligned_to} if facts.stable.aligned_to else {}),
         **{f"prefect.{key}": value for key, value in {
             "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run_page(),
-            "deployment_id": _deployment_id()}.items() if value},
+            "deployment_id": deployment.id}.items() if value},
     }
     clusters = facts.clusters.assign(uncertainty_bits=cluster_reliability.uncertainty, eci=eci)
     location = {"output_table": request.resolved_output_table, "run_key": request.run_key,
@@ -159,12 +158,6 @@ def figure_uris(tracking_uri: str, run_id: str, figures: dict) -> dict[str, str]
     """Artifact name → URI of each figure logged under ``figures/`` of run ``run_id``."""
     root = tracking_client(tracking_uri).get_run(run_id).info.artifact_uri.rstrip("/")
     return {name: f"{root}/figures/{name}" for name in figures}
-
-
-def _deployment_id() -> str | None:
-    from prefect.runtime import deployment
-
-    return deployment.id
 
 
 def flow_run_page() -> str | None:

@@ -13,7 +13,7 @@
 Every name below is imported on first use.
 """
 
-import importlib
+from lwec_tasks import lazy_attributes
 
 #: Public name → module that defines it, imported on first use (PEP 562): MLflow and matplotlib are slow to
 #: import, and most callers need neither (resolving a tracking URI, masking it).
@@ -39,35 +39,5 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
-
-
-__all__ = [
-    "PlacementModel",
-    "RunWriter",
-    "SourceTable",
-    "TrackingError",
-    "cluster_size_bars",
-    "cluster_size_figure",
-    "default_tracking_uri",
-    "eci_figure",
-    "log_reproduction",
-    "load_placement_model",
-    "log_placement_model",
-    "mask_uri",
-    "model_uri",
-    "resolve_tracking_uri",
-    "run_page_url",
-    "run_writer",
-    "tracking_client",
-    "url_has_credentials",
-]
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -69,15 +69,11 @@ def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
 
     Raises :class:`LwecInputError` naming the feature columns ``frame`` lacks.
     """
-    if not isinstance(frame, pd.DataFrame):
-        frame = pd.DataFrame(frame)
-    columns = [str(c) for c in frame.columns]
-    missing = [name for name in placement.feature_columns if name not in columns]
+    frame = pd.DataFrame(frame).rename(columns=str)
+    missing = [name for name in placement.feature_columns if name not in frame.columns]
     if missing:
-        raise LwecInputError(
-            f"the input lacks feature column(s) {missing}; the model needs {list(placement.feature_columns)}"
-        )
-    frame = frame.rename(columns=str)
+        raise LwecInputError(f"the input lacks feature column(s) {missing}; the model needs "
+                             f"{list(placement.feature_columns)}")
     values = np.empty((len(frame), len(placement.feature_columns)))
     for j, name in enumerate(placement.feature_columns):
         try:
@@ -92,10 +88,8 @@ def model_signature(placement: Placement):
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
 
-    return ModelSignature(
-        inputs=Schema([ColSpec("double", name) for name in placement.feature_columns]),
-        outputs=Schema([ColSpec("long")]),
-    )
+    return ModelSignature(inputs=Schema([ColSpec("double", name) for name in placement.feature_columns]),
+                          outputs=Schema([ColSpec("long")]))
 
 
 def pip_requirements() -> list[str]:
@@ -113,17 +107,17 @@ def model_uri(run_id: str) -> str:
     return f"runs:/{run_id}/{MODEL_NAME}"
 
 
-def example_frame(placement: Placement, n_rows: int = 5) -> pd.DataFrame:
-    """Up to ``n_rows`` rows in raw feature units: centres of the first base clustering."""
-    centres = placement.centres[0][:n_rows]
+def example_frame(placement: Placement, rows: np.ndarray | None = None, n_rows: int = 5) -> pd.DataFrame:
+    """Up to ``n_rows`` of ``rows`` ((n, d) as clustered; default the centres of the first base clustering)
+    in raw feature units (the standardisation undone)."""
+    rows = np.array((placement.centres[0] if rows is None else rows)[:n_rows], dtype=np.float64)
     if placement.standardisation is not None:
-        centres = centres * placement.standardisation.scale + placement.standardisation.mean
-    return pd.DataFrame(centres, columns=list(placement.feature_columns))
+        rows = rows * placement.standardisation.scale + placement.standardisation.mean
+    return pd.DataFrame(rows, columns=list(placement.feature_columns))
 
 
-def log_placement_model(
-    placement: Placement, input_example: pd.DataFrame | None = None, registered_model_name: str | None = None
-) -> str:
+def log_placement_model(placement: Placement, input_example: pd.DataFrame | None = None,
+                        registered_model_name: str | None = None) -> str:
     """Log ``placement`` in the active MLflow run as model ``model``; return ``runs:/<run id>/model``.
 
     The returned URI and the logged model's ``models:/<model id>`` both resolve.

@@ -55,15 +55,12 @@ def log_reproduction(result: dict, tracking_uri: str | None = None, experiment: 
     uri = resolve_tracking_uri(tracking_uri)
     shared = reproduction_params(result)
     with run_writer(uri, experiment) as writer:
-        parent_id = writer.start_run(
-            f"reproduce {result['dataset']}", params={**shared, "methods": ",".join(result["methods"])}
-        )
+        parent_id = writer.start_run(f"reproduce {result['dataset']}",
+                                     params={**shared, "methods": ",".join(result["methods"])})
         for name, summary in result["methods"].items():
-            child_id = writer.start_run(
-                name, params={**shared, "method": name}, metrics=reproduction_metrics(summary),
-                tags={"method": name}, parent_run_id=parent_id,
-            )
-            writer.finish(child_id)
+            writer.finish(writer.start_run(name, params={**shared, "method": name},
+                                           metrics=reproduction_metrics(summary), tags={"method": name},
+                                           parent_run_id=parent_id))
         writer.log_dict(parent_id, result, "reproduction.json")
         writer.finish(parent_id)
     return parent_id

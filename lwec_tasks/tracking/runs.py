@@ -50,15 +50,9 @@ class RunWriter:
         self.experiment_id = experiment_id
         self._open: list[str] = []
 
-    def start_run(
-        self,
-        run_name: str | None = None,
-        *,
-        params: Mapping | None = None,
-        metrics: Mapping | None = None,
-        tags: Mapping | None = None,
-        parent_run_id: str | None = None,
-    ) -> str:
+    def start_run(self, run_name: str | None = None, *, params: Mapping | None = None,
+                  metrics: Mapping | None = None, tags: Mapping | None = None,
+                  parent_run_id: str | None = None) -> str:
         """Create a run with its params, metrics and tags; return its id.
 
         Param values are turned into strings and cut to 500 characters; metrics
@@ -74,11 +68,8 @@ class RunWriter:
         self._open.append(run_id)
         now = int(time.time() * 1000)
         batch_params = [Param(key, str(value)[:MAX_PARAM_LENGTH]) for key, value in (params or {}).items()]
-        batch_metrics = [
-            Metric(key, float(value), timestamp=now, step=0)
-            for key, value in (metrics or {}).items()
-            if value is not None and np.isfinite(value)
-        ]
+        batch_metrics = [Metric(key, float(value), timestamp=now, step=0) for key, value in (metrics or {}).items()
+                         if value is not None and np.isfinite(value)]
         if batch_params or batch_metrics:
             self.client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=[])
         return run_id
