@@ -17,14 +17,7 @@ from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.lwgp import _kmeans, partition_embedding
 from lwec_tasks.core.memory import ensure_fits
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
-from lwec_tasks.stages.reductions import Microclusters, assemble_normalised_graph
-
-
-def assemble_graph(parts: list, offsets: np.ndarray, factors: np.ndarray):
-    """The normalised cluster graph (sparse CSR) from the summed output of
-    :func:`lwec_tasks.stages.partitions.graph_blocks`."""
-    n_columns = len(offsets) - 1
-    return assemble_normalised_graph(parts[n_columns:], parts[:n_columns], offsets, factors)
+from lwec_tasks.stages.reductions import Microclusters
 
 
 def check_lwea_fits(n_microclusters: int) -> None:
