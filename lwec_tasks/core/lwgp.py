@@ -132,19 +132,7 @@ def tcut_embedding(
     ndarray of shape (N or R, n_vectors): Dx⁻¹ B D^{-1/2} V.
     """
     cluster_vectors, inv_dx = tcut_cluster_vectors(ensemble, np.asarray(weights, float), n_vectors)
-    return _transfer(ensemble, cluster_vectors, inv_dx, rows)
-
-
-def _transfer(ensemble, cluster_vectors, inv_dx, rows):
-    if rows is None:
-        rows = np.arange(ensemble.n_objects, dtype=np.int64)
-    return transfer_rows(
-        column_major_codes(ensemble.codes),
-        ensemble.offsets.astype(np.int64),
-        np.ascontiguousarray(cluster_vectors),
-        inv_dx,
-        np.asarray(rows, dtype=np.int64),
-    )
+    return transfer_rows(column_major_codes(ensemble.codes), ensemble.offsets, cluster_vectors, inv_dx, rows)
 
 
 def partition_embedding(
@@ -266,7 +254,7 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
         expand = ensemble.microcluster_of
     else:
         rows, sample_weight, expand = None, None, None
-    embedding = _transfer(ensemble, cluster_vectors, inv_dx, rows)
+    embedding = transfer_rows(column_major_codes(ensemble.codes), ensemble.offsets, cluster_vectors, inv_dx, rows)
     cuts = np.empty((ensemble.n_objects, len(ks)), dtype=np.int64)
     for j, k in enumerate(ks):
         labels_k = partition_embedding(embedding, int(k), derived_seed(base, int(k)), sample_weight)

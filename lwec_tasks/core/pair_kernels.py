@@ -320,19 +320,25 @@ def column_pairs(n_columns: int) -> list[tuple[int, int]]:
     return [(a, b) for a in range(n_columns) for b in range(a + 1, n_columns)]
 
 
-def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows):
+def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows=None):
     """Dx⁻¹ B U restricted to ``rows``: out[j] = Σ_m U[g_m(rows[j])] / dx[rows[j]].
 
     Parameters
     ----------
+    codes_t : (M, N) per-column codes (made C-contiguous here if they are not)
+    offsets : (M + 1,) global id offsets
     cluster_vectors : (n_c, r) U, already multiplied by each cluster's weight
     inv_dx : (N,) 1 / dx
-    rows : (R,) int64 object indices
+    rows : (R,) object indices, default all N objects
 
     Returns
     -------
     (R, r) float64
     """
+    codes_t = np.ascontiguousarray(codes_t)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    cluster_vectors = np.ascontiguousarray(cluster_vectors)
+    rows = np.arange(codes_t.shape[1], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     out = np.zeros((rows.shape[0], cluster_vectors.shape[1]))
     kernel = _transfer_parallel if _parallel_pays(rows.shape[0], codes_t.shape[0]) else _transfer_serial
     kernel(codes_t, offsets, cluster_vectors, inv_dx, rows, out)

@@ -204,9 +204,7 @@ def graph_blocks(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray) -> l
 
 def embed(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray, cluster_vectors: np.ndarray) -> np.ndarray:
     """Rows of Dx⁻¹ B U (the Tcut embedding), row-normalised as LWGP's k-means sees them; (n, r)."""
-    inv_dx = inverse_degrees(codes_t, offsets, eci)
-    rows = transfer_rows(np.ascontiguousarray(codes_t), offsets.astype(np.int64), np.ascontiguousarray(cluster_vectors),
-                         inv_dx, np.arange(codes_t.shape[1], dtype=np.int64))
+    rows = transfer_rows(codes_t, offsets, cluster_vectors, inverse_degrees(codes_t, offsets, eci))
     rows /= np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + _ROW_NORM_EPS
     return rows
 

@@ -72,10 +72,8 @@ def lwgp_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.nda
                           cluster_vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
     """LWGP's k-means on one embedded row per microcluster, weighted by its count; (Ñ,) labels."""
     codes_t = np.ascontiguousarray(micro.rows.T)
-    offsets = offsets.astype(np.int64)
-    inv_dx = 1.0 / object_degrees(codes_t, offsets, eci)
-    embedding = transfer_rows(codes_t, offsets, np.ascontiguousarray(cluster_vectors), inv_dx,
-                              np.arange(len(micro), dtype=np.int64))
+    inv_dx = 1.0 / object_degrees(codes_t, offsets.astype(np.int64), eci)
+    embedding = transfer_rows(codes_t, offsets, cluster_vectors, inv_dx)
     return partition_embedding(embedding, int(k), int(seed), micro.counts.astype(np.float64))
 
 
