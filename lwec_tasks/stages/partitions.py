@@ -171,9 +171,7 @@ def standardised_rows(rows: PartitionRows, positions: np.ndarray, mean: np.ndarr
 
 def assign_partition(rows: PartitionRows, mean: np.ndarray, scale: np.ndarray, models: list) -> np.ndarray:
     """(M, n) int32 raw labels: each standardised row's nearest centre in every base model."""
-    X = rows.X - mean
-    X /= scale
-    return assign_base_labels(X, models)
+    return assign_base_labels(standardised_rows(rows, slice(None), mean, scale), models)
 
 
 def column_sizes(codes_t: np.ndarray, ks: np.ndarray) -> list[np.ndarray]:
