@@ -94,20 +94,6 @@ def k_upper_bound(ensemble: Ensemble, method: str) -> int:
     return k_criterion.k_upper_bound(ensemble, method, lwgp_module.MICROCLUSTER_LIMIT)
 
 
-def default_ks(ensemble, method: str) -> np.ndarray:
-    """Candidate ks 2..min(DEFAULT_K_MAX, largest k ``method`` can produce), (C,) int64.
-
-    Raises :class:`LwecInputError` when not even k = 2 is possible (e.g. all
-    label rows identical).
-    """
-    return k_criterion.default_ks(ensemble, method, k_upper_bound)
-
-
-def check_ks(ks, ensemble: Ensemble, method: str) -> np.ndarray:
-    """Validate candidate ``ks``: integers in 2..upper bound; returns them sorted and unique, int64."""
-    return k_criterion.check_ks(ks, ensemble, method, k_upper_bound)
-
-
 def consensus_cuts(ensemble: Ensemble, method: str, ks: np.ndarray, theta: float, random_state=None):
     """(N, len(ks)) consensus labels of ``method`` for every k (one dendrogram / eigensolve).
 
@@ -145,7 +131,8 @@ def select_k(
     ensemble : array-like (N, M) or Ensemble
     method : "lwea" or "lwgp" (case-insensitive)
     theta : float, default 0.4
-    ks : sequence of int, default :func:`default_ks` (2..min(50, what ``method`` can produce))
+    ks : sequence of int, default :func:`~lwec_tasks.core.k_criterion.default_ks` (2..min(50, what ``method``
+        can produce))
     random_state : None, int or RandomState; seeds LWGP's k-means (for LWEA the
         LWGP cuts the criterion compares with; None means 0 there)
     resolution : γ of the modularity, default ``DEFAULT_RESOLUTION``

@@ -15,7 +15,6 @@ from __future__ import annotations
 from functools import cache, partial
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from threadpoolctl import ThreadpoolController
 
@@ -27,9 +26,10 @@ from lwec_tasks.core.k_criterion import choose_k, consensus_cuts, k_upper_bound
 from lwec_tasks.core.memory import ensure_fits
 from lwec_tasks.core.pair_kernels import (
     cluster_graph_dense,
-    cluster_pair_block,
     column_major_codes,
+    graph_blocks,
     object_degrees,
+    sparse_cluster_graph,
     transfer_rows,
 )
 from lwec_tasks.core.seeds import base_seed, derived_seed
@@ -56,33 +56,19 @@ MICROCLUSTER_LIMIT = 1_000_000
 DENSE_GRAPH_LIMIT = 16_000
 
 
-def cluster_graph(ensemble: Ensemble, weights: np.ndarray):
-    """Return (Wy, dx): Wy = Bᵀ Dx⁻¹ B (n_c, n_c) and dx = B·1 (N,), B = incidence·diag(weights).
-
-    ``weights`` (n_c,) are the cluster weights of the bipartite graph (ECI for
-    LWGP, all ones for HBGF). Wy is a dense ndarray up to ``DENSE_GRAPH_LIMIT``
-    clusters, else a sparse CSR matrix assembled block by block from the
-    pairwise code tables.
-    """
-    weights = np.ascontiguousarray(weights, dtype=np.float64)
-    return _accumulated_graph(ensemble, weights, weights)
-
-
 def normalised_cluster_graph(ensemble: Ensemble, weights: np.ndarray):
     """Return (D^{-1/2} Wy D^{-1/2}, dx), D = diag(Wy·1), without forming Wy.
 
-    Wy·1 = Bᵀ Dx⁻¹ B·1 = Bᵀ·1, so D[c] = w_c·|c| in closed form, and entry
-    (c, c') = s_c s_c' Σ_{i∈c∩c'} 1/dx_i with s = √(w / |c|) is the same
-    accumulation as :func:`cluster_graph` with other per-cluster factors.
-    Dense or sparse as :func:`cluster_graph`.
+    Wy = Bᵀ Dx⁻¹ B (n_c, n_c), dx = B·1 (N,), B = incidence·diag(weights);
+    ``weights`` (n_c,) are the cluster weights of the bipartite graph (ECI for
+    LWGP, all ones for HBGF). Wy·1 = Bᵀ Dx⁻¹ B·1 = Bᵀ·1, so D[c] = w_c·|c| in
+    closed form, and entry (c, c') = s_c s_c' Σ_{i∈c∩c'} 1/dx_i with
+    s = √(w / |c|). A dense ndarray up to ``DENSE_GRAPH_LIMIT`` clusters, else a
+    sparse CSR matrix assembled from the pairwise blocks (as the partitioned
+    pipeline assembles it).
     """
     weights = np.ascontiguousarray(weights, dtype=np.float64)
-    return _accumulated_graph(ensemble, weights, normalising_factors(ensemble, weights))
-
-
-def normalising_factors(ensemble: Ensemble, weights: np.ndarray) -> np.ndarray:
-    """s = w / √(w ⊙ sizes) = √(w / sizes): the per-cluster factors of the normalised graph."""
-    return np.sqrt(weights / ensemble.cluster_sizes)
+    return _accumulated_graph(ensemble, weights, np.sqrt(weights / ensemble.cluster_sizes))
 
 
 def _accumulated_graph(ensemble: Ensemble, weights: np.ndarray, factors: np.ndarray):
@@ -96,33 +82,7 @@ def _accumulated_graph(ensemble: Ensemble, weights: np.ndarray, factors: np.ndar
     if n_c <= DENSE_GRAPH_LIMIT:
         ensure_fits(n_c * n_c * 8 * 2, f"the dense cluster graph of {n_c} clusters")
         return cluster_graph_dense(codes_t, offsets, factors, inv_dx), dx
-    return _sparse_cluster_graph(codes_t, offsets, factors, inv_dx), dx
-
-
-def _sparse_cluster_graph(codes_t, offsets, factors, inv_dx) -> sp.csr_matrix:
-    rows, cols, values = [], [], []
-    n_columns = codes_t.shape[0]
-    for a in range(n_columns):
-        k_a = int(offsets[a + 1] - offsets[a])
-        for b in range(a, n_columns):
-            k_b = int(offsets[b + 1] - offsets[b])
-            block = cluster_pair_block(codes_t[a], codes_t[b], k_a, k_b, inv_dx)
-            r, c = np.nonzero(block)
-            if a == b:
-                keep = r == c
-                r, c = r[keep], c[keep]
-            value = block[r, c] * factors[offsets[a] + r] * factors[offsets[b] + c]
-            rows.append(offsets[a] + r)
-            cols.append(offsets[b] + c)
-            values.append(value)
-            if a != b:
-                rows.append(offsets[b] + c)
-                cols.append(offsets[a] + r)
-                values.append(value)
-    n_c = int(offsets[-1])
-    return sp.csr_matrix(
-        (np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(n_c, n_c)
-    )
+    return sparse_cluster_graph(graph_blocks(codes_t, offsets, inv_dx), offsets, factors), dx
 
 
 def tcut_cluster_vectors(ensemble: Ensemble, weights: np.ndarray, n_vectors: int):
@@ -139,11 +99,21 @@ def tcut_cluster_vectors(ensemble: Ensemble, weights: np.ndarray, n_vectors: int
     """
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     normalised, dx = normalised_cluster_graph(ensemble, weights)
+    return graph_cluster_vectors(normalised, weights, ensemble.cluster_sizes, n_vectors)[0], 1.0 / dx
+
+
+def graph_cluster_vectors(normalised, weights: np.ndarray, sizes: np.ndarray, n_vectors: int):
+    """(U, number of connected components) of the normalised cluster graph D^{-1/2} Wy D^{-1/2}.
+
+    U (n_c, n_vectors) = diag(weights) D^{-1/2} V = √(weights / sizes) ⊙ V, V its
+    leading eigenvectors (the eigenvalue-1 space with the fixed basis of
+    :func:`~lwec_tasks.core.spectral.unit_eigenvectors`); ``sizes`` (n_c,) the
+    cluster sizes. Shared by :func:`tcut_cluster_vectors` and the partitioned pipeline.
+    """
     n_components, component = graph_components(normalised)
-    unit_basis = unit_eigenvectors(weights * ensemble.cluster_sizes, component, n_components)
+    unit_basis = unit_eigenvectors(weights * sizes, component, n_components)
     vectors = leading_eigenvectors(normalised, n_vectors, unit_basis)
-    del normalised
-    return vectors * normalising_factors(ensemble, weights)[:, None], 1.0 / dx
+    return vectors * np.sqrt(weights / sizes)[:, None], n_components
 
 
 def tcut_embedding(
@@ -162,19 +132,7 @@ def tcut_embedding(
     ndarray of shape (N or R, n_vectors): Dx⁻¹ B D^{-1/2} V.
     """
     cluster_vectors, inv_dx = tcut_cluster_vectors(ensemble, np.asarray(weights, float), n_vectors)
-    return _transfer(ensemble, cluster_vectors, inv_dx, rows)
-
-
-def _transfer(ensemble, cluster_vectors, inv_dx, rows):
-    if rows is None:
-        rows = np.arange(ensemble.n_objects, dtype=np.int64)
-    return transfer_rows(
-        column_major_codes(ensemble.codes),
-        ensemble.offsets.astype(np.int64),
-        np.ascontiguousarray(cluster_vectors),
-        inv_dx,
-        np.asarray(rows, dtype=np.int64),
-    )
+    return transfer_rows(column_major_codes(ensemble.codes), ensemble.offsets, cluster_vectors, inv_dx, rows)
 
 
 def partition_embedding(
@@ -296,7 +254,7 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
         expand = ensemble.microcluster_of
     else:
         rows, sample_weight, expand = None, None, None
-    embedding = _transfer(ensemble, cluster_vectors, inv_dx, rows)
+    embedding = transfer_rows(column_major_codes(ensemble.codes), ensemble.offsets, cluster_vectors, inv_dx, rows)
     cuts = np.empty((ensemble.n_objects, len(ks)), dtype=np.int64)
     for j, k in enumerate(ks):
         labels_k = partition_embedding(embedding, int(k), derived_seed(base, int(k)), sample_weight)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+import scipy.sparse as sp
 
 # Objects per chunk in the object-parallel kernels (fixed: results must not
 # depend on the thread count).
@@ -204,6 +205,45 @@ def cluster_graph_dense(codes_t, offsets, factors, inv_dx):
     return out
 
 
+def graph_blocks(codes_t, offsets, inv_dx) -> list:
+    """The cluster graph's sums over a set of objects (a partition, or all), for :func:`sparse_cluster_graph`.
+
+    Per column m its diagonal (k_m,) Σ_{i∈c} 1/dx_i, then per column pair (a < b, in :func:`column_pairs`
+    order) the sparse (k_a, k_b) block Σ_{i∈c∩c'} 1/dx_i. Lists of disjoint sets of objects sum element-wise
+    to the list of their union.
+    """
+    ks = np.diff(offsets)
+    diagonals = [np.bincount(codes_t[m], weights=inv_dx, minlength=int(k)) for m, k in enumerate(ks)]
+    blocks = [pair_table(codes_t[a], codes_t[b], int(ks[a]), int(ks[b]), inv_dx) for a, b in column_pairs(len(ks))]
+    return diagonals + blocks
+
+
+def sparse_cluster_graph(parts: list, offsets, factors) -> sp.csr_matrix:
+    """The (n_c, n_c) cluster graph, sparse CSR, from the (summed) output of :func:`graph_blocks`.
+
+    Entry (c, c') = f_c f_c' Σ_{i∈c∩c'} 1/dx_i, as :func:`cluster_graph_dense`; a column's own block is
+    diagonal (its clusters are disjoint).
+    """
+    n_columns = len(offsets) - 1
+    rows, cols, values = [], [], []
+    for m, diagonal in enumerate(parts[:n_columns]):
+        ids = np.arange(offsets[m], offsets[m + 1])
+        rows.append(ids)
+        cols.append(ids)
+        values.append(factors[ids] ** 2 * diagonal)
+    for (a, b), block in zip(column_pairs(n_columns), parts[n_columns:]):
+        block = block.tocoo()
+        r, c = block.row + offsets[a], block.col + offsets[b]
+        value = factors[r] * factors[c] * block.data
+        rows += [r, c]
+        cols += [c, r]
+        values += [value, value]
+    n_c = int(offsets[-1])
+    graph = sp.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(n_c, n_c))
+    graph.sort_indices()
+    return graph
+
+
 @numba.njit(cache=True)
 def _graph_pair(codes_t, offsets, factors, inv_dx, out, p):
     col_a, col_b = _pair_of(p, codes_t.shape[0])
@@ -248,26 +288,57 @@ def _fill_pair_block(codes_a, codes_b, off_a, off_b, k_a, k_b, same, factors, in
 
 @numba.njit(cache=True)
 def cluster_pair_block(codes_a, codes_b, k_a, k_b, inv_dx):
-    """(k_a, k_b) Σ_{i ∈ c ∩ c'} 1/dx_i for one column pair (used by the sparse build)."""
+    """(k_a, k_b) Σ_{i ∈ c ∩ c'} 1/dx_i for one column pair."""
     block = np.zeros((k_a, k_b))
     for i in range(codes_a.shape[0]):
         block[codes_a[i], codes_b[i]] += inv_dx[i]
     return block
 
 
-def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows):
+def pair_table(codes_a: np.ndarray, codes_b: np.ndarray, k_a: int, k_b: int,
+               weights: np.ndarray | None = None) -> sp.csr_matrix:
+    """(k_a, k_b) sparse table: entry (r, c) = Σ weight of the rows in cluster r of a and c of b (count by default).
+
+    Rows are visited in order, so the result does not depend on anything but the rows.
+    """
+    keys = codes_a.astype(np.int64) * k_b + codes_b
+    dtype = np.int64 if weights is None else np.float64
+    if k_a * k_b <= max(4 * len(keys), 1 << 16):
+        sums = np.bincount(keys, weights=weights, minlength=k_a * k_b)
+        present = np.flatnonzero(sums)
+        values = sums[present]
+    else:
+        present, inverse = np.unique(keys, return_inverse=True)
+        values = np.bincount(inverse, weights=weights, minlength=len(present))
+    table = sp.csr_matrix((values.astype(dtype), (present // k_b, present % k_b)), shape=(k_a, k_b))
+    table.sort_indices()
+    return table
+
+
+def column_pairs(n_columns: int) -> list[tuple[int, int]]:
+    """The pairs (a, b), a < b, in the order the tables are listed."""
+    return [(a, b) for a in range(n_columns) for b in range(a + 1, n_columns)]
+
+
+def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows=None):
     """Dx⁻¹ B U restricted to ``rows``: out[j] = Σ_m U[g_m(rows[j])] / dx[rows[j]].
 
     Parameters
     ----------
+    codes_t : (M, N) per-column codes (made C-contiguous here if they are not)
+    offsets : (M + 1,) global id offsets
     cluster_vectors : (n_c, r) U, already multiplied by each cluster's weight
     inv_dx : (N,) 1 / dx
-    rows : (R,) int64 object indices
+    rows : (R,) object indices, default all N objects
 
     Returns
     -------
     (R, r) float64
     """
+    codes_t = np.ascontiguousarray(codes_t)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    cluster_vectors = np.ascontiguousarray(cluster_vectors)
+    rows = np.arange(codes_t.shape[1], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     out = np.zeros((rows.shape[0], cluster_vectors.shape[1]))
     kernel = _transfer_parallel if _parallel_pays(rows.shape[0], codes_t.shape[0]) else _transfer_serial
     kernel(codes_t, offsets, cluster_vectors, inv_dx, rows, out)

@@ -15,8 +15,8 @@ import numpy as np
 from lwec_tasks.core import lwgp as lwgp_core
 from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.pair_kernels import sparse_cluster_graph
 from lwec_tasks.core.seeds import base_seed, derived_seed
-from lwec_tasks.core.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
 from lwec_tasks.core.validation import check_n_clusters
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
@@ -29,7 +29,6 @@ from lwec_tasks.stages.reductions import (
     merge_microclusters,
 )
 from lwec_tasks.stages.whole_table import (
-    assemble_graph,
     check_lwea_fits,
     choose_k,
     fit_embedding_kmeans,
@@ -115,14 +114,12 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     factors = np.sqrt(eci / ensemble.cluster_sizes)
     shared_eci = session.share(eci)
     blocks = session.map(part.graph_blocks, ensemble.codes, name="graph", offsets=ensemble.offsets, eci=shared_eci)
-    graph = session.submit(assemble_graph, tree_reduce(session, blocks, add_tables, "graph-sum"), ensemble.offsets,
-                           factors, name="graph-assemble")
+    graph = session.submit(sparse_cluster_graph, tree_reduce(session, blocks, add_tables, "graph-sum"),
+                           ensemble.offsets, factors, name="graph-assemble")
     Progress(log, "cluster graph").wait(blocks, rows=table.counts)
     graph = graph.result()
     started = time.perf_counter()
-    n_components, component = graph_components(graph)
-    unit_basis = unit_eigenvectors(eci * ensemble.cluster_sizes, component, n_components)
-    cluster_vectors = leading_eigenvectors(graph, int(k), unit_basis) * factors[:, None]
+    cluster_vectors, n_components = lwgp_core.graph_cluster_vectors(graph, eci, ensemble.cluster_sizes, int(k))
     log.info("Solved the %d × %d cluster graph's eigenproblem (%d non-zeros, %d components) in %.2f s",
              graph.shape[0], graph.shape[1], graph.nnz, n_components, time.perf_counter() - started)
     del graph

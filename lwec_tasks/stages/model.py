@@ -24,9 +24,9 @@ MODEL_MICROCLUSTER_LIMIT = 1_000_000
 def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
                     eci: np.ndarray, method: str, theta: float, n_clusters: int, seed: int | None, standardize: bool,
                     log):
-    """The run's :class:`~lwec_tasks.core.placement.Placement` for the written ``labels``, as
-    :func:`~lwec_tasks.core.placement.build_placement` builds it in memory, from small reductions: the base
-    k-means centres, the standardisation and the ECI the flow holds; per-partition cluster sizes and, for
+    """The run's :class:`~lwec_tasks.core.placement.Placement` for the written ``labels``, from small
+    reductions: the base k-means centres, the standardisation and the ECI the flow holds; per-partition
+    cluster sizes and, for
     LWEA, the (n_c × k) base/consensus overlap counts (plus the microcluster lookup up to
     :data:`MODEL_MICROCLUSTER_LIMIT` microclusters), for LWGP the sums of each cluster's normalised
     embedding rows (the consensus centres are their size-weighted means).

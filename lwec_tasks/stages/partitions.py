@@ -21,6 +21,7 @@ import pandas as pd
 import sqlalchemy as sa
 from threadpoolctl import threadpool_limits
 
+from lwec_tasks.core import pair_kernels
 from lwec_tasks.core.lwgp import _ROW_NORM_EPS
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
 from lwec_tasks.io.catalog import describe_source
@@ -31,7 +32,7 @@ from lwec_tasks.io.features import id_values, numeric_column
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
-from lwec_tasks.stages.reductions import Microclusters, Moments, microcluster_index, pair_table, pair_tables
+from lwec_tasks.stages.reductions import Microclusters, Moments, microcluster_index, pair_tables
 
 
 @dataclass(frozen=True)
@@ -170,9 +171,7 @@ def standardised_rows(rows: PartitionRows, positions: np.ndarray, mean: np.ndarr
 
 def assign_partition(rows: PartitionRows, mean: np.ndarray, scale: np.ndarray, models: list) -> np.ndarray:
     """(M, n) int32 raw labels: each standardised row's nearest centre in every base model."""
-    X = rows.X - mean
-    X /= scale
-    return assign_base_labels(X, models)
+    return assign_base_labels(standardised_rows(rows, slice(None), mean, scale), models)
 
 
 def column_sizes(codes_t: np.ndarray, ks: np.ndarray) -> list[np.ndarray]:
@@ -196,21 +195,14 @@ def inverse_degrees(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray) -
 
 
 def graph_blocks(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray) -> list:
-    """The partition's share of the cluster graph: per column its diagonal Σ_{i∈c} 1/dx_i, then per pair
-    (a < b) the block Σ_{i∈c∩c'} 1/dx_i. The list sums element-wise over partitions."""
-    inv_dx = inverse_degrees(codes_t, offsets, eci)
-    ks = np.diff(offsets)
-    diagonals = [np.bincount(codes_t[m], weights=inv_dx, minlength=int(k)) for m, k in enumerate(ks)]
-    blocks = [pair_table(codes_t[a], codes_t[b], int(ks[a]), int(ks[b]), inv_dx)
-              for a in range(len(ks)) for b in range(a + 1, len(ks))]
-    return diagonals + blocks
+    """The partition's share of the cluster graph (:func:`lwec_tasks.core.pair_kernels.graph_blocks` with
+    1/dx from the ECI); the lists sum element-wise over partitions."""
+    return pair_kernels.graph_blocks(codes_t, offsets, inverse_degrees(codes_t, offsets, eci))
 
 
 def embed(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray, cluster_vectors: np.ndarray) -> np.ndarray:
     """Rows of Dx⁻¹ B U (the Tcut embedding), row-normalised as LWGP's k-means sees them; (n, r)."""
-    inv_dx = inverse_degrees(codes_t, offsets, eci)
-    rows = transfer_rows(np.ascontiguousarray(codes_t), offsets.astype(np.int64), np.ascontiguousarray(cluster_vectors),
-                         inv_dx, np.arange(codes_t.shape[1], dtype=np.int64))
+    rows = transfer_rows(codes_t, offsets, cluster_vectors, inverse_degrees(codes_t, offsets, eci))
     rows /= np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + _ROW_NORM_EPS
     return rows
 

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from lwec_tasks.core.pair_kernels import row_split_entropy
+from lwec_tasks.core.pair_kernels import column_pairs, pair_table, row_split_entropy
 
 # --- column moments (standardisation, k-means tolerance) ---------------------------------------------------
 
@@ -62,31 +62,6 @@ def standard_scale(moments: Moments) -> np.ndarray:
 
 
 # --- pairwise tables of base clusterings (ECI) and the cluster graph (LWGP) ----------------------------------
-
-def pair_table(codes_a: np.ndarray, codes_b: np.ndarray, k_a: int, k_b: int,
-               weights: np.ndarray | None = None) -> sp.csr_matrix:
-    """(k_a, k_b) sparse table: entry (r, c) = Σ weight of the rows in cluster r of a and c of b (count by default).
-
-    Rows are visited in order, so the result does not depend on anything but the rows.
-    """
-    keys = codes_a.astype(np.int64) * k_b + codes_b
-    dtype = np.int64 if weights is None else np.float64
-    if k_a * k_b <= max(4 * len(keys), 1 << 16):
-        sums = np.bincount(keys, weights=weights, minlength=k_a * k_b)
-        present = np.flatnonzero(sums)
-        values = sums[present]
-    else:
-        present, inverse = np.unique(keys, return_inverse=True)
-        values = np.bincount(inverse, weights=weights, minlength=len(present))
-    table = sp.csr_matrix((values.astype(dtype), (present // k_b, present % k_b)), shape=(k_a, k_b))
-    table.sort_indices()
-    return table
-
-
-def column_pairs(n_columns: int) -> list[tuple[int, int]]:
-    """The pairs (a, b), a < b, in the order the tables are listed."""
-    return [(a, b) for a in range(n_columns) for b in range(a + 1, n_columns)]
-
 
 def pair_tables(codes_t: np.ndarray, ks: np.ndarray, weights: np.ndarray | None = None) -> list[sp.csr_matrix]:
     """One :func:`pair_table` per column pair (a < b) of the (M, n) codes."""
@@ -135,31 +110,6 @@ def split_entropy_terms(tables: list[sp.csr_matrix], offsets: np.ndarray, sizes:
             out[b, offsets[a]:offsets[a + 1]], out[a, offsets[b]:offsets[b + 1]],
         )
     return out
-
-
-def assemble_normalised_graph(blocks: list[sp.csr_matrix], diagonals: list[np.ndarray], offsets: np.ndarray,
-                              factors: np.ndarray) -> sp.csr_matrix:
-    """The (n_c, n_c) normalised cluster graph from the summed per-pair blocks Σ_{i∈c∩c'} 1/dx_i.
-
-    Entry (c, c') = f_c f_c' Σ 1/dx_i; a column's own block is diagonal (its clusters are disjoint).
-    """
-    rows, cols, values = [], [], []
-    for m, diagonal in enumerate(diagonals):
-        ids = np.arange(offsets[m], offsets[m + 1])
-        rows.append(ids)
-        cols.append(ids)
-        values.append(factors[ids] ** 2 * diagonal)
-    for (a, b), block in zip(column_pairs(len(diagonals)), blocks):
-        block = block.tocoo()
-        r, c = block.row + offsets[a], block.col + offsets[b]
-        value = factors[r] * factors[c] * block.data
-        rows += [r, c]
-        cols += [c, r]
-        values += [value, value]
-    n_c = int(offsets[-1])
-    graph = sp.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(n_c, n_c))
-    graph.sort_indices()
-    return graph
 
 
 # --- microclusters (distinct label rows) ---------------------------------------------------------------------

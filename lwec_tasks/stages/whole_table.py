@@ -17,14 +17,7 @@ from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.lwgp import _kmeans, partition_embedding
 from lwec_tasks.core.memory import ensure_fits
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
-from lwec_tasks.stages.reductions import Microclusters, assemble_normalised_graph
-
-
-def assemble_graph(parts: list, offsets: np.ndarray, factors: np.ndarray):
-    """The normalised cluster graph (sparse CSR) from the summed output of
-    :func:`lwec_tasks.stages.partitions.graph_blocks`."""
-    n_columns = len(offsets) - 1
-    return assemble_normalised_graph(parts[n_columns:], parts[:n_columns], offsets, factors)
+from lwec_tasks.stages.reductions import Microclusters
 
 
 def check_lwea_fits(n_microclusters: int) -> None:
@@ -79,10 +72,8 @@ def lwgp_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.nda
                           cluster_vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
     """LWGP's k-means on one embedded row per microcluster, weighted by its count; (Ñ,) labels."""
     codes_t = np.ascontiguousarray(micro.rows.T)
-    offsets = offsets.astype(np.int64)
-    inv_dx = 1.0 / object_degrees(codes_t, offsets, eci)
-    embedding = transfer_rows(codes_t, offsets, np.ascontiguousarray(cluster_vectors), inv_dx,
-                              np.arange(len(micro), dtype=np.int64))
+    inv_dx = 1.0 / object_degrees(codes_t, offsets.astype(np.int64), eci)
+    embedding = transfer_rows(codes_t, offsets, cluster_vectors, inv_dx)
     return partition_embedding(embedding, int(k), int(seed), micro.counts.astype(np.float64))
 
 

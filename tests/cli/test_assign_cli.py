@@ -10,12 +10,13 @@ import pytest
 from sklearn.preprocessing import StandardScaler
 
 from helpers.pipeline import blobs_frame, read_labels, table_exists, unique, write_frame
+from helpers.placement import build_placement
 from helpers.tracking import log_model_run
 from lwec_tasks import Ensemble, lwgp
 from lwec_tasks.cli import main
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
-from lwec_tasks.core.placement import Standardisation, build_placement
+from lwec_tasks.core.placement import Standardisation
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 

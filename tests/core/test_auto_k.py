@@ -14,7 +14,6 @@ from lwec_tasks.core.auto_k import (
     DEFAULT_K_MAX,
     DEFAULT_RESOLUTION,
     KSelection,
-    default_ks,
     k_upper_bound,
     partition_nmi,
     select_k,
@@ -22,8 +21,14 @@ from lwec_tasks.core.auto_k import (
 from lwec_tasks.core.eci import eci
 from lwec_tasks.core.ensemble import Ensemble
 from lwec_tasks.core.estimators import LWEA, LWGP
+from lwec_tasks.core.k_criterion import default_ks as default_ks_within
 from lwec_tasks.core.lwea import lwea
 from lwec_tasks.core.lwgp import lwgp
+
+
+def default_ks(ensemble, method):
+    """The candidate ks :func:`~lwec_tasks.core.auto_k.select_k` searches by default."""
+    return default_ks_within(ensemble, method, k_upper_bound)
 
 
 def planted_ensemble(k_star: int, seed: int, n_columns: int = 10, noise: float = 0.05):

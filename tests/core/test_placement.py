@@ -9,18 +9,14 @@ from hypothesis import strategies as st
 from sklearn.datasets import make_blobs
 from sklearn.preprocessing import StandardScaler
 
+from helpers.placement import build_placement, with_ids
 from lwec_tasks import Ensemble, lwea, lwgp, nmi
 from lwec_tasks.core import placement as placement_module
 from lwec_tasks.core.base_clusterings import fit_base_clusterings, generate_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.lwgp import tcut_cluster_vectors, tcut_embedding
-from lwec_tasks.core.placement import (
-    Placement,
-    Standardisation,
-    build_placement,
-    feature_fingerprint,
-)
+from lwec_tasks.core.placement import Placement, Standardisation, feature_fingerprint
 
 THETA = 0.4
 # (training rows, blobs, cluster_std, seed): from well separated to strongly overlapping.
@@ -140,13 +136,13 @@ def test_the_standardisation_is_scikit_learns_from_partition_moments():
 
 def test_with_ids_renumbers_the_written_ids():
     run, placement = consensus_run(400, 3, 1.0, 6, "lwgp")
-    renumbered = placement.with_ids({0: 30, 1: 10, 2: 20})
+    renumbered = with_ids(placement, {0: 30, 1: 10, 2: 20})
     np.testing.assert_array_equal(renumbered.predict(run["fresh"]),
                                   np.array([30, 10, 20])[placement.predict(run["fresh"])])
     with pytest.raises(LwecInputError, match="no new id"):
-        placement.with_ids({0: 1})
+        with_ids(placement, {0: 1})
     with pytest.raises(LwecInputError, match="same id"):
-        placement.with_ids({0: 1, 1: 1, 2: 2})
+        with_ids(placement, {0: 1, 1: 1, 2: 2})
 
 
 def test_lwea_matches_dense_lwca_similarities():

@@ -8,15 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.renumber import Renumbering, align_to_previous, shared_positions
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.renumber import (
-    Renumbering,
-    align_to_previous,
-    fresh_ids,
-    ids_per_cluster,
-    match_clusters,
-    shared_positions,
-)
+from lwec_tasks.core.renumber import fresh_ids, ids_per_cluster, match_clusters
 
 
 @st.composite

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from lwec_tasks import Ensemble, ari, generate_base_clusterings, lwea, nmi
 from lwec_tasks.core.eci import ensemble_uncertainty
 from lwec_tasks.core.lwgp import normalised_cluster_graph
+from lwec_tasks.core.pair_kernels import sparse_cluster_graph
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.base_clusterings import assign_base_labels, base_plan, fit_base_model
@@ -26,7 +27,7 @@ from lwec_tasks.stages.reductions import (
     split_entropy_terms,
     standard_scale,
 )
-from lwec_tasks.stages.whole_table import assemble_graph, lwea_on_microclusters
+from lwec_tasks.stages.whole_table import lwea_on_microclusters
 
 BOUNDS = [0, 130, 131, 400, 777, 1000]  # uneven partitions, one of a single row
 
@@ -55,7 +56,7 @@ def test_cluster_graph_from_partition_blocks_equals_the_local_one(ensemble):
     eci = np.linspace(0.2, 1.0, ensemble.n_clusters_total)
     parts = [part.graph_blocks(c, ensemble.offsets, eci) for c in chunks(ensemble)]
     factors = np.sqrt(eci / ensemble.cluster_sizes)
-    graph = assemble_graph(add_tables(*parts), ensemble.offsets, factors)
+    graph = sparse_cluster_graph(add_tables(*parts), ensemble.offsets, factors)
     local, _ = normalised_cluster_graph(ensemble, eci)
     np.testing.assert_allclose(graph.toarray(), local, rtol=1e-12, atol=1e-15)
 

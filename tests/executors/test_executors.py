@@ -125,7 +125,7 @@ def test_a_second_run_writes_the_ids_the_library_renumbering_gives(prefect_serve
     from mlflow import MlflowClient
 
     import lwec_tasks.tasks.track as track
-    from lwec_tasks.core.renumber import align_to_previous
+    from helpers.renumber import align_to_previous
 
     url, table = database
     output = f"{table}_labels"

@@ -9,13 +9,14 @@ from sklearn.preprocessing import StandardScaler
 
 from flows.assign import assign_flow
 from helpers.pipeline import blobs_frame, read_labels, table_exists, unique, write_frame
+from helpers.placement import build_placement
 from helpers.throwaway_tables import throwaway_features_table
 from helpers.tracking import log_model_run
 from lwec_tasks import Ensemble, lwea, lwgp
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.placement import Standardisation, build_placement
+from lwec_tasks.core.placement import Standardisation
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 

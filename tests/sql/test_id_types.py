@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from helpers.pipeline import drop_labels_table, ingest_only, latest_earlier_run, postgres_url_or_skip, unique
+from helpers.renumber import align_to_previous
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.renumber import align_to_previous
 from lwec_tasks.io import (
     LabelRows,
     check_label_table,

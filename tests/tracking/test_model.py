@@ -11,12 +11,13 @@ from sklearn.datasets import make_blobs
 from sklearn.preprocessing import StandardScaler
 
 from helpers.pipeline import unique
+from helpers.placement import build_placement
 from helpers.tracking import log_model_run
 from lwec_tasks import Ensemble, lwea
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.placement import Standardisation, build_placement
+from lwec_tasks.core.placement import Standardisation
 from lwec_tasks.tracking.model import (
     MODEL_URI_TAG,
     active_run_in,
