@@ -50,10 +50,12 @@ when the other method does not fit in memory (LWEA's distance matrix over
 very many microclusters, :class:`LwecMemoryError`); LWGP then takes the k of
 highest Q_γ of its own cuts.
 
-Memory: the cuts of every candidate k are kept as int16, (N, C) labels per
-method — about 0.1 GB per million objects for C = 49; at a million objects
-LWGP's automatic k took 46 s and 4.0 GB on the project's 2-core machine (mostly
-LWEA's dendrogram of 29,000 microclusters; 55 s and 4.4 GB with int64 cuts).
+Cost: above ``SELECTION_SAMPLE`` (20,000) objects k is chosen on a seeded uniform sample of that many
+objects (:func:`~lwec_tasks.core.k_criterion.selection_sample`) and the labels are the method's own
+cut at the chosen k on every object, so the choice costs the same whatever N (about a second for a
+ten-column ensemble on the project's 2-core machine; choosing on all of a million objects took 46 s and
+4.0 GB, mostly LWEA's dendrogram of 29,000 microclusters). The cuts of every candidate k are kept as
+int16, (n, C) labels per method. Every pool of the paper (at most 20,000 objects) is chosen on whole.
 
 Layers: the code is in :mod:`lwec_tasks.core.k_criterion`, below
 :mod:`lwec_tasks.core.lwgp` (whose ``n_clusters="auto"`` uses it directly);
@@ -113,11 +115,12 @@ def auto_consensus(
     criterion scored, so they equal ``lwea(labels, selection.k)`` (or ``lwgp``
     with the same ``random_state``).
     """
-    method = check_method(method)
-    theta = check_theta(theta)
-    ensemble = as_ensemble(labels)
-    return choose_k(ensemble, method, theta, ks, random_state, resolution, agreement,
-                    upper_bound=k_upper_bound, cut=consensus_cuts)
+    return _choose(labels, method, theta, ks, random_state, resolution, agreement, with_labels=True)
+
+
+def _choose(labels, method, theta, ks, random_state, resolution, agreement, with_labels: bool):
+    return choose_k(as_ensemble(labels), check_method(method), check_theta(theta), ks, random_state, resolution,
+                    agreement, upper_bound=k_upper_bound, cut=consensus_cuts, with_labels=with_labels)
 
 
 def select_k(
@@ -144,4 +147,4 @@ def select_k(
     LWGP cut), Q_γ the modularity in the LWCA graph. LWGP: the k whose LWGP cut has the
     highest NMI with the LWEA cut at k* (module docstring).
     """
-    return auto_consensus(ensemble, method, theta, ks, random_state, resolution, agreement)[0]
+    return _choose(ensemble, method, theta, ks, random_state, resolution, agreement, with_labels=False)[0]

@@ -30,6 +30,9 @@ DEFAULT_RESOLUTION = 0.6
 #: Weight λ of the LWEA–LWGP agreement (NMI) in the criterion (see :mod:`lwec_tasks.core.auto_k`).
 DEFAULT_AGREEMENT = 0.15
 METHODS = ("lwea", "lwgp")
+#: Above this many objects k is chosen on a seeded uniform sample of this many (:func:`selection_sample`);
+#: the labels are then the method's own at the chosen k on every object. Every pool of the paper fits whole.
+SELECTION_SAMPLE = 20_000
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,21 @@ def check_ks(ks, ensemble: Ensemble, method: str, upper_bound: Callable[[Ensembl
         method=method.upper(),
     )
     return np.unique(np.asarray(values, dtype=np.int64))
+
+
+def selection_sample(n_objects: int, random_state=None) -> np.ndarray | None:
+    """Sorted positions (SELECTION_SAMPLE,) int64 of the objects k is chosen on, or None (all) up to SELECTION_SAMPLE.
+
+    Seeded by ``random_state`` (an int; None means 0; a RandomState gives the seed, advancing it), so that a
+    pipeline holding the rows in partitions gathers exactly the rows the library chooses on.
+    """
+    if n_objects <= SELECTION_SAMPLE:
+        return None
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        seed = int(random_state or 0)
+    else:
+        seed = int(random_state.randint(np.iinfo(np.int32).max))
+    return np.sort(np.random.default_rng(seed).choice(n_objects, SELECTION_SAMPLE, replace=False))
 
 
 def object_degrees_lwca(ensemble: Ensemble, eci: np.ndarray) -> np.ndarray:
@@ -210,14 +228,23 @@ def match_scores(cuts: np.ndarray, reference: np.ndarray) -> np.ndarray:
 def choose_k(
     ensemble: Ensemble, method: str, theta: float, ks=None, random_state=None,
     resolution: float = DEFAULT_RESOLUTION, agreement: float = DEFAULT_AGREEMENT, *,
-    upper_bound: Callable[[Ensemble, str], int], cut: Callable[..., np.ndarray],
-) -> tuple[KSelection, np.ndarray]:
+    upper_bound: Callable[[Ensemble, str], int], cut: Callable[..., np.ndarray], with_labels: bool = True,
+) -> tuple[KSelection, np.ndarray | None]:
     """:func:`lwec_tasks.core.auto_k.auto_consensus` on a checked ``method`` and ``theta`` and an Ensemble.
 
     ``upper_bound(ensemble, method)`` is :func:`k_upper_bound` and ``cut(ensemble,
     method, ks, theta, random_state)`` :func:`consensus_cuts`, each bound to LWGP.
+    Above ``SELECTION_SAMPLE`` objects k is chosen on :func:`selection_sample`'s objects and the labels
+    are ``method``'s cut at that k on every object (None when ``with_labels`` is false).
     Returns (selection, (N,) int64 consensus labels at the chosen k).
     """
+    sample = selection_sample(ensemble.n_objects, random_state)
+    if sample is not None:
+        selection, _ = choose_k(Ensemble(ensemble.codes[sample]), method, theta, ks, random_state, resolution,
+                                agreement, upper_bound=upper_bound, cut=cut, with_labels=False)
+        if not with_labels:
+            return selection, None
+        return selection, cut(ensemble, method, np.array([selection.k]), theta, random_state)[:, 0].astype(np.int64)
     ks = check_ks(ks, ensemble, method, upper_bound)
     other = "lwgp" if method == "lwea" else "lwea"
     if method == "lwea" and random_state is None:

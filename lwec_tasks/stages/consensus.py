@@ -2,7 +2,8 @@
 
 Global quantities come from reductions of per-partition results: the microcluster table, the cluster graph,
 k-means partial sums; the labels stay in the partitions. ``n_clusters="auto"`` is the library's choice of
-k (:func:`lwec_tasks.core.auto_k.select_k`) on the gathered base clusterings.
+k (:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings of the rows it samples (all rows up to
+:data:`~lwec_tasks.core.k_criterion.SELECTION_SAMPLE`), gathered from the partitions.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 from lwec_tasks.core import lwgp as lwgp_core
 from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.k_criterion import selection_sample
 from lwec_tasks.core.pair_kernels import sparse_cluster_graph
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.validation import check_n_clusters
@@ -280,7 +282,10 @@ def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci
     selection = None
     if is_auto(n_clusters):
         started = time.perf_counter()
-        selection = table.session.submit(choose_k, ensemble.codes, method, theta, seed, name="choose-k").result()
+        positions = selection_sample(table.n_rows, seed)
+        rows = gather_rows(table.session, ensemble.codes, np.arange(table.n_rows) if positions is None else positions,
+                           table.offsets, part.code_rows, "k-selection-rows")
+        selection = table.session.submit(choose_k, rows, method, theta, seed, name="choose-k").result()
         n_clusters = int(selection.k)
         best = int(np.argmax(selection.scores))
         log.info("Chose k=%d among k=%d..%d by %s (%.4f) in %.2f s", n_clusters, int(selection.ks.min()),

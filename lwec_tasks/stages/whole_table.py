@@ -3,7 +3,8 @@
 The cluster graph is assembled from its summed blocks, LWEA runs on the microcluster table, and LWGP's
 k-means is fitted on microclusters or on a sample of embedded rows — each with the numeric core's own
 functions, so the results are the library's on the same inputs. The automatic choice of k is the library's
-(:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings gathered from the partitions.
+(:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings of the rows it samples, gathered from
+the partitions.
 """
 
 from __future__ import annotations
@@ -83,8 +84,7 @@ def fit_embedding_kmeans(sample: np.ndarray, k: int, seed: int) -> np.ndarray:
         return _kmeans(int(k), int(seed)).fit(np.ascontiguousarray(sample)).cluster_centers_
 
 
-def choose_k(codes: list[np.ndarray], method: str, theta: float, seed: int | None) -> KSelection:
-    """The library's choice of k for ``method`` on the base clusterings: ``codes`` are the partitions' (M, n_p)
-    label codes in table order. Needs the (N, M) labels in one place (4·N·M bytes) and the library's time."""
-    labels = np.concatenate(codes, axis=1).T
+def choose_k(labels: np.ndarray, method: str, theta: float, seed: int | None) -> KSelection:
+    """The library's choice of k for ``method`` on ``labels``, the (n, M) base cluster codes of the rows
+    :func:`~lwec_tasks.core.k_criterion.selection_sample` names (every row of a small table), in table order."""
     return select_k(labels, method, theta, random_state=seed)

@@ -278,3 +278,44 @@ def planted_ensemble_for_fallback() -> np.ndarray:
         column[flip] = rng.integers(0, 6, flip.sum())
         columns.append(column)
     return np.column_stack(columns)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n_objects=st.integers(1, 5000), sample=st.integers(1, 2000), seed=st.one_of(st.none(), st.integers(0, 2**31)))
+def test_the_selection_sample_is_seeded_sorted_and_only_above_its_size(n_objects, sample, seed):
+    from lwec_tasks.core import k_criterion
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(k_criterion, "SELECTION_SAMPLE", sample)
+        positions = k_criterion.selection_sample(n_objects, seed)
+    if n_objects <= sample:
+        assert positions is None
+        return
+    expected = np.sort(np.random.default_rng(seed or 0).choice(n_objects, sample, replace=False))
+    np.testing.assert_array_equal(positions, expected)
+    assert len(np.unique(positions)) == sample and positions.min() >= 0 and positions.max() < n_objects
+
+
+@pytest.mark.parametrize("method, seed", [("lwea", None), ("lwea", 5), ("lwgp", 3)])
+def test_above_the_selection_sample_k_is_chosen_on_the_sample_and_labels_cut_on_every_object(monkeypatch, method,
+                                                                                            seed):
+    """A large ensemble: the choice equals the choice on the seeded sample's rows alone, and the labels are the
+    method's own cut at that k on all objects (the planted k is still found)."""
+    from lwec_tasks.core import k_criterion
+    from lwec_tasks.core.auto_k import auto_consensus
+
+    labels, truth = planted_ensemble(6, 11)
+    monkeypatch.setattr(k_criterion, "SELECTION_SAMPLE", len(labels) // 3)
+    rows = np.sort(np.random.default_rng(seed or 0).choice(len(labels), len(labels) // 3, replace=False))
+    monkeypatch.setattr(k_criterion, "SELECTION_SAMPLE", len(labels))  # the reference: the sample chosen on whole
+    on_sample = select_k(labels[rows], method, random_state=seed)
+    monkeypatch.setattr(k_criterion, "SELECTION_SAMPLE", len(labels) // 3)
+    selection, chosen = auto_consensus(labels, method, random_state=seed)
+    assert selection.k == on_sample.k == 6
+    np.testing.assert_array_equal(selection.scores, on_sample.scores)
+    expected = lwea(labels, selection.k) if method == "lwea" else lwgp(labels, selection.k, random_state=seed)
+    np.testing.assert_array_equal(chosen, expected)
+    assert select_k(labels, method, random_state=seed).k == selection.k
+    auto = lwea(labels, "auto") if method == "lwea" else lwgp(labels, "auto", random_state=seed)
+    if seed is None or method == "lwgp":
+        np.testing.assert_array_equal(auto, expected)

@@ -276,3 +276,38 @@ def test_both_executors_give_the_same_labels_ids_and_model(prefect_server, mlflo
     assert models[0].digest() == models[1].digest()
     rows = np.random.default_rng(0).normal(size=(500, len(models[0].feature_columns)))
     np.testing.assert_array_equal(models[0].predict(rows), models[1].predict(rows))
+
+
+@pytest.mark.parametrize("method", ["lwea", "lwgp"])
+def test_automatic_k_above_the_selection_sample_is_the_library_s_on_both_executors(
+        prefect_server, mlflow_store, dask_scheduler, database, monkeypatch, method):
+    """With the choice of k made on a sample (its size lowered to a third of the table), both executors gather
+    the rows the library samples: the same k and labels as the library's automatic choice with the run's seed."""
+    import pandas as pd
+    from sklearn.preprocessing import StandardScaler
+
+    from lwec_tasks import ari, generate_base_clusterings
+    from lwec_tasks.core import k_criterion
+    from lwec_tasks.core.auto_k import auto_consensus
+
+    monkeypatch.setattr(k_criterion, "SELECTION_SAMPLE", ROWS // 3)
+    url, table = database
+    output = f"{table}_sampled_k"
+    summaries = {}
+    for name, address in (("local", None), ("dask", dask_scheduler)):
+        summaries[name] = consensus_flow(**flow_parameters(url, table, address, mlflow_store, method=method,
+                                                           n_clusters="auto", output_table=f"{output}_{name}"),
+                                         run_name="sampled")
+    a, b = labels_of(url, f"{output}_local", "sampled"), labels_of(url, f"{output}_dask", "sampled")
+    assert a["label"].tolist() == b["label"].tolist() and len(a) == ROWS
+    engine = sa.create_engine(url)
+    try:
+        frame = pd.read_sql_table(table, engine).sort_values("id")
+    finally:
+        engine.dispose()
+    features = [c for c in frame.columns if c.startswith("f")]
+    X = StandardScaler().fit_transform(frame[features].to_numpy(dtype=float))
+    base = generate_base_clusterings(X, n_clusterings=6, random_state=3)
+    selection, expected = auto_consensus(base, method, random_state=3)
+    assert summaries["local"]["k"] == summaries["dask"]["k"] == selection.k
+    assert ari(expected, a.set_index("id").loc[frame["id"], "label"].to_numpy()) == pytest.approx(1.0)
