@@ -107,6 +107,7 @@ class LabelPlacement(Placement):
     """
 
     base_values: tuple[tuple, ...] = ()
+    _unseen: Placement | None = dataclasses.field(default=None, init=False, repr=False)
 
     def metadata(self) -> dict:
         return {**super().metadata(), "base_columns": list(self.feature_columns)}
@@ -140,13 +141,18 @@ class LabelPlacement(Placement):
         return self.cluster_ids[self._with_unseen().consensus_of_codes(np.where(codes >= 0, codes, unseen))]
 
     def _with_unseen(self) -> Placement:
+        """This placement with one more base cluster (code ``len(eci)``): ECI 0, no share, a zero vector."""
+        if self._unseen is not None:
+            return self._unseen
         state = dict(self.state)
         for name in ("shares", "vectors"):
             if name in state:
                 state[name] = np.vstack([state[name], np.zeros((1, state[name].shape[1]))])
-        return Placement(feature_columns=self.feature_columns, standardisation=None, centres=self.centres,
-                         centre_codes=self.centre_codes, eci=np.append(self.eci, 0.0), method=self.method,
-                         theta=self.theta, cluster_ids=self.cluster_ids, state=state, n_clusters=self.n_clusters)
+        unseen = Placement(feature_columns=self.feature_columns, standardisation=None, centres=self.centres,
+                           centre_codes=self.centre_codes, eci=np.append(self.eci, 0.0), method=self.method,
+                           theta=self.theta, cluster_ids=self.cluster_ids, state=state, n_clusters=self.n_clusters)
+        object.__setattr__(self, "_unseen", unseen)
+        return unseen
 
     def predict_frame(self, frame: pd.DataFrame) -> np.ndarray:
         """:meth:`predict` on the base columns of ``frame`` (others ignored); (n,) int64 ids."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+import mlflow.pyfunc
 import numpy as np
 import pandas as pd
 import pytest
@@ -37,12 +38,13 @@ WORDS = np.array(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "
 
 
 def label_frame(n: int = ROWS, seed: int = 5) -> pd.DataFrame:
-    """ids 0..n−1 and ten base clusterings of blobs: k-means labels in ten codings."""
+    """ids 0..n−1 and ten base clusterings of blobs: k-means labels coded 0-based, 1-based, sparse (10·l + 7)
+    or as words, in turn."""
     X, _ = make_blobs(n_samples=n, n_features=3, centers=4, cluster_std=2.0, random_state=seed)
     frame = pd.DataFrame({"id": np.arange(n, dtype=np.int64)})
     for m, name in enumerate(COLUMNS):
         labels = KMeans(n_clusters=3 + m % 5, n_init=1, random_state=m).fit_predict(X[:, : 2 + m % 2] if m % 3
-                                                                                     else X)
+                                                                                     else X).astype(np.int64)
         coding = m % 4
         frame[name] = (labels if coding == 0 else labels + 1 if coding == 1 else 10 * labels + 7 if coding == 2
                        else WORDS[(7 * labels) % len(WORDS)])
@@ -82,6 +84,12 @@ def database(request, tmp_path, monkeypatch):
                 if name.startswith(table):
                     sa.Table(name, sa.MetaData()).drop(connection)
         engine.dispose()
+
+
+def latest_run_id(store: str, experiment: str) -> str:
+    client = MlflowClient(store)
+    return client.search_runs([client.get_experiment_by_name(experiment).experiment_id],
+                              order_by=["attributes.start_time DESC"], max_results=1)[0].info.run_id
 
 
 def run(url, table, store, **overrides):
@@ -126,12 +134,19 @@ def test_lwec_run_base_columns_with_k_auto_is_the_library_choice(prefect_server,
     url, frame = f"sqlite:///{tmp_path / 'l.db'}", label_frame()
     write_frame(url, "bases", frame)
     code = lwec_main(["run", "--database-url", url, "--table", "bases", "-k", "auto", "--base-columns",
-                      ",".join(COLUMNS), "--tracking-uri", store, "--seed", "3"])
+                      ",".join(COLUMNS), "--tracking-uri", store, "--seed", "3", "--experiment", "bases-auto"])
     assert code == 0, capsys.readouterr()
     stored = read_labels(url, "bases_lwec_labels")
     expected = lwea(codes(frame), "auto")
     assert stored["k"].iloc[0] == len(np.unique(expected))
     assert adjusted_rand_score(stored["label"], expected) == 1.0
+    uri = f"runs:/{latest_run_id(store, 'bases-auto')}/model"
+    code = lwec_main(["assign", "--database-url", url, "--table", "bases", "--model-uri", uri,
+                      "--tracking-uri", store, "--output-table", "given"])
+    assert code == 0, capsys.readouterr()
+    np.testing.assert_array_equal(read_labels(url, "given")["label"].to_numpy(), stored["label"].to_numpy())
+    served = mlflow.pyfunc.load_model(uri).predict(frame[["id", *COLUMNS]].head(50))  # extra columns ignored
+    np.testing.assert_array_equal(np.asarray(served), stored["label"].to_numpy()[:50])
 
 
 def test_missing_labels_own_cluster_gives_each_a_singleton(prefect_server, tmp_path, store):
