@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from prefect import flow, get_run_logger
 
+from lwec_tasks.core.label_placement import LabelPlacement
 from lwec_tasks.executors import open_executor
 from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, parse_table_name
 from lwec_tasks.request import non_empty_text, optional_address, optional_column
@@ -66,7 +67,8 @@ def assign_flow(
     columns = check_feature_columns(placement, feature_columns)
     run_key = assign_run_key(placement, table)
     with open_executor(dask_address) as executor:
-        rows = read_rows_to_label(executor, database_url, table, columns, id_column, output_table)
+        rows = read_rows_to_label(executor, database_url, table, columns, id_column, output_table,
+                                  base_columns=isinstance(placement, LabelPlacement))
         labels, counts = place_rows(placement, rows)
         written = write_assigned_labels(rows, table, output_table, run_key, placement, labels)
     get_run_logger().info("Labelled %d rows of table %r (%s) with model %s → table %r, run key %r",

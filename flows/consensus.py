@@ -63,10 +63,13 @@ def consensus_flow(
     tracking_uri: str | None = None,
     chunk_size: Annotated[int, Field(ge=1)] = DEFAULT_CHUNK_SIZE,
     dask_address: str | None = None,
+    base_columns: list[str] | None = None,
+    missing_labels: Literal["error", "own_cluster"] = "error",
 ) -> dict:
     """Cluster the rows of ``table`` by locally weighted ensemble clustering.
 
-    Returns the run summary (see :func:`lwec_tasks.tasks.summary.publish_summary`).
+    Returns the run summary (see :func:`lwec_tasks.tasks.summary.publish_summary`). With ``base_columns`` the
+    ensemble is those label columns (no base clusterings are generated, no features read).
     """
     # Exactly the parameters above, checked once; {date} in run_name is the scheduled start's date.
     request = ConsensusRequest(**locals()).scheduled_at(flow_run.scheduled_start_time)

@@ -29,7 +29,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.catalog import NOT_CHECKED, SourceTable, check_label_table, count_values, describe_source
-from lwec_tasks.io.columns import ColumnPlan, plan_columns, resolve_id_column
+from lwec_tasks.io.columns import ColumnPlan, plan_columns, require_columns, resolve_id_column
 from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 from lwec_tasks.io.names import parse_table_name
@@ -115,6 +115,8 @@ def _engine(database_url: str) -> sa.Engine | None:
 def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPlan:
     """The checks of :func:`check_consensus_request` on ``engine``; the resulting :class:`ReadPlan`."""
     source = describe_source(engine, request.table)
+    if request.base_columns is not None:
+        return _plan_base_columns_read(engine, request, source)
 
     def plan(all_null=()) -> ColumnPlan:
         return plan_columns(source.columns, source.numeric_columns, source.primary_key,
@@ -144,16 +146,58 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     return ReadPlan(source, columns, counts.rows, output)
 
 
+def _plan_base_columns_read(engine: sa.Engine, request: ConsensusRequest, source: SourceTable) -> ReadPlan:
+    """:func:`plan_consensus_read` for ``request.base_columns``: the label columns exist, take no other role,
+    and (unless ``missing_labels="own_cluster"``) hold no NULL."""
+    table, base = request.table, list(request.base_columns)
+    id_column = resolve_id_column(source.columns, source.primary_key, request.id_column, table)
+    require_columns(source.columns, base, "base_columns", table)
+    if request.label_column is not None:
+        require_columns(source.columns, [request.label_column], "label_column", table)
+    duplicated = sorted({name for name in base if base.count(name) > 1})
+    clashing = [name for name in base if name in (id_column, request.label_column)]
+    if duplicated or clashing:
+        raise LwecInputError(f"base_columns lists {duplicated} more than once" if duplicated
+                             else f"base_columns {clashing} are also the id or label column")
+    counts = count_values(engine, source, [*base, *([id_column] if id_column else [])])
+    _check_not_empty(table, counts.rows)
+    columns = ColumnPlan((), id_column, request.label_column, base_columns=tuple(base))
+    _check_ids(columns, counts)
+    nulls = {name: counts.rows - counts.non_null[name] for name in base if counts.non_null[name] < counts.rows}
+    if nulls and request.missing_labels == "error":
+        raise LwecInputError(missing_labels_message(table, nulls))
+    k = 2 if request.auto_k else request.n_clusters
+    if counts.rows < 2 * k:
+        raise LwecInputError(f"table {table!r} has only {counts.rows} rows, but n_clusters={k} needs at least "
+                             f"2·k = {2 * k} rows")
+    check_label_table(engine, request.resolved_output_table, table, id_type=_id_type(source, id_column),
+                      id_column=id_column)
+    return ReadPlan(source, columns, counts.rows, request.resolved_output_table)
+
+
+def missing_labels_message(table: str, nulls: dict[str, int]) -> str:
+    """The error for missing labels in base columns: ``nulls`` maps each such column to its count."""
+    listed = ", ".join(f"{name!r} has {n} NULL label(s)" for name, n in nulls.items())
+    return (f"base column(s) of table {table!r} with missing labels: {listed}; fill them, or pass "
+            f"missing_labels='own_cluster' (CLI: --missing-labels own_cluster) to give each its own cluster")
+
+
 def plan_assign_read(engine: sa.Engine, table: str, feature_columns: Sequence[str] | None, id_column: str | None,
-                     output_table: str | None) -> ReadPlan:
+                     output_table: str | None, base_columns: bool = False) -> ReadPlan:
     """The checks of :func:`check_assign_request` on ``engine``; the resulting :class:`ReadPlan`.
 
-    Rows with a NULL feature are refused (the model cannot place them).
+    Rows with a NULL feature are refused (the model cannot place them). With ``base_columns`` the
+    ``feature_columns`` are a label model's base columns, read as labels (NULLs allowed: the model places
+    such rows by their other columns).
     """
     table = str(parse_table_name(table))
     output = check_new_table_name(output_table) if output_table is not None else default_output_table(table)
     source = describe_source(engine, table)
-    if feature_columns is None:
+    if base_columns:
+        require_columns(source.columns, list(feature_columns), "base_columns", table)
+        id_column = resolve_id_column(source.columns, source.primary_key, id_column, table)
+        columns = ColumnPlan((), id_column, None, base_columns=tuple(feature_columns))
+    elif feature_columns is None:
         id_column = resolve_id_column(source.columns, source.primary_key, id_column, table)
         columns = ColumnPlan((), id_column, None)
     else:

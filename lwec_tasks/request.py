@@ -34,6 +34,8 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri",
                              "dask_address", "stable_ids", "keep_runs", "register_model"})
 _UTC = UTC
+#: Fields left out of the run key at their default, so the keys of runs without them are unchanged.
+_LEFT_OUT_AT_DEFAULT = frozenset({("base_columns", None), ("missing_labels", "error")})
 
 
 def _named(check):
@@ -127,6 +129,26 @@ def optional_address(name: str, value):
     return value
 
 
+def _missing_labels(name: str, value):
+    if value not in ("error", "own_cluster"):
+        raise LwecInputError(f"{name} must be 'error' or 'own_cluster', got {value!r}")
+    return value
+
+
+def base_columns_ensemble(data: Any) -> Any:
+    """The parameters with ``ensemble_size`` set to the number of ``base_columns`` (when given); refuses
+    ``feature_columns`` and ``base_columns`` together."""
+    if not isinstance(data, dict) or data.get("base_columns") is None:
+        return data
+    if data.get("feature_columns") is not None:
+        raise LwecInputError("feature_columns and base_columns were both given: base_columns are the base "
+                             "clusterings and no features are read, so pass one of them")
+    columns = _columns("base_columns", data["base_columns"])
+    if not columns:
+        raise LwecInputError("base_columns is empty; name at least one label column or leave it unset")
+    return {**data, "ensemble_size": len(columns)}
+
+
 def _checked(check):
     return BeforeValidator(_named(check))
 
@@ -194,6 +216,20 @@ class ConsensusRequest(BaseModel):
         description="Address of an existing Dask scheduler, e.g. tcp://10.0.0.5:8786; the stages then run on "
                     "its workers (default: in this process, a thread per core)")] = None
 
+    base_columns: Annotated[tuple[str, ...] | None, _checked(_columns), Field(
+        description="Label columns of the table that are the M base clusterings (integer or text labels, any "
+                    "coding): no base clusterings are generated and no feature columns are read; ensemble_size "
+                    "is then the number of these columns (a given value is ignored)")] = None
+    missing_labels: Annotated[Literal["error", "own_cluster"], _checked(_missing_labels), Field(
+        description="With base_columns, a NULL label: 'error' refuses the table (naming each column and its "
+                    "NULLs), 'own_cluster' gives each missing label a cluster of its own in its base "
+                    "clustering")] = "error"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _base_columns_are_the_ensemble(cls, data: Any) -> Any:
+        return base_columns_ensemble(data)
+
     @model_validator(mode="after")
     def _latest_view_name_fits(self) -> ConsensusRequest:
         latest_view_name(self.resolved_output_table)  # the view beside the labels table must be nameable
@@ -233,7 +269,8 @@ class ConsensusRequest(BaseModel):
         """
         if self.run_name is not None:
             return self.run_name
-        deciding = {k: v for k, v in self.model_dump().items() if k not in _NOT_IN_RUN_KEY}
+        deciding = {k: v for k, v in self.model_dump().items() if k not in _NOT_IN_RUN_KEY
+                    and (k, v) not in _LEFT_OUT_AT_DEFAULT}
         digest = hashlib.sha256(json.dumps(deciding, sort_keys=True, default=list).encode()).hexdigest()
         return f"{self.method}-k{self.n_clusters}-{digest[:12]}"
 

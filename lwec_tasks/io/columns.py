@@ -50,6 +50,8 @@ class ColumnPlan:
     id_column: str | None
     label_column: str | None
     left_out: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    #: label columns read as the base clusterings (``base_columns``; then there are no feature columns)
+    base_columns: tuple[str, ...] = ()
 
     @property
     def label_like_features(self) -> list[str]:
@@ -64,12 +66,14 @@ class ColumnPlan:
     @property
     def columns_to_read(self) -> list[str]:
         extra = [c for c in (self.id_column, self.label_column) if c is not None]
-        return [*extra, *self.feature_columns]
+        return [*extra, *self.feature_columns, *self.base_columns]
 
     def describe(self) -> str:
         """``clustering on [...]; left out: a (id column), b (text)`` for the run's log (the first 20 feature names;
         the MLflow run's dataset input lists them all)."""
         left_out = ", ".join(f"{name} ({reason})" for name, reason in self.left_out) or "none"
+        if self.base_columns:
+            return f"base clusterings from {len(self.base_columns)} label column(s) {name_list(self.base_columns)}"
         features = name_list(self.feature_columns)
         return f"clustering on {len(self.feature_columns)} column(s) {features}; left out: {left_out}"
 

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core import pair_kernels
+from lwec_tasks.core.label_placement import canonical_labels
 from lwec_tasks.core.lwgp import _ROW_NORM_EPS
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
 from lwec_tasks.io.catalog import describe_source
@@ -55,6 +56,8 @@ class PartitionSpec:
     drop_nonfinite: bool
     #: the table as the flow reflected it (saves each partition a reflection round trip); None: reflect here
     source: Any = field(default=None, repr=False, compare=False)
+    #: label columns read as base clusterings (``PartitionRows.base_labels``)
+    base_columns: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"partition {self.index} of {self.table!r} in {mask_url(self.database_url)}"
@@ -77,6 +80,8 @@ class PartitionRows:
     nan_counts: np.ndarray
     inf_counts: np.ndarray
     distinct_integer_columns: tuple[str, ...] = ()
+    #: per base column (``spec.base_columns``) the rows' canonical labels, (n,) object each
+    base_labels: tuple[np.ndarray, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,7 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
     """Read the partition's rows (in id order; without an id column, sorted by every column read, the ids
     being row positions) by the database's fast path, and check them."""
     columns = [*([spec.id_column] if spec.id_column else []), *([spec.label_column] if spec.label_column else []),
-               *spec.feature_columns]
+               *spec.feature_columns, *spec.base_columns]
     engine = open_shared_engine(spec.database_url)
     try:
         source = spec.source if spec.source is not None else describe_source(engine, spec.table)
@@ -134,6 +139,7 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
         ids = id_values(frame[spec.id_column], spec.id_column) if len(frame) else np.empty(0, dtype=np.int64)
     truth = frame[spec.label_column].to_numpy() if spec.label_column else None
     distinct = tuple(unique_integer_columns(frame, spec.feature_columns))
+    base_labels = tuple(canonical_labels(frame[name].to_numpy()) for name in spec.base_columns)
     del frame
     nan_counts, inf_counts = np.isnan(X).sum(axis=0), np.isinf(X).sum(axis=0)
     n_read = len(X)
@@ -142,7 +148,7 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
         X, ids = X[finite], ids[finite]
         truth = truth[finite] if truth is not None else None
     return PartitionRows(ids, truth, np.ascontiguousarray(X), n_read, n_read - len(X), int(n_read - finite.sum()),
-                         nan_counts, inf_counts, distinct)
+                         nan_counts, inf_counts, distinct, base_labels)
 
 
 def summarise(rows: PartitionRows) -> PartitionSummary:
@@ -336,7 +342,7 @@ def renumber(raw: np.ndarray, ids: np.ndarray, labels: np.ndarray) -> np.ndarray
 def place_partition(rows: PartitionRows, placement) -> np.ndarray:
     """The labelling model's cluster id of each of the partition's rows (raw features), (n,) int64."""
     with threadpool_limits(1):
-        return placement.predict(rows.X)
+        return placement.predict(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
 
 
 def label_sizes(labels: np.ndarray, k: int) -> np.ndarray:

@@ -94,7 +94,8 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
             engine.dispose()
     url = absolute_sqlite_url(resolve_database_url(database_url))
     specs = [part.PartitionSpec(p, url, table_name, plan.id_column, plan.label_column, plan.feature_columns,
-                                low, high, chunk_size, drop_nonfinite, source=planned.source)
+                                low, high, chunk_size, drop_nonfinite, source=planned.source,
+                                base_columns=plan.base_columns)
              for p, (low, high) in enumerate(bounds)]
     if session.address:
         log.info("Reading table %r of %s in %d partitions on %d Dask workers (%d threads) at %s", table_name,

@@ -63,19 +63,20 @@ def load_model(model_uri: str) -> Placement:
 
 @database_task("read-rows-to-label")
 def read_rows_to_label(executor, database_url: str, table: str, feature_columns: Sequence[str],
-                       id_column: str | None, output_table: str) -> PartitionedTable:
+                       id_column: str | None, output_table: str, base_columns: bool = False) -> PartitionedTable:
     """Reflect ``table``, check its columns and ``output_table``, have the executor read the rows in partitions
     (raw feature values, in the model's column order); nothing is written.
 
     The checks are :func:`lwec_tasks.preflight.plan_assign_read`'s. Columns are resolved as in the consensus
     flow (:func:`~lwec_tasks.io.columns.plan_columns`: id column default the single-column primary key, else
-    ``id``, else row positions). Rows with a missing or non-finite feature are refused.
+    ``id``, else row positions). Rows with a missing or non-finite feature are refused. With ``base_columns``
+    the ``feature_columns`` are a label model's base columns, read as labels.
     """
     started = time.perf_counter()
     log = get_run_logger()
     engine = open_engine(database_url)
     try:
-        planned = plan_assign_read(engine, table, feature_columns, id_column, output_table)
+        planned = plan_assign_read(engine, table, feature_columns, id_column, output_table, base_columns)
     finally:
         engine.dispose()
     rows, summaries = read_partitions(executor, database_url, table, planned, DEFAULT_CHUNK_SIZE, False, log)

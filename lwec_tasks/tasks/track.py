@@ -7,6 +7,7 @@ import pandas as pd
 from prefect import get_run_logger
 from prefect.runtime import deployment, flow_run
 
+from lwec_tasks.core.label_placement import LabelPlacement
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
@@ -59,7 +60,10 @@ class RunFacts:
         self.linkage = labels.linkage
 
     def input_example(self) -> pd.DataFrame:
-        """A few sampled training rows as raw feature values (the standardisation undone)."""
+        """A few sampled training rows as raw feature values (the standardisation undone); base labels seen in
+        fitting for a run on base columns."""
+        if isinstance(self.placement, LabelPlacement):
+            return self.placement.example_frame(INPUT_EXAMPLE_ROWS)
         from lwec_tasks.tracking.model import example_frame
 
         return example_frame(self.placement, self.sample_rows, INPUT_EXAMPLE_ROWS)
@@ -92,6 +96,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         "executor": facts.executor, "partitions": facts.n_partitions, "threads": facts.n_threads,
         "dask_scheduler": facts.scheduler, "dask_workers": facts.n_workers if facts.scheduler else None,
         "stable_ids": request.stable_ids, "keep_runs": request.keep_runs, "ids_aligned_to": facts.stable.aligned_to,
+        **base_column_params(request),
     }
     metrics = {
         **facts.quality,
@@ -118,7 +123,8 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     with run_writer(tracking_uri, request.experiment) as writer:
         run_id = writer.start_run(flow_run.name, params=params, metrics=metrics, tags=tags)
         writer.log_dataset(run_id, SourceTable(database=request.database_url, table=request.table,
-                                               feature_columns=tuple(facts.feature_columns), n_rows=facts.n_objects,
+                                               feature_columns=tuple(facts.feature_columns or request.base_columns),
+                                               n_rows=facts.n_objects,
                                                n_rows_read=facts.n_rows_read))
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         writer.log_dict(run_id, location, "labels_location.json")
@@ -135,6 +141,13 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
                           len(metrics), len(figures), uri)
     return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": uri,
             "figures": figure_uris(tracking_uri, run_id, figures)}
+
+
+def base_column_params(request: ConsensusRequest) -> dict:
+    """The MLflow params of a run on base columns: which columns formed the ensemble, how NULLs were taken."""
+    if request.base_columns is None:
+        return {}
+    return {"base_columns": ",".join(request.base_columns), "missing_labels": request.missing_labels}
 
 
 def _record_in_labels_table(request: ConsensusRequest, run_id: str) -> None:

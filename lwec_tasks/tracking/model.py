@@ -27,6 +27,7 @@ import pandas as pd
 
 import lwec_tasks
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.label_placement import LabelPlacement, load_placement
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.masking import scrub
 from lwec_tasks.tracking.limits import limit_mlflow_requests
@@ -56,7 +57,7 @@ class PlacementModel(mlflow.pyfunc.PythonModel):
     placement: Placement | None = None
 
     def load_context(self, context):
-        self.placement = Placement.load(context.artifacts[PLACEMENT_ARTIFACT])
+        self.placement = load_placement(context.artifacts[PLACEMENT_ARTIFACT])
 
     # The DataFrame hint tells MLflow the input is a DataFrame checked by the signature (no
     # type-hint validation of its own); an unannotated predict draws a warning at every import.
@@ -67,8 +68,11 @@ class PlacementModel(mlflow.pyfunc.PythonModel):
 def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
     """``placement.predict`` on the feature columns of ``frame`` (others ignored); (n,) int64 ids.
 
-    Raises :class:`LwecInputError` naming the feature columns ``frame`` lacks.
+    Raises :class:`LwecInputError` naming the feature columns ``frame`` lacks. A
+    :class:`~lwec_tasks.core.label_placement.LabelPlacement` reads its base columns as labels.
     """
+    if isinstance(placement, LabelPlacement):
+        return placement.predict_frame(frame)
     frame = pd.DataFrame(frame).rename(columns=str)
     missing = [name for name in placement.feature_columns if name not in frame.columns]
     if missing:
@@ -84,10 +88,16 @@ def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
 
 
 def model_signature(placement: Placement):
-    """Inputs: every feature column as double; output: long (the cluster id)."""
+    """Inputs: every feature column as double (base columns: long, or string when a column holds text);
+    output: long (the cluster id)."""
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
 
+    if isinstance(placement, LabelPlacement):
+        return ModelSignature(
+            inputs=Schema([ColSpec("long" if all(isinstance(v, int) for v in values) else "string", name)
+                           for name, values in zip(placement.feature_columns, placement.base_values)]),
+            outputs=Schema([ColSpec("long")]))
     return ModelSignature(inputs=Schema([ColSpec("double", name) for name in placement.feature_columns]),
                           outputs=Schema([ColSpec("long")]))
 
@@ -134,7 +144,9 @@ def log_placement_model(placement: Placement, input_example: pd.DataFrame | None
     missing = [name for name in placement.feature_columns if name not in example.columns]
     if missing:
         raise LwecInputError(f"input_example lacks feature column(s) {missing}")
-    example = example[list(placement.feature_columns)].head(5).astype(np.float64)
+    example = example[list(placement.feature_columns)].head(5)
+    if not isinstance(placement, LabelPlacement):  # base labels stay as they are
+        example = example.astype(np.float64)
     with tempfile.TemporaryDirectory(prefix="lwec-model-") as scratch:
         stored = placement.save(Path(scratch, PLACEMENT_ARTIFACT))
         with _FLUENT_LOCK:
