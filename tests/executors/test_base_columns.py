@@ -145,7 +145,12 @@ def test_lwec_run_base_columns_with_k_auto_is_the_library_choice(prefect_server,
                       "--tracking-uri", store, "--output-table", "given"])
     assert code == 0, capsys.readouterr()
     np.testing.assert_array_equal(read_labels(url, "given")["label"].to_numpy(), stored["label"].to_numpy())
-    served = mlflow.pyfunc.load_model(uri).predict(frame[["id", *COLUMNS]].head(50))  # extra columns ignored
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(store)  # MLflow before 3.3 resolves runs:/ URIs against the global tracking URI only
+    try:
+        served = mlflow.pyfunc.load_model(uri).predict(frame[["id", *COLUMNS]].head(50))  # extra columns ignored
+    finally:
+        mlflow.set_tracking_uri(before)
     np.testing.assert_array_equal(np.asarray(served), stored["label"].to_numpy()[:50])
 
 
