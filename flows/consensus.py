@@ -35,6 +35,7 @@ from lwec_tasks.tasks.stages import (
 )
 from lwec_tasks.tasks.summary import publish_summary
 from lwec_tasks.tasks.track import RunFacts, log_to_mlflow
+from lwec_tasks.tracking.warm_up import start_warm_up
 
 FLOW_NAME = "lwec-consensus"
 
@@ -78,6 +79,7 @@ def consensus_flow(
                           request.resolved_output_table, request.run_key)
     with open_executor(request.dask_address) as executor:
         table = load_features(executor, request)
+        start_warm_up(request.tracking_uri)  # MLflow gets ready while the stages compute
         ensemble = generate_ensemble(table, request)
         reliability = cluster_reliability(table, ensemble, theta)
         labels = consensus(table, ensemble, reliability, request)

@@ -11,7 +11,8 @@ labels-table columns; ids of the same kind). They raise
 e.g. permission denied) or :class:`~lwec_tasks.io.errors.DatabaseUnreachableError`.
 
 The load tasks run the same checks (:func:`plan_consensus_read`,
-:func:`plan_assign_read`) on their own connection, then read the rows; what
+:func:`plan_assign_read`) on their own connection — the consensus load reuses the plan of a check made for
+the same request moments before in the same process (:func:`consensus_read_plan`) — then read the rows; what
 only the values can show (NaN and infinities, duplicate ids, text in a
 feature column) is checked there.
 
@@ -21,6 +22,7 @@ the command line can call these before Prefect's temporary server starts.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,7 +32,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.catalog import NOT_CHECKED, SourceTable, check_label_table, count_values, describe_source
 from lwec_tasks.io.columns import ColumnPlan, plan_columns, require_columns, resolve_id_column
-from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine
+from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine, resolve_database_url
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 from lwec_tasks.io.names import parse_table_name
 
@@ -49,12 +51,15 @@ class ReadPlan:
         assign check made without the model's feature columns
     n_rows : rows of the table when it was checked
     output_table : the labels table, canonical spelling (``table`` or ``schema.table``)
+    id_low, id_high : the smallest and largest id then (None without an id column)
     """
 
     source: SourceTable
     columns: ColumnPlan
     n_rows: int
     output_table: str
+    id_low: object = None
+    id_high: object = None
 
     @property
     def id_type(self) -> sa.types.TypeEngine | None:
@@ -72,9 +77,39 @@ def check_consensus_request(request: ConsensusRequest) -> None:
     if engine is None:
         return
     try:
-        plan_consensus_read(engine, request)
+        plan = plan_consensus_read(engine, request)
+        _CHECKED.clear()  # only the last check's plan is kept
+        _CHECKED[_plan_key(request)] = (time.monotonic(), plan)
     finally:
         engine.dispose()
+
+
+#: How long the plan of a check stays good for the run the check was made for.
+CHECKED_PLAN_SECONDS = 120.0
+#: The plan of the last :func:`check_consensus_request` in this process, by request, with when it was made.
+_CHECKED: dict[tuple, tuple[float, ReadPlan]] = {}
+
+
+def consensus_read_plan(engine: sa.Engine, request: ConsensusRequest) -> ReadPlan:
+    """The plan :func:`check_consensus_request` made for the same request in this process at most
+    :data:`CHECKED_PLAN_SECONDS` ago (the command line checks a run just before starting it, and counting a
+    large table twice would cost seconds); used once. Otherwise :func:`plan_consensus_read` on ``engine``."""
+    made, plan = _CHECKED.pop(_plan_key(request), (None, None)) if _CHECKED else (None, None)
+    if plan is not None and time.monotonic() - made <= CHECKED_PLAN_SECONDS:
+        return plan
+    return plan_consensus_read(engine, request)
+
+
+def _plan_key(request: ConsensusRequest) -> tuple:
+    """What a plan depends on: the database (a reference resolved, so ``env:VAR`` and its URL agree), the
+    table, the columns asked for, the smallest k and the output table."""
+    return (resolve_database_url(request.database_url), request.table, _frozen(request.feature_columns),
+            request.id_column, request.label_column, _frozen(request.base_columns), request.missing_labels,
+            2 if request.auto_k else request.n_clusters, request.resolved_output_table)
+
+
+def _frozen(names: Sequence[str] | None) -> tuple | None:
+    return None if names is None else tuple(names)
 
 
 def check_assign_request(
@@ -126,12 +161,13 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
 
     columns = plan()
     counted = [*columns.feature_columns, *([columns.id_column] if columns.id_column else [])]
-    counts = count_values(engine, source, counted, any_null_of=columns.feature_columns)
+    bounds_of = _bounded_id(source, columns.id_column)
+    counts = count_values(engine, source, counted, any_null_of=columns.feature_columns, bounds_of=bounds_of)
     _check_not_empty(request.table, counts.rows)
     all_null = [name for name in columns.feature_columns if counts.non_null[name] == 0]
     if all_null:
         columns = plan(all_null)
-        counts = count_values(engine, source, counted, any_null_of=columns.feature_columns)
+        counts = count_values(engine, source, counted, any_null_of=columns.feature_columns, bounds_of=bounds_of)
     _check_ids(columns, counts)
     k = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
     usable = counts.rows - counts.rows_with_null
@@ -143,7 +179,7 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     output = request.resolved_output_table
     check_label_table(engine, output, request.table, id_type=_id_type(source, columns.id_column),
                       id_column=columns.id_column)
-    return ReadPlan(source, columns, counts.rows, output)
+    return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high)
 
 
 def _plan_base_columns_read(engine: sa.Engine, request: ConsensusRequest, source: SourceTable) -> ReadPlan:
@@ -159,7 +195,8 @@ def _plan_base_columns_read(engine: sa.Engine, request: ConsensusRequest, source
     if duplicated or clashing:
         raise LwecInputError(f"base_columns lists {duplicated} more than once" if duplicated
                              else f"base_columns {clashing} are also the id or label column")
-    counts = count_values(engine, source, [*base, *([id_column] if id_column else [])])
+    counts = count_values(engine, source, [*base, *([id_column] if id_column else [])],
+                          bounds_of=_bounded_id(source, id_column))
     _check_not_empty(table, counts.rows)
     columns = ColumnPlan((), id_column, request.label_column, base_columns=tuple(base))
     _check_ids(columns, counts)
@@ -172,7 +209,7 @@ def _plan_base_columns_read(engine: sa.Engine, request: ConsensusRequest, source
                              f"2·k = {2 * k} rows")
     check_label_table(engine, request.resolved_output_table, table, id_type=_id_type(source, id_column),
                       id_column=id_column)
-    return ReadPlan(source, columns, counts.rows, request.resolved_output_table)
+    return ReadPlan(source, columns, counts.rows, request.resolved_output_table, counts.low, counts.high)
 
 
 def missing_labels_message(table: str, nulls: dict[str, int]) -> str:
@@ -205,7 +242,8 @@ def plan_assign_read(engine: sa.Engine, table: str, feature_columns: Sequence[st
                                feature_columns=list(feature_columns), id_column=id_column, table=table,
                                kinds=source.kinds)
     counted = [*columns.feature_columns, *([columns.id_column] if columns.id_column else [])]
-    counts = count_values(engine, source, counted, any_null_of=columns.feature_columns)
+    counts = count_values(engine, source, counted, any_null_of=columns.feature_columns,
+                          bounds_of=_bounded_id(source, columns.id_column))
     _check_not_empty(table, counts.rows, " (no rows to label)")
     _check_ids(columns, counts)
     if counts.rows_with_null:
@@ -214,7 +252,7 @@ def plan_assign_read(engine: sa.Engine, table: str, feature_columns: Sequence[st
             f"columns {list(columns.feature_columns)}; such rows cannot be labelled — clean them first"
         )
     check_label_table(engine, output, table, id_type=_id_type(source, columns.id_column), id_column=columns.id_column)
-    return ReadPlan(source, columns, counts.rows, output)
+    return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high)
 
 
 def _id_type(source: SourceTable, id_column: str | None):
@@ -222,6 +260,15 @@ def _id_type(source: SourceTable, id_column: str | None):
     if id_column is None:
         return None
     return source.table.c[id_column].type if source.kinds.get(id_column) != "untyped" else NOT_CHECKED
+
+
+def _bounded_id(source: SourceTable, id_column: str | None) -> str | None:
+    """The id column when its smallest and largest value can plan id-range partitions (integers, or SQLite
+    columns without a declared type, whose min/max any values have); else None."""
+    if id_column is None:
+        return None
+    integer = isinstance(source.table.c[id_column].type, sa.Integer)
+    return id_column if integer or source.kinds.get(id_column) == "untyped" else None
 
 
 def _check_not_empty(table: str, rows: int, why: str = "") -> None:

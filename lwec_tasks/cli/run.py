@@ -77,11 +77,14 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
 
     def consensus_flow():
-        # Every run logs a model and figures to MLflow: import them now, while a temporary Prefect server boots.
-        import lwec_tasks.tracking.figures
-        import lwec_tasks.tracking.model  # noqa: F401
         from flows.consensus import consensus_flow
+        from lwec_tasks.cli.prefect_server import temporary_server_booting
 
+        if temporary_server_booting():
+            # Every run logs a model and figures to MLflow: import them while the temporary server boots
+            # (otherwise the flow prepares MLflow in the background while it computes).
+            import lwec_tasks.tracking.figures
+            import lwec_tasks.tracking.model  # noqa: F401
         return consensus_flow
 
     return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,

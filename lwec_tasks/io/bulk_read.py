@@ -183,7 +183,8 @@ def _frame(arrow, columns: Sequence[str], uuids: Collection[str], chunk_size: in
 def adbc_connector(engine: sa.Engine, *, read_only: bool) -> Callable[[], Any] | None:
     """A function opening an ADBC DB-API connection (a context manager; not autocommit) to the engine's database.
 
-    PostgreSQL through psycopg URLs (``adbc-driver-postgresql`` on :func:`postgres_uri`) and SQLite files
+    PostgreSQL through psycopg URLs (``adbc-driver-postgresql`` on :func:`postgres_uri`; idle connections are
+    reused, :mod:`lwec_tasks.io.adbc_pool`) and SQLite files
     (:func:`sqlite_uri`; ``read_only`` opens them ``mode=ro``) only; None for other databases, an
     in-memory SQLite database, or when the driver or pyarrow is not installed.
     """
@@ -197,7 +198,9 @@ def adbc_connector(engine: sa.Engine, *, read_only: bool) -> Callable[[], Any] |
         if postgres:
             import adbc_driver_postgresql.dbapi
 
-            return functools.partial(adbc_driver_postgresql.dbapi.connect, uri)
+            from lwec_tasks.io.adbc_pool import pooled_connection
+
+            return functools.partial(pooled_connection, uri, adbc_driver_postgresql.dbapi.connect)
         import adbc_driver_sqlite.dbapi  # noqa: F401
     except ImportError:
         return None

@@ -333,24 +333,32 @@ class ValueCounts:
     rows : rows of the table
     non_null : column → rows where it is not NULL
     rows_with_null : rows where at least one of the ``any_null_of`` columns is NULL
+    low, high : the smallest and largest value of the ``bounds_of`` column (None without one, or no value)
     """
 
     rows: int
     non_null: dict[str, int]
     rows_with_null: int = 0
+    low: object = None
+    high: object = None
 
 
 def count_values(engine: sa.Engine, source: SourceTable, columns: Sequence[str],
-                 any_null_of: Sequence[str] = ()) -> ValueCounts:
-    """Count rows and non-NULL values of ``columns`` (and rows with a NULL in any of ``any_null_of``) in one
-    aggregate query: one pass over the table on the server, nothing but the counts transferred."""
+                 any_null_of: Sequence[str] = (), bounds_of: str | None = None) -> ValueCounts:
+    """Count rows and non-NULL values of ``columns`` (and rows with a NULL in any of ``any_null_of``), and
+    the smallest and largest value of ``bounds_of``, in one aggregate query: one pass over the table on the
+    server, nothing but the counts transferred."""
     table = source.table
     aggregates = [sa.func.count(), *(sa.func.count(table.c[name]) for name in columns)]
     if any_null_of:
         has_null = sa.or_(*(table.c[name].is_(None) for name in any_null_of))
         aggregates.append(sa.func.coalesce(sa.func.sum(sa.case((has_null, 1), else_=0)), 0))
+    if bounds_of is not None:
+        aggregates += [sa.func.min(table.c[bounds_of]), sa.func.max(table.c[bounds_of])]
     statement = sa.select(*aggregates).select_from(table)
     with database_errors(engine, f"count the rows of table {source.name!r}"), engine.connect() as connection:
         counts = connection.execute(statement).one()
     non_null = {name: int(value) for name, value in zip(columns, counts[1:1 + len(columns)])}
-    return ValueCounts(int(counts[0]), non_null, int(counts[-1]) if any_null_of else 0)
+    low, high = counts[-2:] if bounds_of is not None else (None, None)
+    with_null = counts[1 + len(columns)] if any_null_of else 0
+    return ValueCounts(int(counts[0]), non_null, int(with_null), low, high)

@@ -141,9 +141,12 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
     distinct = tuple(unique_integer_columns(frame, spec.feature_columns))
     base_labels = tuple(canonical_labels(frame[name].to_numpy()) for name in spec.base_columns)
     del frame
-    nan_counts, inf_counts = np.isnan(X).sum(axis=0), np.isinf(X).sum(axis=0)
     n_read = len(X)
     finite = np.isfinite(X).all(axis=1)
+    if finite.all():
+        nan_counts = inf_counts = np.zeros(X.shape[1], dtype=np.int64)
+    else:
+        nan_counts, inf_counts = np.isnan(X).sum(axis=0), np.isinf(X).sum(axis=0)
     if spec.drop_nonfinite and not finite.all():
         X, ids = X[finite], ids[finite]
         truth = truth[finite] if truth is not None else None

@@ -24,29 +24,6 @@ PARTITION_ROWS_ENV = "LWEC_DASK_PARTITION_ROWS"
 MIN_PARTITION_ROWS = 10_000
 
 
-@dataclass(frozen=True)
-class IdStatistics:
-    """count(*), count(id), min(id), max(id) of the source table."""
-
-    n_rows: int
-    n_ids: int
-    low: object
-    high: object
-
-
-def id_statistics(engine: sa.Engine, source: SourceTable, id_column: str) -> IdStatistics:
-    column = source.table.c[id_column]
-    statement = sa.select(sa.func.count(), sa.func.count(column), sa.func.min(column), sa.func.max(column))
-    try:
-        with engine.connect() as connection:
-            n_rows, n_ids, low, high = connection.execute(statement).one()
-    except sa.exc.DBAPIError as error:
-        raise database_error(engine, error, "count the ids") from None
-    if n_ids < n_rows:
-        raise LwecInputError(f"id column {id_column!r} has {n_rows - n_ids} missing values")
-    return IdStatistics(int(n_rows), int(n_ids), low, high)
-
-
 def partition_count(n_rows: int, n_threads: int) -> int:
     """Partitions for ``n_rows`` rows: about :data:`PARTITION_ROWS` each, at least two per worker thread
     while each keeps :data:`MIN_PARTITION_ROWS` rows."""
@@ -64,22 +41,24 @@ def partition_rows() -> int:
     return int(value)
 
 
-def id_bounds(engine: sa.Engine, source: SourceTable, id_column: str, stats: IdStatistics,
+def id_bounds(engine: sa.Engine, source: SourceTable, id_column: str, n_rows: int, low, high,
               n_partitions: int) -> list[tuple[object, object]]:
     """[low, high) id ranges (None: open end) that cover the table, in id order.
 
-    Integer ids split [min, max] into equal widths (one cheap query, balanced when ids are dense); other
-    ids split at every ⌈N / P⌉-th id in id order (one window-function pass over the id column).
+    ``n_rows``, ``low`` and ``high`` are the table's row count and smallest and largest id
+    (:class:`~lwec_tasks.preflight.ReadPlan`). Integer ids split [low, high] into equal widths (no query,
+    balanced when ids are dense); other ids split at every ⌈N / P⌉-th id in id order (one window-function pass
+    over the id column).
     """
-    if n_partitions <= 1 or stats.n_rows == 0:
+    if n_partitions <= 1 or n_rows == 0:
         return [(None, None)]
-    if isinstance(stats.low, int) and isinstance(stats.high, int) and not isinstance(stats.low, bool):
-        span = stats.high - stats.low + 1
+    if isinstance(low, int) and isinstance(high, int) and not isinstance(low, bool):
+        span = high - low + 1
         n_partitions = min(n_partitions, span)
-        cuts = [stats.low + (span * p) // n_partitions for p in range(1, n_partitions)]
+        cuts = [low + (span * p) // n_partitions for p in range(1, n_partitions)]
     else:
         column = source.table.c[id_column]
-        step = math.ceil(stats.n_rows / n_partitions)
+        step = math.ceil(n_rows / n_partitions)
         numbered = sa.select(column.label("id"), sa.func.row_number().over(order_by=column).label("n")).subquery()
         statement = sa.select(numbered.c.id).where((numbered.c.n - 1) % step == 0).order_by(numbered.c.id)
         try:

@@ -1,7 +1,7 @@
 """Stage: read the source table into partitions held by the executor, checked as one table.
 
-The flow process runs the checks of :func:`lwec_tasks.preflight.plan_consensus_read` (the command line
-ran them before Prefect started), plans id-range partitions, and from then on sees only per-partition
+The flow process runs the checks of :func:`lwec_tasks.preflight.plan_consensus_read` (or takes the plan the
+command line made before Prefect started), plans id-range partitions, and from then on sees only per-partition
 summaries: row counts, non-finite counts, column moments, an id example. A table without an id column is
 read as one partition sorted by every column read; its ids are the row positions in that order.
 """
@@ -17,9 +17,9 @@ from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import check_label_table, id_key_type, mask_url, open_engine
 from lwec_tasks.io.connection import resolve_database_url
 from lwec_tasks.io.features import nonfinite_counts_message, useless_columns_message
-from lwec_tasks.preflight import plan_consensus_read
+from lwec_tasks.preflight import consensus_read_plan
 from lwec_tasks.stages import partitions as part
-from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, id_statistics, partition_count
+from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition_count
 from lwec_tasks.stages.reductions import Moments, standard_scale
 
 
@@ -52,7 +52,7 @@ def load_table(session, request, log) -> PartitionedTable:
     k_min = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
     engine = open_engine(request.database_url)
     try:
-        planned = plan_consensus_read(engine, request)
+        planned = consensus_read_plan(engine, request)
     finally:
         engine.dispose()
     table, summaries = read_partitions(session, request.database_url, request.table, planned, request.chunk_size,
@@ -88,8 +88,8 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
     if n_partitions > 1:
         engine = open_engine(database_url)
         try:
-            stats = id_statistics(engine, planned.source, plan.id_column)
-            bounds = id_bounds(engine, planned.source, plan.id_column, stats, n_partitions)
+            bounds = id_bounds(engine, planned.source, plan.id_column, planned.n_rows, planned.id_low,
+                               planned.id_high, n_partitions)
         finally:
             engine.dispose()
     url = absolute_sqlite_url(resolve_database_url(database_url))
