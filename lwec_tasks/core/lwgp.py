@@ -39,11 +39,11 @@ from lwec_tasks.core.validation import check_n_clusters, check_theta
 # Tcut's k-means settings in the authors' code.
 KMEANS_MAX_ITER = 100
 KMEANS_REPLICATES = 3
-# Above this many (weighted) rows — microclusters — k-means is seeded on a
-# uniform sample of SAMPLE_SIZE rows — the replicates run there — and the best
-# centres are then refined by Lloyd iterations on all rows. The sample holds
-# enough points per cluster for stable centres, and a Lloyd pass over all rows
-# costs one read of the embedding.
+# Above this many rows (for LWGP: microclusters, e.g. 10⁷ objects with no two
+# label rows alike) k-means is seeded on a uniform sample of SAMPLE_SIZE rows
+# (the replicates run there), and the best centres are then refined by Lloyd
+# iterations on all rows. The sample holds enough points per cluster for stable
+# centres, and a Lloyd pass over all rows costs one read of the embedding.
 SAMPLE_THRESHOLD = 500_000
 SAMPLE_SIZE = 200_000
 # Guards 1/‖row‖ for an all-zero embedding row, as in the authors' code.
