@@ -89,13 +89,12 @@ def _generate():
     return lambda: generate_base_clusterings(x, n_clusterings=10, random_state=0)
 
 
-def _kmeans_input(labels, graph: str, k: int) -> tuple[np.ndarray, np.ndarray | None]:
+def _kmeans_input(labels, graph: str, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The rows the final k-means of LWGP (``graph="lwgp"``) or HBGF (``"hbgf"``) clusters.
 
     As the pipeline builds them: the Tcut embedding of the microcluster
-    representatives (one row per microcluster, weighted by its size; all N rows,
-    unweighted, above ``MICROCLUSTER_LIMIT`` objects), first k columns,
-    row-normalised.
+    representatives (one row per microcluster, weighted by its size), first k
+    columns, row-normalised.
     """
     from lwec_tasks import Ensemble
     from lwec_tasks.core import lwgp as lwgp_module
@@ -103,18 +102,11 @@ def _kmeans_input(labels, graph: str, k: int) -> tuple[np.ndarray, np.ndarray | 
 
     ensemble = Ensemble(labels)
     weights = ensemble_eci(ensemble, 0.4) if graph == "lwgp" else np.ones(ensemble.n_clusters_total)
-    if ensemble.n_objects <= lwgp_module.MICROCLUSTER_LIMIT:
-        rows = ensemble.microcluster_representative
-        sample_weight = ensemble.microcluster_sizes.astype(np.float64)
-    else:
-        rows, sample_weight = None, None
-    embedding = lwgp_module.tcut_embedding(ensemble, weights, k, rows)
-    embedding /= np.sqrt((embedding * embedding).sum(axis=1, keepdims=True)) + 1e-10
-    return embedding, sample_weight
+    embedding = lwgp_module.tcut_embedding(ensemble, weights, k, ensemble.microcluster_representative)
+    return lwgp_module.normalised_rows(embedding, k), ensemble.microcluster_sizes.astype(np.float64)
 
 
-def _weighted_inertia(x: np.ndarray, labels: np.ndarray, sample_weight: np.ndarray | None) -> float:
-    weight = np.ones(len(x)) if sample_weight is None else sample_weight
+def _weighted_inertia(x: np.ndarray, labels: np.ndarray, weight: np.ndarray) -> float:
     total = 0.0
     for c in np.unique(labels):
         members = labels == c
@@ -160,9 +152,8 @@ def _kmeans_case(name: str, spec: str, repeats: int) -> dict:
         "objects": int(labels.shape[0]),
         "rows": int(len(x)),
         "inertia": _weighted_inertia(x, np.asarray(result), sample_weight),
+        "microclusters": int(len(x)),
     }
-    if sample_weight is not None:
-        info["microclusters"] = int(len(x))
     return _finish(info, cold, warm)
 
 

@@ -59,9 +59,8 @@ int16, (n, C) labels per method. Every pool of the paper (at most 20,000 objects
 
 Layers: the code is in :mod:`lwec_tasks.core.k_criterion`, below
 :mod:`lwec_tasks.core.lwgp` (whose ``n_clusters="auto"`` uses it directly);
-this module binds it to :func:`~lwec_tasks.core.lwgp.lwgp` and its
-``MICROCLUSTER_LIMIT``, and re-exports it. :mod:`lwec_tasks.core.lwea` sits
-above this module and chooses k through it.
+this module binds it to :func:`~lwec_tasks.core.lwgp.lwgp` and re-exports it.
+:mod:`lwec_tasks.core.lwea` sits above this module and chooses k through it.
 """
 
 
@@ -83,17 +82,13 @@ from lwec_tasks.core.k_criterion import (  # noqa: F401 - re-exported
     check_method,
     choose_k,
     joint_scores,
+    k_upper_bound,
     lwca_modularity,
     match_scores,
     object_degrees_lwca,
     partition_nmi,
 )
 from lwec_tasks.core.validation import check_theta
-
-
-def k_upper_bound(ensemble: Ensemble, method: str) -> int:
-    """The largest k ``method`` can produce on ``ensemble`` (its own input check's bound)."""
-    return k_criterion.k_upper_bound(ensemble, method, lwgp_module.MICROCLUSTER_LIMIT)
 
 
 def consensus_cuts(ensemble: Ensemble, method: str, ks: np.ndarray, theta: float, random_state=None):

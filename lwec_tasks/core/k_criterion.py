@@ -4,10 +4,9 @@ The criterion and its reasons are in :mod:`lwec_tasks.core.auto_k`, the public
 entry (:func:`~lwec_tasks.core.auto_k.select_k`,
 :func:`~lwec_tasks.core.auto_k.auto_consensus`). The code is here, below
 :mod:`lwec_tasks.core.lwgp`: ``lwgp(..., n_clusters="auto")`` chooses k with
-:func:`choose_k`, and ``auto_k`` imports ``lwgp``. So LWGP and the number of
-objects above which it skips the microclusters are passed in (``lwgp``,
-``microcluster_limit``), and so are the bound and the cuts :func:`choose_k`
-uses (``upper_bound``, ``cut``). LWEA is cut here directly, through
+:func:`choose_k`, and ``auto_k`` imports ``lwgp``. So LWGP is passed in
+(``lwgp``), and so are the bound and the cuts :func:`choose_k` uses
+(``upper_bound``, ``cut``). LWEA is cut here directly, through
 :mod:`lwec_tasks.core.lwea_tree`, which is below both.
 """
 
@@ -62,16 +61,11 @@ def check_method(method) -> str:
     return name
 
 
-def k_upper_bound(ensemble: Ensemble, method: str, microcluster_limit: int) -> int:
-    """The largest k ``method`` can produce on ``ensemble`` (its own input check's bound).
-
-    ``microcluster_limit``: LWGP's ``MICROCLUSTER_LIMIT``, the number of objects above
-    which it does not compute the microclusters and k is bounded by the clusters alone.
-    """
+def k_upper_bound(ensemble: Ensemble, method: str) -> int:
+    """The largest k ``method`` can produce on ``ensemble`` (its own input check's bound): Ñ for LWEA,
+    min(n_c, Ñ) for LWGP."""
     if check_method(method) == "lwea":
         return int(ensemble.n_microclusters)
-    if ensemble.n_objects > microcluster_limit:
-        return int(ensemble.n_clusters_total)
     return int(min(ensemble.n_clusters_total, ensemble.n_microclusters))
 
 

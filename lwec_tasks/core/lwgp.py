@@ -39,19 +39,15 @@ from lwec_tasks.core.validation import check_n_clusters, check_theta
 # Tcut's k-means settings in the authors' code.
 KMEANS_MAX_ITER = 100
 KMEANS_REPLICATES = 3
-# Above this many rows (e.g. 10⁷ objects without duplicate label rows) k-means
-# is seeded on a uniform sample of SAMPLE_SIZE rows — the replicates run there —
-# and the best centres are then refined by Lloyd iterations on all rows. The
-# sample holds enough points per cluster for stable centres, and a Lloyd pass
-# over all rows costs one read of the embedding.
+# Above this many rows (for LWGP: microclusters, e.g. 10⁷ objects with no two
+# label rows alike) k-means is seeded on a uniform sample of SAMPLE_SIZE rows
+# (the replicates run there), and the best centres are then refined by Lloyd
+# iterations on all rows. The sample holds enough points per cluster for stable
+# centres, and a Lloyd pass over all rows costs one read of the embedding.
 SAMPLE_THRESHOLD = 500_000
 SAMPLE_SIZE = 200_000
 # Guards 1/‖row‖ for an all-zero embedding row, as in the authors' code.
 _ROW_NORM_EPS = 1e-10
-# Up to this many objects, k-means runs on one row per microcluster (identical
-# label rows have identical embedding rows) weighted by its size; above it,
-# finding the microclusters costs more than it saves and k-means runs on rows.
-MICROCLUSTER_LIMIT = 1_000_000
 # Wy is built dense up to this many clusters (n_c² floats), sparse above.
 DENSE_GRAPH_LIMIT = 16_000
 
@@ -139,9 +135,14 @@ def partition_embedding(
     embedding: np.ndarray, k: int, seed: int, sample_weight: np.ndarray | None = None
 ) -> np.ndarray:
     """k-means on the first k embedding columns after row normalisation; (rows,) labels."""
+    return kmeans_labels(normalised_rows(embedding, k), int(k), seed, sample_weight)
+
+
+def normalised_rows(embedding: np.ndarray, k: int) -> np.ndarray:
+    """The first k embedding columns with each row scaled to unit length, as k-means sees them; a new (rows, k)."""
     rows = np.array(embedding[:, :k], dtype=np.float64)
     rows /= np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + _ROW_NORM_EPS
-    return kmeans_labels(rows, int(k), seed, sample_weight)
+    return rows
 
 
 def kmeans_labels(
@@ -207,8 +208,7 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
     n_clusters : int, sequence of int or "auto"
         Each k in 2..min(n_c, Ñ) (clusters in the ensemble, microclusters). One
         eigensolve serves every k. "auto" chooses k by
-        :func:`lwec_tasks.core.auto_k.select_k` (k in 2..min(50, n_c, Ñ)). Above ``MICROCLUSTER_LIMIT`` objects the
-        microclusters are not computed and k only needs to be <= n_c.
+        :func:`lwec_tasks.core.auto_k.select_k` (k in 2..min(50, n_c, Ñ)).
     theta : float, default 0.4
     random_state : None, int or RandomState
         Seeds k-means; the labels for a given k do not depend on which other
@@ -222,9 +222,8 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
     ensemble = as_ensemble(labels)
     if is_auto(n_clusters):
         # = auto_k.auto_consensus(ensemble, "lwgp", theta, random_state=random_state)[1]; auto_k imports
-        # this module, so its machinery (k_criterion, below) is given this function and MICROCLUSTER_LIMIT
-        return choose_k(ensemble, "lwgp", theta, random_state=random_state,
-                        upper_bound=partial(k_upper_bound, microcluster_limit=MICROCLUSTER_LIMIT),
+        # this module, so its machinery (k_criterion, below) is given this function
+        return choose_k(ensemble, "lwgp", theta, random_state=random_state, upper_bound=k_upper_bound,
                         cut=partial(consensus_cuts, lwgp=lwgp))[1]
     ks, scalar = check_n_clusters(
         n_clusters,
@@ -232,13 +231,11 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
         upper_name="the number of clusters in the ensemble",
         auto=True,
     )
-    use_microclusters = ensemble.n_objects <= MICROCLUSTER_LIMIT
-    if use_microclusters:
-        check_n_clusters(
-            n_clusters,
-            upper=ensemble.n_microclusters,
-            upper_name="the number of distinct label rows (microclusters)",
-        )
+    check_n_clusters(
+        n_clusters,
+        upper=ensemble.n_microclusters,
+        upper_name="the number of distinct label rows (microclusters)",
+    )
     base = base_seed(random_state)
     cluster_eci = ensemble_eci(ensemble, theta)
     if not np.all(cluster_eci > 0):
@@ -248,15 +245,13 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
             "bipartite graph; use a larger theta"
         )
     cluster_vectors, inv_dx = tcut_cluster_vectors(ensemble, cluster_eci, int(ks.max()))
-    if use_microclusters:
-        rows = ensemble.microcluster_representative
-        sample_weight = ensemble.microcluster_sizes.astype(np.float64)
-        expand = ensemble.microcluster_of
-    else:
-        rows, sample_weight, expand = None, None, None
+    # k-means on one embedded row per microcluster, weighted by its size: identical label rows have
+    # identical embedding rows, so this is k-means on all rows, exactly
+    rows = ensemble.microcluster_representative
+    sample_weight = ensemble.microcluster_sizes.astype(np.float64)
     embedding = transfer_rows(column_major_codes(ensemble.codes), ensemble.offsets, cluster_vectors, inv_dx, rows)
     cuts = np.empty((ensemble.n_objects, len(ks)), dtype=np.int64)
     for j, k in enumerate(ks):
         labels_k = partition_embedding(embedding, int(k), derived_seed(base, int(k)), sample_weight)
-        cuts[:, j] = labels_k if expand is None else labels_k[expand]
+        cuts[:, j] = labels_k[ensemble.microcluster_of]
     return cuts[:, 0] if scalar else cuts

@@ -14,10 +14,10 @@ results. In pipeline order:
 and what they share:
 
 - :mod:`~lwec_tasks.stages.partitions` — what runs on one partition (read, standardise, assign, count,
-  embed, k-means partial sums, write)
+  group into microclusters, write)
 - :mod:`~lwec_tasks.stages.reductions` — per-partition partial results and how they combine
 - :mod:`~lwec_tasks.stages.whole_table` — whole-table steps on small reduced inputs (graph assembly, LWEA on
-  microclusters, LWGP's k-means fits, the automatic choice of k)
+  microclusters, LWGP's k-means on microclusters, the automatic choice of k)
 - :mod:`~lwec_tasks.stages.base_clusterings` — which rows each base k-means model is fitted on
 - :mod:`~lwec_tasks.stages.planning` — id-range partition bounds, the earlier run's cluster ids
 

@@ -1,8 +1,8 @@
 """Stage: the consensus labels — LWEA (exact, on microclusters) or LWGP (Tcut), k given or chosen.
 
-Global quantities come from reductions of per-partition results: the microcluster table, the cluster graph,
-k-means partial sums; the labels stay in the partitions. ``n_clusters="auto"`` is the library's choice of
-k (:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings of the rows it samples (all rows up to
+Global quantities come from reductions of per-partition results, the microcluster table and the cluster graph;
+the labels stay in the partitions. ``n_clusters="auto"`` is the library's choice of k
+(:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings of the rows it samples (all rows up to
 :data:`~lwec_tasks.core.k_criterion.SELECTION_SAMPLE`), gathered from the partitions.
 """
 
@@ -24,22 +24,8 @@ from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import (
-    Moments,
-    add_tables,
-    agreement_from_contingency,
-    merge_microclusters,
-)
-from lwec_tasks.stages.whole_table import (
-    check_lwea_fits,
-    choose_k,
-    fit_embedding_kmeans,
-    lwea_on_microclusters,
-    lwgp_on_microclusters,
-)
-
-#: scikit-learn's default relative tolerance of k-means, which LWGP's refinement on all rows uses.
-KMEANS_TOL = 1e-4
+from lwec_tasks.stages.reductions import add_tables, agreement_from_contingency, merge_microclusters
+from lwec_tasks.stages.whole_table import check_lwea_fits, choose_k, lwea_on_microclusters, lwgp_on_microclusters
 
 
 class PartitionedLabels:
@@ -48,9 +34,8 @@ class PartitionedLabels:
     ``cluster_vectors`` (LWGP's (n_c, k) Tcut vectors, else None) and ``micro`` (LWEA's microclusters, else
     None); ``linkage`` LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format (else None);
     ``k`` the number of clusters asked for (chosen, for "auto") and ``selection`` the automatic choice
-    (:class:`~lwec_tasks.core.auto_k.KSelection`, else None); ``embedding_sums`` (k, k) the sums of each
-    cluster's normalised embedding rows when LWGP's k-means ran on all rows (else None; the labelling model's
-    consensus centres)."""
+    (:class:`~lwec_tasks.core.auto_k.KSelection`, else None); ``embedding_sums`` LWGP's (k, k) sums of each
+    cluster's normalised embedding rows (else None; the labelling model's consensus centres)."""
 
     def __init__(self, **values):
         self.cluster_vectors = None
@@ -96,26 +81,20 @@ def _microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log, 
 
 def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, k: int, seed: int | None,
                 log) -> PartitionedLabels:
-    """LWGP: the Tcut eigenproblem on the reduced cluster graph, the embedding and k-means per partition.
-
-    Follows the library's :func:`lwec_tasks.core.lwgp.lwgp` regime by regime: up to ``MICROCLUSTER_LIMIT``
-    rows, k-means runs on the weighted microclusters; above it, on a seeded sample of embedded rows
-    (the library's positions), refined by Lloyd iterations over all partitions.
-    """
+    """LWGP as the library's :func:`lwec_tasks.core.lwgp.lwgp` computes it: the Tcut eigenproblem on the reduced
+    cluster graph, then k-means on the embedded microclusters weighted by their counts (one task); each
+    partition looks its rows' labels up."""
     session = table.session
     check_n_clusters(k, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble")
-    micro = None
-    if table.n_rows <= lwgp_core.MICROCLUSTER_LIMIT:
-        micro = _microclusters(table, ensemble, log, for_lwea=False)
-        check_n_clusters(k, upper=micro.size, upper_name="the number of distinct label rows (microclusters)")
+    micro = _microclusters(table, ensemble, log, for_lwea=False)
+    check_n_clusters(k, upper=micro.size, upper_name="the number of distinct label rows (microclusters)")
     if not np.all(eci > 0):
         raise LwecInputError(
             f"theta is too small: the ECI of {int(np.sum(eci == 0))} of {len(eci)} clusters underflows to 0, "
             "leaving objects without links in the bipartite graph; use a larger theta")
-    seed_k = derived_seed(base_seed(seed), int(k))
     factors = np.sqrt(eci / ensemble.cluster_sizes)
-    shared_eci = session.share(eci)
-    blocks = session.map(part.graph_blocks, ensemble.codes, name="graph", offsets=ensemble.offsets, eci=shared_eci)
+    blocks = session.map(part.graph_blocks, ensemble.codes, name="graph", offsets=ensemble.offsets,
+                         eci=session.share(eci))
     graph = session.submit(sparse_cluster_graph, tree_reduce(session, blocks, add_tables, "graph-sum"),
                            ensemble.offsets, factors, name="graph-assemble")
     Progress(log, "cluster graph").wait(blocks, rows=table.counts)
@@ -125,111 +104,16 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     log.info("Solved the %d × %d cluster graph's eigenproblem (%d non-zeros, %d components) in %.2f s",
              graph.shape[0], graph.shape[1], graph.nnz, n_components, time.perf_counter() - started)
     del graph
-    if micro is not None:
-        micro_labels = session.submit(lwgp_on_microclusters, micro.table, ensemble.offsets, eci, cluster_vectors,
-                                      int(k), seed_k, name="lwgp-microclusters")
-        labels = session.map(part.lookup, micro.index, name="labels", values=micro_labels)
-    else:
-        labels, embedding_sums = _kmeans_on_embedding(table, ensemble, shared_eci, session.share(cluster_vectors),
-                                                      int(k), seed_k, log)
+    started = time.perf_counter()
+    fitted = session.submit(lwgp_on_microclusters, micro.table, ensemble.offsets, eci, cluster_vectors, int(k),
+                            derived_seed(base_seed(seed), int(k)), name="lwgp-microclusters")
+    micro_labels = session.submit(operator.getitem, fitted, 0, name="lwgp-labels")
+    embedding_sums = session.submit(operator.getitem, fitted, 1, name="lwgp-sums").result()
+    log.info("k-means (k=%d) on %d weighted microclusters in %.2f s", k, micro.size, time.perf_counter() - started)
+    labels = session.map(part.lookup, micro.index, name="labels", values=micro_labels)
     result = _finish(table, labels, int(k), log)
-    result.cluster_vectors = cluster_vectors
-    if micro is None:
-        result.embedding_sums = embedding_sums
+    result.cluster_vectors, result.embedding_sums = cluster_vectors, embedding_sums
     return result
-
-
-def _kmeans_on_embedding(table: PartitionedTable, ensemble: PartitionedEnsemble, eci, cluster_vectors, k: int,
-                         seed: int, log) -> tuple[list, np.ndarray]:
-    """k-means of the row-normalised embedding as the library's LWGP does it on rows: the replicates on a seeded
-    sample (all rows up to ``SAMPLE_THRESHOLD``), then — for a sample — Lloyd iterations on every row.
-    Returns the labels (futures, one per partition) and the (k, r) sums of the embedding rows per label.
-
-    ``eci`` and ``cluster_vectors`` are futures of the (n_c,) ECI and the (n_c, k) transfer matrix."""
-    session = table.session
-    embeddings = session.map(part.embed, ensemble.codes, name="embed", offsets=ensemble.offsets, eci=eci,
-                             cluster_vectors=cluster_vectors)
-    Progress(log, "embedding").wait(embeddings, rows=table.counts)
-    sampled = table.n_rows > lwgp_core.SAMPLE_THRESHOLD
-    if sampled:  # the positions the library's k-means samples (lwec_tasks.core.lwgp.kmeans_labels)
-        positions = np.sort(np.random.default_rng(seed).choice(table.n_rows, lwgp_core.SAMPLE_SIZE, replace=False))
-    else:
-        positions = np.arange(table.n_rows)
-    sample = gather_rows(session, embeddings, positions, table.offsets, part.take, "embedding-sample")
-    started = time.perf_counter()
-    centres = session.submit(fit_embedding_kmeans, sample, k, seed, name="fit-kmeans").result()
-    log.info("Fitted k-means (k=%d) on %d embedded rows in %.2f s", k, len(positions), time.perf_counter() - started)
-    if not sampled:
-        return _final_labels(session, embeddings, centres, np.zeros(centres.shape[1]))
-    return _refine(table, embeddings, centres, log)
-
-
-def _final_labels(session, embeddings: list, centres: np.ndarray, shift: np.ndarray) -> tuple[list, np.ndarray]:
-    """Each row's nearest centre (rows centred by ``shift``) and the sums of the rows per label."""
-    finals = session.map(part.lloyd_labels, embeddings, name="labels", centres=centres, shift=shift)
-    labels = [session.submit(operator.getitem, f, 0, name="lloyd-labels") for f in finals]
-    sums = np.sum(session.gather([session.submit(operator.getitem, f, 1, name="lloyd-sums") for f in finals]), axis=0)
-    return labels, sums
-
-
-def _refine(table: PartitionedTable, embeddings: list, centres: np.ndarray, log) -> tuple[list, np.ndarray]:
-    """scikit-learn's Lloyd iterations (``KMeans(init=centres, n_init=1)``) over all partitions.
-
-    Rows are centred by the global mean as scikit-learn centres them; iterations stop when no label
-    changes or the centres move less than the tolerance (relative to the mean column variance), at most
-    the core's ``KMEANS_MAX_ITER``. A cluster left empty takes the row farthest from its centre.
-    """
-    session = table.session
-    moments = Moments(0, np.zeros(centres.shape[1]), np.zeros(centres.shape[1]))
-    for m in session.gather(session.map(part.row_moments, embeddings, name="moments")):
-        moments = moments + m
-    shift = moments.mean
-    tol = float(np.mean(moments.variance)) * KMEANS_TOL
-    centres = centres - shift
-    k = len(centres)
-    labels: list = [None] * len(embeddings)
-    strict, iterations = False, 0
-    started = time.perf_counter()
-    while iterations < lwgp_core.KMEANS_MAX_ITER:
-        iterations += 1
-        steps = [session.submit(part.lloyd_step, e, previous, centres, shift, k, name="lloyd")
-                 for e, previous in zip(embeddings, labels)]
-        labels = [session.submit(operator.getitem, s, 0, name="lloyd-labels") for s in steps]
-        partials = session.gather([session.submit(operator.getitem, s, 1, name="lloyd-sums") for s in steps])
-        sums = np.sum([p.sums for p in partials], axis=0)
-        weights = np.sum([p.counts for p in partials], axis=0)
-        label_sums = sums + weights[:, None] * shift  # of this step's labels, before any relocation
-        empty = np.flatnonzero(weights == 0)
-        if len(empty):
-            _relocate(empty, partials, sums, weights)
-        updated = np.divide(sums, weights[:, None], out=centres.copy(), where=weights[:, None] > 0)
-        shift_total = float(((updated - centres) ** 2).sum())
-        changed = sum(p.changed for p in partials)
-        centres = updated
-        if changed == 0:
-            strict = True
-            break
-        if shift_total <= tol:
-            break
-    seconds = time.perf_counter() - started
-    log.info("k-means refinement on all rows: %d Lloyd iterations in %.2f s (%.0f rows/s per iteration), %s",
-             iterations, seconds, iterations * table.n_rows / max(seconds, 1e-9),
-             "labels stable" if strict else "centre shift within tolerance or iteration limit")
-    if strict:
-        return labels, label_sums
-    return _final_labels(session, embeddings, centres, shift)
-
-
-def _relocate(empty: np.ndarray, partials: list, sums: np.ndarray, weights: np.ndarray) -> None:
-    """scikit-learn's rule for empty clusters: each takes one of the rows farthest from their centre."""
-    distances = np.concatenate([p.far_distances for p in partials])
-    rows = np.concatenate([p.far_rows for p in partials])
-    owners = np.concatenate([p.far_labels for p in partials])
-    for cluster, j in zip(empty, np.argsort(-distances, kind="stable")[:len(empty)]):
-        sums[owners[j]] -= rows[j]
-        weights[owners[j]] -= 1
-        sums[cluster] = rows[j]
-        weights[cluster] = 1
 
 
 def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, k: int,

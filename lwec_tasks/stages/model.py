@@ -12,9 +12,7 @@ from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.consensus import PartitionedLabels, sample_labels
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import (
-    add_tables,
-)
+from lwec_tasks.stages.reductions import add_tables
 
 #: LWEA's labelling model keeps the microcluster lookup (see :mod:`lwec_tasks.core.placement`) up to this many
 #: microclusters (Ñ × M int32 in the model); beyond it the model places rows by the average-link rule alone.
@@ -29,7 +27,7 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
     cluster sizes and, for
     LWEA, the (n_c × k) base/consensus overlap counts (plus the microcluster lookup up to
     :data:`MODEL_MICROCLUSTER_LIMIT` microclusters), for LWGP the sums of each cluster's normalised
-    embedding rows (the consensus centres are their size-weighted means).
+    embedding rows the consensus stage made (the consensus centres are their size-weighted means).
     """
     from lwec_tasks.core.placement import Placement, Standardisation
 
@@ -45,12 +43,11 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
         centre_codes.append(codes)
     cluster_ids = np.flatnonzero(labels.sizes > 0).astype(np.int64)
     vectors = labels.cluster_vectors if method == "lwgp" else None
-    if vectors is not None and labels.embedding_sums is not None:  # summed while k-means labelled the rows
+    if vectors is not None:  # summed over the microclusters while k-means labelled them
         sizes, sums = labels.sizes[cluster_ids], labels.embedding_sums[cluster_ids]
     else:
-        parts = session.map(part.model_sums, ensemble.codes, labels.labels, name="model-sums",
-                            cluster_ids=cluster_ids, offsets=ensemble.offsets, eci=session.share(eci),
-                            cluster_vectors=None if vectors is None else session.share(vectors),
+        parts = session.map(part.overlap_counts, ensemble.codes, labels.labels, name="model-sums",
+                            cluster_ids=cluster_ids, offsets=ensemble.offsets,
                             n_clusters_total=ensemble.n_clusters_total)
         sizes, sums = tree_reduce(session, parts, add_tables, "model-sums-sum").result()
     state: dict[str, np.ndarray] = {}

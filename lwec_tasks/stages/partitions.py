@@ -2,7 +2,7 @@
 
 A partition is the rows whose id lies in a half-open range. A worker reads it itself (its own engine,
 statements compiled by SQLAlchemy) and keeps it in memory while the flow asks for small summaries of it:
-column moments, a sample, contingency tables, graph blocks, k-means partial sums. Labels are written to a
+column moments, a sample, contingency tables, graph blocks, microcluster tables. Labels are written to a
 staging table by the workers too; nothing per-row ever passes through the flow process.
 
 Every function is a plain function of numpy arrays and small values, imported by reference on the
@@ -23,8 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core import pair_kernels
 from lwec_tasks.core.label_placement import canonical_labels
-from lwec_tasks.core.lwgp import _ROW_NORM_EPS
-from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
+from lwec_tasks.core.pair_kernels import object_degrees
 from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import mask_url, open_shared_engine
@@ -209,89 +208,12 @@ def graph_blocks(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray) -> l
     return pair_kernels.graph_blocks(codes_t, offsets, inverse_degrees(codes_t, offsets, eci))
 
 
-def embed(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray, cluster_vectors: np.ndarray) -> np.ndarray:
-    """Rows of Dx⁻¹ B U (the Tcut embedding), row-normalised as LWGP's k-means sees them; (n, r)."""
-    rows = transfer_rows(codes_t, offsets, cluster_vectors, inverse_degrees(codes_t, offsets, eci))
-    rows /= np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + _ROW_NORM_EPS
-    return rows
-
-
 def take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return array[positions]
 
 
 def concatenate(*parts: np.ndarray) -> np.ndarray:
     return np.concatenate(parts)
-
-
-def row_moments(rows: np.ndarray) -> Moments:
-    return Moments.of(rows)
-
-
-@dataclass(frozen=True)
-class LloydPartial:
-    """One partition's share of a Lloyd iteration.
-
-    sums (k, r) and counts (k,) of the rows (centred) assigned to each centre, how many labels changed,
-    and the ``far`` rows farthest from their centre (distances, centred rows, labels), for clusters that
-    end up empty.
-    """
-
-    sums: np.ndarray
-    counts: np.ndarray
-    changed: int
-    far_distances: np.ndarray
-    far_rows: np.ndarray
-    far_labels: np.ndarray
-
-
-#: Rows per block of the Lloyd passes: a block's centred rows and distances stay in the CPU cache.
-LLOYD_BLOCK = 8_192
-
-
-def nearest_centres(X: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(labels int32, squared distance to that centre) of each row of X; ties go to the lower centre."""
-    partial = X @ (-2.0 * centres.T)
-    partial += np.einsum("ij,ij->i", centres, centres)[None, :]
-    labels = np.argmin(partial, axis=1)
-    distances = np.take_along_axis(partial, labels[:, None], axis=1)[:, 0] + np.einsum("ij,ij->i", X, X)
-    return labels.astype(np.int32), np.maximum(distances, 0.0)
-
-
-def _lloyd_pass(embedding: np.ndarray, centres: np.ndarray, shift: np.ndarray, with_sums: bool):
-    """One pass over the rows (centred by ``shift``) in blocks of :data:`LLOYD_BLOCK`: (labels (n,) int32,
-    squared distances (n,), per-centre sums of the centred rows (k, r) or None, counts (k,))."""
-    n, k = len(embedding), len(centres)
-    labels = np.empty(n, dtype=np.int32)
-    distances = np.empty(n)
-    sums = np.zeros((k, embedding.shape[1])) if with_sums else None
-    with threadpool_limits(1):
-        for start in range(0, n, LLOYD_BLOCK):
-            X = embedding[start:start + LLOYD_BLOCK] - shift
-            block_labels, distances[start:start + len(X)] = nearest_centres(X, centres)
-            labels[start:start + len(X)] = block_labels
-            if with_sums:
-                members = np.zeros((k, len(X)))
-                members[block_labels, np.arange(len(X))] = 1.0
-                sums += members @ X
-    return labels, distances, sums, np.bincount(labels, minlength=k).astype(np.float64)
-
-
-def lloyd_step(embedding: np.ndarray, previous: np.ndarray | None, centres: np.ndarray, shift: np.ndarray,
-               n_far: int) -> tuple[np.ndarray, LloydPartial]:
-    """Assign rows (centred by ``shift``) to the nearest of ``centres`` and sum them per centre."""
-    labels, distances, sums, counts = _lloyd_pass(embedding, centres, shift, with_sums=True)
-    changed = len(labels) if previous is None else int(np.count_nonzero(labels != previous))
-    far = np.argpartition(-distances, n_far)[:n_far] if len(distances) > n_far else np.arange(len(distances))
-    far = far[np.argsort(-distances[far], kind="stable")]
-    return labels, LloydPartial(sums, counts, changed, distances[far], embedding[far] - shift, labels[far])
-
-
-def lloyd_labels(embedding: np.ndarray, centres: np.ndarray, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Final assignment of the rows (centred by ``shift``) to the nearest centre: (labels (n,) int64, the sums of
-    the (uncentred) rows per label (k, r), which the labelling model's consensus centres are made of)."""
-    labels, _, sums, counts = _lloyd_pass(embedding, centres, shift, with_sums=True)
-    return labels.astype(np.int64), sums + counts[:, None] * shift
 
 
 def microclusters(codes_t: np.ndarray, radices: np.ndarray) -> Microclusters:
@@ -412,24 +334,18 @@ def matchable_ids(ids: np.ndarray, earlier_ids: np.ndarray) -> tuple[np.ndarray,
             np.array([text(v) for v in earlier_ids.tolist()], dtype=object))
 
 
-def model_sums(codes_t: np.ndarray, labels: np.ndarray, cluster_ids: np.ndarray, offsets: np.ndarray,
-               eci: np.ndarray, cluster_vectors: np.ndarray | None, n_clusters_total: int) -> list[np.ndarray]:
-    """The partition's share of the labelling model's consensus state, for the written ``labels`` (each one
-    of the sorted ``cluster_ids``, consensus cluster j = its position there): [sizes (k,), then for LWEA
-    (``cluster_vectors`` None) the (n_c, k) overlap counts of base clusters with consensus clusters, for
-    LWGP the (k, q) sums of the normalised embedding rows per consensus cluster]. Sums over partitions."""
+def overlap_counts(codes_t: np.ndarray, labels: np.ndarray, cluster_ids: np.ndarray, offsets: np.ndarray,
+                   n_clusters_total: int) -> list[np.ndarray]:
+    """The partition's share of LWEA's labelling model, for the written ``labels`` (each one of the sorted
+    ``cluster_ids``, consensus cluster j = its position there): [sizes (k,), the (n_c, k) overlap counts of
+    base clusters with consensus clusters]. Sums over partitions."""
     internal = np.searchsorted(cluster_ids, np.asarray(labels, dtype=np.int64))
     k = len(cluster_ids)
-    sizes = np.bincount(internal, minlength=k).astype(np.float64)
-    if cluster_vectors is None:
-        counts = np.zeros((n_clusters_total, k))
-        for m in range(codes_t.shape[0]):
-            codes = codes_t[m].astype(np.int64) + offsets[m]
-            counts += np.bincount(codes * k + internal, minlength=counts.size).reshape(counts.shape)
-        return [sizes, counts]
-    rows = embed(codes_t, offsets, eci, cluster_vectors)
-    sums = np.stack([np.bincount(internal, weights=rows[:, j], minlength=k) for j in range(rows.shape[1])], axis=1)
-    return [sizes, sums]
+    counts = np.zeros((n_clusters_total, k))
+    for m in range(codes_t.shape[0]):
+        codes = codes_t[m].astype(np.int64) + offsets[m]
+        counts += np.bincount(codes * k + internal, minlength=counts.size).reshape(counts.shape)
+    return [np.bincount(internal, minlength=k).astype(np.float64), counts]
 
 
 def first_labels(index: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -2,7 +2,7 @@
 
 Everything the flow needs from the whole table is a sum (or a union, or a minimum) of per-partition
 pieces: column moments, the pairwise contingency tables of the base clusterings, the cluster graph
-Wy = Bᵀ Dx⁻¹ B, the distinct label rows (microclusters) with their counts, k-means partial sums, the
+Wy = Bᵀ Dx⁻¹ B, the distinct label rows (microclusters) with their counts, the
 contingency table of labels against ground truth. The functions here build and combine those pieces; they
 are plain numpy/scipy and run wherever Dask puts them. Combining always happens in a fixed order (see
 :func:`lwec_tasks.executors.dask.tree_reduce`), so floating-point sums do not depend on scheduling.

@@ -1,8 +1,8 @@
 """Whole-table steps that need only small, reduced inputs; they run as single tasks on a worker.
 
 The cluster graph is assembled from its summed blocks, LWEA runs on the microcluster table, and LWGP's
-k-means is fitted on microclusters or on a sample of embedded rows — each with the numeric core's own
-functions, so the results are the library's on the same inputs. The automatic choice of k is the library's
+k-means on the embedded microclusters — each with the numeric core's own functions, so the results are the
+library's on the same inputs. The automatic choice of k is the library's
 (:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings of the rows it samples, gathered from
 the partitions.
 """
@@ -10,12 +10,11 @@ the partitions.
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core.auto_k import KSelection, select_k
 from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
-from lwec_tasks.core.lwgp import _kmeans, partition_embedding
+from lwec_tasks.core.lwgp import normalised_rows, partition_embedding
 from lwec_tasks.core.memory import ensure_fits
 from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
 from lwec_tasks.stages.reductions import Microclusters
@@ -70,18 +69,21 @@ def lwea_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.nda
 
 
 def lwgp_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.ndarray,
-                          cluster_vectors: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """LWGP's k-means on one embedded row per microcluster, weighted by its count; (Ñ,) labels."""
+                          cluster_vectors: np.ndarray, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """LWGP's k-means on one embedded row per microcluster, weighted by its count.
+
+    Returns (labels (Ñ,), sums (k, r): per label the count-weighted sum of the microclusters' row-normalised
+    embedding rows, i.e. the sum over the objects of each cluster, of which the labelling model's centres are
+    made; r = ``cluster_vectors.shape[1]``).
+    """
     codes_t = np.ascontiguousarray(micro.rows.T)
     inv_dx = 1.0 / object_degrees(codes_t, offsets.astype(np.int64), eci)
     embedding = transfer_rows(codes_t, offsets, cluster_vectors, inv_dx)
-    return partition_embedding(embedding, int(k), int(seed), micro.counts.astype(np.float64))
-
-
-def fit_embedding_kmeans(sample: np.ndarray, k: int, seed: int) -> np.ndarray:
-    """LWGP's k-means (the core's settings: replicates, iterations) on a sample of embedded rows; (k, r) centres."""
-    with threadpool_limits(1):
-        return _kmeans(int(k), int(seed)).fit(np.ascontiguousarray(sample)).cluster_centers_
+    counts = micro.counts.astype(np.float64)
+    labels = partition_embedding(embedding, int(k), int(seed), counts)
+    rows = normalised_rows(embedding, embedding.shape[1]) * counts[:, None]
+    sums = np.stack([np.bincount(labels, weights=rows[:, j], minlength=int(k)) for j in range(rows.shape[1])], axis=1)
+    return labels, sums
 
 
 def choose_k(labels: np.ndarray, method: str, theta: float, seed: int | None) -> KSelection:

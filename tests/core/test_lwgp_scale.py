@@ -152,21 +152,18 @@ def test_labels_equal_kmeans_on_the_reference_embedding(ensemble_and_truth, enco
     assert np.array_equal(ours, expected)
 
 
-def test_row_path_without_microclusters_is_seeded_and_accurate(
-    ensemble_and_truth, encoded, monkeypatch
-):
-    """Above MICROCLUSTER_LIMIT objects k-means runs on rows, seeded on a sample."""
-    monkeypatch.setattr(lwgp_module, "MICROCLUSTER_LIMIT", 1000)
-    monkeypatch.setattr(lwgp_module, "SAMPLE_THRESHOLD", 20_000)
-    monkeypatch.setattr(lwgp_module, "SAMPLE_SIZE", 10_000)
-    truth = ensemble_and_truth[1]
-    fresh = Ensemble(ensemble_and_truth[0])
-    first = lwgp(fresh, [4, 6], random_state=5)
-    assert "_microclusters" not in vars(fresh)  # never computed on this path
-    assert np.array_equal(first, lwgp(fresh, [4, 6], random_state=5))
-    assert np.array_equal(first[:, 1], lwgp(fresh, 6, random_state=5))
-    assert nmi(first[:, 1], truth) > 0.95
-    assert nmi(first[:, 1], lwgp(encoded, 6, random_state=5)) > 0.95
+def test_sampled_kmeans_on_many_microclusters_is_seeded_and_accurate(ensemble_and_truth, encoded, monkeypatch):
+    """Above SAMPLE_THRESHOLD microclusters k-means' replicates run on a seeded sample of them, then Lloyd
+    iterations on all of them (weighted)."""
+    exact = lwgp(encoded, 6, random_state=5)
+    assert encoded.n_microclusters > 2_000
+    monkeypatch.setattr(lwgp_module, "SAMPLE_THRESHOLD", 2_000)
+    monkeypatch.setattr(lwgp_module, "SAMPLE_SIZE", 1_000)
+    first = lwgp(encoded, [4, 6], random_state=5)
+    assert np.array_equal(first, lwgp(encoded, [4, 6], random_state=5))
+    assert np.array_equal(first[:, 1], lwgp(encoded, 6, random_state=5))
+    assert nmi(first[:, 1], ensemble_and_truth[1]) > 0.95
+    assert nmi(first[:, 1], exact) > 0.95
 
 
 @pytest.mark.parametrize("eigen_limit", [10_000, 10], ids=["dense-eigh", "arpack"])

@@ -1,8 +1,8 @@
 """Helpers of the Dask tests: feature tables, labels read-back, and worker plugins that make a worker fail.
 
 The plugins are imported by the worker processes (this folder is on their ``sys.path``, inherited from
-the test process), where they patch a function of :mod:`lwec_tasks.stages.partitions` or the
-environment for as long as they are registered.
+the test process), where they patch a function of :mod:`lwec_tasks.stages.partitions`, a setting of
+:mod:`lwec_tasks.core.lwgp` or the environment for as long as they are registered.
 """
 
 from __future__ import annotations
@@ -108,3 +108,22 @@ class MemoryLimit(WorkerPlugin):
             os.environ.pop("LWEC_MEMORY_LIMIT_BYTES", None)
         else:
             os.environ["LWEC_MEMORY_LIMIT_BYTES"] = self.previous
+
+
+class KMeansSample(WorkerPlugin):
+    """Lowers LWGP's k-means sampling threshold and sample size in a worker, so k-means on a few thousand
+    microclusters takes the sampled path (replicates on a sample, then Lloyd on all rows)."""
+
+    name = "lwec-test-kmeans-sample"
+    threshold, size = 2_000, 1_000
+
+    def setup(self, worker):
+        from lwec_tasks.core import lwgp
+
+        self.previous = lwgp.SAMPLE_THRESHOLD, lwgp.SAMPLE_SIZE
+        lwgp.SAMPLE_THRESHOLD, lwgp.SAMPLE_SIZE = self.threshold, self.size
+
+    def teardown(self, worker):
+        from lwec_tasks.core import lwgp
+
+        lwgp.SAMPLE_THRESHOLD, lwgp.SAMPLE_SIZE = self.previous

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 import sqlalchemy as sa
-from dask_helpers import FailingWrites, MemoryLimit, blobs_table, labels_of, table_names
+from dask_helpers import FailingWrites, KMeansSample, MemoryLimit, blobs_table, labels_of, table_names
 from mlflow import MlflowClient
 
 from flows.consensus import consensus_flow
@@ -64,19 +64,26 @@ def small_table(tmp_path_factory):
     return url
 
 
-@pytest.mark.parametrize("regime", ["microclusters", "sampled rows"])
+@pytest.mark.parametrize("regime", ["microclusters", "sampled microclusters"])
 def test_lwgp_on_dask_agrees_with_the_local_flow_on_300000_rows(prefect_server, mlflow_store, dask_scheduler,
-                                                                large_table, monkeypatch, record_property, regime):
-    if regime == "sampled rows":
-        # The local LWGP's large-N path (k-means replicates on a seeded sample, Lloyd on all rows), here at 300k.
+                                                                dask_client, large_table, monkeypatch,
+                                                                record_property, regime):
+    sampled = regime == "sampled microclusters"
+    if sampled:  # k-means' replicates on a seeded sample of the ~8,600 microclusters, then Lloyd on all of them
         import lwec_tasks.core.lwgp as core_lwgp
 
-        monkeypatch.setattr(core_lwgp, "MICROCLUSTER_LIMIT", 100_000)
-        monkeypatch.setattr(core_lwgp, "SAMPLE_THRESHOLD", 100_000)
-        monkeypatch.setattr(core_lwgp, "SAMPLE_SIZE", 50_000)
-    result = compare(large_table, dask_scheduler, mlflow_store, record_property, method="lwgp", n_clusters=20,
-                     ensemble_size=8)
+        monkeypatch.setattr(core_lwgp, "SAMPLE_THRESHOLD", KMeansSample.threshold)
+        monkeypatch.setattr(core_lwgp, "SAMPLE_SIZE", KMeansSample.size)
+        dask_client.register_plugin(KMeansSample())
+    try:
+        result = compare(large_table, dask_scheduler, mlflow_store, record_property, method="lwgp", n_clusters=20,
+                         ensemble_size=8)
+    finally:
+        if sampled:
+            dask_client.unregister_worker_plugin(KMeansSample.name)
     assert result["ari"] >= 0.99 and result["identical"] >= 0.99
+    metrics = MlflowClient(mlflow_store).get_run(result["dask"]["mlflow_run_id"]).data.metrics
+    assert metrics["n_microclusters"] > KMeansSample.threshold or not sampled
     local, on_dask = result["local"], result["dask"]
     assert on_dask["rows_written"] == on_dask["n_objects"] == local["n_objects"] == 300_000
     assert on_dask["nmi"] == pytest.approx(local["nmi"], abs=0.01)

@@ -268,21 +268,24 @@ def test_progress_logs_no_timing_for_work_the_in_process_executor_has_already_do
     assert lines.messages == []
 
 
-def test_lwgp_model_centres_summed_while_labelling_equal_a_separate_pass(tmp_path, monkeypatch):
-    """Above the microcluster limit, k-means' last pass sums each cluster's embedding rows; the labelling model
-    built from those sums has the centres a separate pass over the written labels gives."""
+@pytest.mark.parametrize("sampled", [False, True], ids=["all microclusters", "sampled microclusters"])
+def test_lwgp_stage_is_the_library_lwgp_and_its_sums_are_every_rows_embedding_summed(tmp_path, monkeypatch, sampled):
+    """Over partitions LWGP labels as the library does (k-means on the weighted microclusters; sampled above
+    SAMPLE_THRESHOLD of them), and the embedding sums it makes from the microclusters are each cluster's sum of
+    its rows' normalised embedding rows, of which the labelling model's centres are made."""
     import logging
 
     import lwec_tasks.core.lwgp as core_lwgp
     from helpers.pipeline import blobs_frame, read_stage
+    from lwec_tasks import lwgp
     from lwec_tasks.stages import planning
     from lwec_tasks.stages.consensus import consensus_labels
     from lwec_tasks.stages.ensemble import base_clusterings, reliability
     from lwec_tasks.stages.model import labelling_model
 
-    monkeypatch.setattr(core_lwgp, "MICROCLUSTER_LIMIT", 1_000)
-    monkeypatch.setattr(core_lwgp, "SAMPLE_THRESHOLD", 2_000)
-    monkeypatch.setattr(core_lwgp, "SAMPLE_SIZE", 1_500)
+    if sampled:
+        monkeypatch.setattr(core_lwgp, "SAMPLE_THRESHOLD", 100)
+        monkeypatch.setattr(core_lwgp, "SAMPLE_SIZE", 80)
     monkeypatch.setattr(planning, "MIN_PARTITION_ROWS", 300)
     monkeypatch.setenv(planning.PARTITION_ROWS_ENV, "700")
     log = logging.getLogger("test")
@@ -291,9 +294,18 @@ def test_lwgp_model_centres_summed_while_labelling_equal_a_separate_pass(tmp_pat
     ensemble = base_clusterings(table, 8, 0, log)
     _, eci = reliability(table, ensemble, 0.4, log)
     labels = consensus_labels(table, ensemble, eci, "lwgp", 5, 0.4, 0, log)
-    assert labels.embedding_sums is not None and labels.embedding_sums.shape == (5, 5)
-    from_sums, _ = labelling_model(table, ensemble, labels, eci, "lwgp", 0.4, 5, 0, True, log)
-    labels.embedding_sums = None
-    from_pass, _ = labelling_model(table, ensemble, labels, eci, "lwgp", 0.4, 5, 0, True, log)
-    np.testing.assert_array_equal(from_sums.cluster_ids, from_pass.cluster_ids)
-    np.testing.assert_allclose(from_sums.state["centres"], from_pass.state["centres"], rtol=1e-9, atol=1e-12)
+    assert ensemble.n_microclusters > 100 or not sampled
+    codes = np.concatenate(table.session.gather(ensemble.codes), axis=1).T  # (N, M), each column's own labels
+    written = np.concatenate(table.session.gather(labels.labels))
+    np.testing.assert_array_equal(written, lwgp(codes, 5, theta=0.4, random_state=0))
+
+    # every row embedded on its own: Σ_m U[its cluster] / Σ_m ECI[its cluster], scaled to unit length
+    clusters = codes + ensemble.offsets[:-1]
+    rows = labels.cluster_vectors[clusters].sum(axis=1) / eci[clusters].sum(axis=1)[:, None]
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    expected = np.array([rows[written == c].sum(axis=0) for c in range(5)])
+    assert labels.embedding_sums.shape == (5, 5) and np.allclose(labels.embedding_sums, expected)
+    placement, share = labelling_model(table, ensemble, labels, eci, "lwgp", 0.4, 5, 0, True, log)
+    sizes = np.bincount(written, minlength=5)[placement.cluster_ids]
+    assert np.allclose(placement.state["centres"], expected[placement.cluster_ids] / sizes[:, None])
+    assert share == 1.0
