@@ -2,11 +2,12 @@
 
 The rows table ``<output>_rows`` is ``PARTITION BY LIST (run)`` with its primary key (run, id)
 (:func:`~lwec_tasks.io.label_storage.rows_table`). A run being written gets a plain table
-(:func:`run_rows_name`) shaped like it, made by :func:`create_run_rows` with ``CHECK (run = <run>)`` and no
-index, so the bulk ingestion maintains no index. Publishing builds the table's primary key once the rows are
-in (:func:`index_run_rows`) and attaches it (:func:`attach_run_rows`): PostgreSQL takes that index as the
-partition's share of the parent's key, and the CHECK, tested row by row as the rows arrived, proves the
-partition bound, so nothing is scanned again. Deleting a run drops its table (:func:`drop_run_rows`).
+(:func:`run_rows_name`) shaped like it, made by :func:`create_run_rows` with ``CHECK (run = <run>)``,
+``run`` defaulting to the run and no index, so the bulk ingestion carries (id, label) and maintains no
+index. Publishing builds the table's primary key once the rows are in (:func:`index_run_rows`) and attaches
+it (:func:`attach_run_rows`): PostgreSQL takes that index as the partition's share of the parent's key, and
+the CHECK, tested row by row as the rows arrived, proves the partition bound, so nothing is scanned again.
+Deleting a run drops its table (:func:`drop_run_rows`).
 
 Other databases keep one plain rows table: there these functions add a run's rows to it and delete them from it.
 Names are quoted by the dialect's identifier preparer; run numbers are integers.
@@ -54,14 +55,16 @@ def create_run_rows(connection: sa.Connection, output_table: str, run: int) -> T
     """Make the table run ``run``'s rows are written to, in the caller's transaction; its name.
 
     PostgreSQL: a new table with the rows table's columns (types, ``NOT NULL``) and ``CHECK (run = <run>)``,
-    without index (:func:`run_rows_name`). Elsewhere: the rows table itself.
+    without index (:func:`run_rows_name`); ``run`` defaults to the run, so the rows are ingested as (id, label).
+    Elsewhere: the rows table itself.
     """
     rows = storage_names(output_table).rows
     if not partitioned(connection.dialect):
         return rows
-    name = run_rows_name(output_table, run)
+    name, run = run_rows_name(output_table, run), f"CAST({int(run)} AS BIGINT)"
     execute_ddl(connection, f"CREATE TABLE {quoted(connection, name)} (LIKE {quoted(connection, rows)}, "
-                            f"CHECK (run = CAST({int(run)} AS BIGINT)))")
+                            f"CHECK (run = {run}))")
+    execute_ddl(connection, f"ALTER TABLE {quoted(connection, name)} ALTER COLUMN run SET DEFAULT {run}")
     return name
 
 

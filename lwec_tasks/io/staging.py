@@ -115,7 +115,8 @@ def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.nda
     """Append the (id, label) rows to ``table`` in one transaction; returns the rows written.
 
     ``table`` is a pending run's target (:attr:`PendingRun.target`): the run's table, whose ``run`` column
-    takes ``run`` (:attr:`PendingRun.append_run`), or a staging table (``run`` None). For the flow's process
+    takes ``run`` (:attr:`PendingRun.append_run`; None: the column's default), or a staging table (``run``
+    None). For the flow's process
     and Dask workers alike: ``database_url`` is resolved (no ``env:``/``block:`` reference); SQLite files get
     a long lock wait (:func:`~lwec_tasks.io.connection.open_shared_engine`), as workers write to one file in
     turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
@@ -211,8 +212,9 @@ class PendingRun:
 
     @property
     def append_run(self) -> int | None:
-        """The ``run`` to give :func:`append_labels` (None for a staging table, which has no such column)."""
-        return None if self.staged else self.run
+        """The ``run`` to give :func:`append_labels`: None unless ``target`` is the rows table (a run's own table
+        fills its ``run`` itself; a staging table has no such column)."""
+        return self.run if self.target == str(storage_names(self.output_table).rows) else None
 
 
 def _ingestible(id_type: sa.types.TypeEngine) -> bool:

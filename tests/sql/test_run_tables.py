@@ -113,6 +113,7 @@ def test_a_run_is_written_to_an_unindexed_table_that_publishing_keys_and_attache
     rows = rows_for("b", np.arange(100), np.arange(100) % 3)
     pending = begin_run(engine, out, sa.BigInteger(), rows)
     assert pending.target == pending.rows == str(run_rows_name(out, pending.run))
+    assert pending.append_run is None  # the table's run column defaults to the run: (id, label) are ingested
     append_to(engine, pending.target, rows.ids, rows.labels, pending.append_run)
     name = run_rows_name(out, pending.run)
     with engine.connect() as connection:
