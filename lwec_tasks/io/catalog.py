@@ -146,16 +146,7 @@ def relation_kind(connection: sa.Connection, name: TableName) -> str | None:
     or None when nothing has that name."""
     dialect = connection.dialect.name
     if dialect == "postgresql":
-        relations = sa.table("pg_class", sa.column("relname"), sa.column("relkind"), sa.column("relnamespace"),
-                             schema="pg_catalog")
-        namespaces = sa.table("pg_namespace", sa.column("oid"), sa.column("nspname"), schema="pg_catalog")
-        schema = sa.func.current_schema() if name.schema is None else sa.literal(name.schema)
-        statement = (
-            sa.select(relations.c.relkind)
-            .select_from(relations.join(namespaces, namespaces.c.oid == relations.c.relnamespace))
-            .where(relations.c.relname == name.name, namespaces.c.nspname == schema)
-        )
-        kind = connection.execute(statement).scalar()
+        kind = pg_relkind(connection, name)
         return None if kind is None else _PG_RELATION_KINDS.get(kind, f"relation of kind {kind!r}")
     if dialect == "sqlite":
         master = sa.table("sqlite_master", sa.column("type"), sa.column("name"), schema=name.schema)
@@ -166,6 +157,21 @@ def relation_kind(connection: sa.Connection, name: TableName) -> str | None:
     if name.name in inspector.get_view_names(schema=name.schema):
         return "view"
     return "table" if inspector.has_table(name.name, schema=name.schema) else None
+
+
+def pg_relkind(connection: sa.Connection, name: TableName) -> str | None:
+    """``name``'s ``pg_class.relkind`` on PostgreSQL ("r" a table, "p" a partitioned table, "v" a view, ...), or
+    None when nothing has that name."""
+    relations = sa.table("pg_class", sa.column("relname"), sa.column("relkind"), sa.column("relnamespace"),
+                         schema="pg_catalog")
+    namespaces = sa.table("pg_namespace", sa.column("oid"), sa.column("nspname"), schema="pg_catalog")
+    schema = sa.func.current_schema() if name.schema is None else sa.literal(name.schema)
+    statement = (
+        sa.select(relations.c.relkind)
+        .select_from(relations.join(namespaces, namespaces.c.oid == relations.c.relnamespace))
+        .where(relations.c.relname == name.name, namespaces.c.nspname == schema)
+    )
+    return connection.execute(statement).scalar()
 
 
 def same_table(connection: sa.Connection, first: TableName, second: TableName) -> bool:

@@ -103,6 +103,8 @@ def driver_message(error: BaseException) -> str:
     sqlstate = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None) or ""
     if sqlstate.startswith("22"):  # data exceptions quote the offending value: keep only what went wrong
         text = re.sub(r':\s*".*$', "", text, flags=re.DOTALL)
+    if sqlstate == "23505" and "duplicate" not in text:  # a unique index built over rows already in
+        text += ": duplicate key values"
     if isinstance(original, sa.exc.StatementError) or "[SQL:" in text:
         text = text.split("[SQL:")[0]
     text = " ".join(text.split())

@@ -32,6 +32,7 @@ from lwec_tasks.io.identifiers import (  # noqa: F401 - the view's name rules, r
 )
 from lwec_tasks.io.label_storage import labels_query, published_runs, rows_clause, runs_clause
 from lwec_tasks.io.names import TableName, parse_table_name
+from lwec_tasks.io.run_tables import drop_run_rows
 
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
 _DELETE_BATCH = 500
@@ -132,11 +133,12 @@ def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep
 
 
 def delete_runs(connection: sa.Connection, labels_table: str, runs: list[int]) -> None:
-    """Delete the runs numbered ``runs`` (the runs table's ``run``), their rows first, in the caller's transaction."""
-    table, rows = runs_clause(labels_table), rows_clause(labels_table)
+    """Delete the runs numbered ``runs`` (the runs table's ``run``), their rows first (on PostgreSQL their tables
+    are dropped: :func:`~lwec_tasks.io.run_tables.drop_run_rows`), in the caller's transaction."""
+    table = runs_clause(labels_table)
     for start in range(0, len(runs), _DELETE_BATCH):
         batch = runs[start:start + _DELETE_BATCH]
-        connection.execute(sa.delete(rows).where(rows.c.run.in_(batch)))
+        drop_run_rows(connection, labels_table, batch)
         connection.execute(sa.delete(table).where(table.c.run.in_(batch)))
 
 

@@ -5,7 +5,8 @@ For an output table ``labels`` (or ``schema.labels``) three relations live in it
 * ``labels_runs`` — one row per run: ``run`` (integer key), ``run_key``, ``source_table``, ``method``,
   ``k``, ``theta``, ``ensemble_size``, ``seed``, ``flow_run_id``, ``mlflow_run_id``, ``written_at``,
   ``row_count`` and ``published`` (False while the run's rows are being written; such runs are invisible);
-* ``labels_rows`` — ``(run, id, label)``, primary key ``(run, id)``; ``id`` keeps the source id's SQL type;
+* ``labels_rows`` — ``(run, id, label)``, primary key ``(run, id)``; ``id`` keeps the source id's SQL type; on
+  PostgreSQL partitioned by ``run``, each run a table of its own (:mod:`lwec_tasks.io.run_tables`);
 * ``labels`` — a view with the columns of :data:`~lwec_tasks.io.catalog.LABEL_TABLE_COLUMNS`, in that
   order, over the published runs: the one wide table of earlier releases, as queries see it.
 
@@ -79,7 +80,7 @@ def runs_table(output_table: str | TableName, metadata: sa.MetaData | None = Non
 def rows_table(output_table: str | TableName, id_type: sa.types.TypeEngine,
                metadata: sa.MetaData | None = None) -> sa.Table:
     """The rows table of ``output_table``: ``(run, id, label)`` keyed by ``(run, id)``; ``id_type`` mirrors the
-    source's id column."""
+    source's id column. PostgreSQL: ``PARTITION BY LIST (run)`` (:mod:`lwec_tasks.io.run_tables`)."""
     name = storage_names(output_table).rows
     return sa.Table(
         name.name,
@@ -88,6 +89,7 @@ def rows_table(output_table: str | TableName, id_type: sa.types.TypeEngine,
         sa.Column("id", id_type, primary_key=True, autoincrement=False),
         sa.Column("label", sa.Integer, nullable=False),
         schema=name.schema,
+        postgresql_partition_by="LIST (run)",
     )
 
 
@@ -98,9 +100,10 @@ def runs_clause(output_table: str | TableName) -> sa.TableClause:
                     *(sa.column(column) for column in RUN_COLUMNS), schema=name.schema)
 
 
-def rows_clause(output_table: str | TableName) -> sa.TableClause:
-    """A lightweight clause of the rows table."""
-    name = storage_names(output_table).rows
+def rows_clause(output_table: str | TableName, table: str | None = None) -> sa.TableClause:
+    """A lightweight clause of the rows table, or of ``table`` (``table`` or ``schema.table``) with its columns:
+    a run's own table (:func:`lwec_tasks.io.run_tables.run_rows_name`)."""
+    name = storage_names(output_table).rows if table is None else parse_table_name(table, "rows table")
     return sa.table(name.name, sa.column("run"), sa.column("id"), sa.column("label"), schema=name.schema)
 
 

@@ -3,17 +3,20 @@
 :func:`begin_run` makes the labels storage ready (created, or converted from a
 wide table of an earlier release: :mod:`lwec_tasks.io.storage_setup`) and adds
 an unpublished row to the runs table; :func:`append_labels` adds (run, id,
-label) rows to the rows table (from the flow or from Dask workers, each in one
-transaction), invisible until :func:`finish_run` publishes the run in one
-transaction (replacing the earlier run of its run key, pruning old runs) — or
-finds it unchanged and drops it. :func:`discard_run` removes a run that failed.
+label) rows to the run's table — on PostgreSQL a table of its own, not indexed
+while the rows arrive (:mod:`lwec_tasks.io.run_tables`), elsewhere the rows
+table — from the flow or from Dask workers, each in one transaction. They are
+invisible until :func:`finish_run` publishes the run in one transaction
+(attaching its table as a partition of the rows table, replacing the earlier
+run of its run key, pruning old runs) — or finds it unchanged and drops it.
+:func:`discard_run` removes a run that failed.
 
 Rows are appended by ADBC bulk ingestion — ``adbc-driver-postgresql``
 (binary ``COPY``) for PostgreSQL, ``adbc-driver-sqlite`` for SQLite files —
 and otherwise by SQLAlchemy ``executemany``. Ids Arrow cannot carry exactly
 into the rows table's ``id`` column (uuid, NUMERIC, ...) go through a staging
 table instead (:func:`staging_id_type`: uuids as their 32 hex digits, numbers
-as their exact decimal text), cast by one ``INSERT … SELECT`` into the rows
+as their exact decimal text), cast by one ``INSERT … SELECT`` into the run's
 table. Every name is parsed with :func:`~lwec_tasks.io.names.parse_table_name`
 and quoted by the dialect or driver, never pasted.
 """
@@ -32,9 +35,10 @@ from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled
 from lwec_tasks.io.connection import open_shared_engine
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
-from lwec_tasks.io.label_storage import published_runs, rows_clause, rows_table, runs_clause, runs_table, storage_names
+from lwec_tasks.io.label_storage import published_runs, rows_clause, runs_clause, runs_table, storage_names
 from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_metadata import LabelRows, RunMetadata
+from lwec_tasks.io.run_tables import attach_run_rows, create_run_rows, drop_run_rows, index_run_rows
 from lwec_tasks.io.storage_setup import begin_writing, drop_storage, prepare_storage
 
 #: Rows per ``executemany`` batch when the rows cannot be ingested by ADBC.
@@ -110,8 +114,9 @@ def drop_table_quietly(engine: sa.Engine, name: str) -> None:
 def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> int:
     """Append the (id, label) rows to ``table`` in one transaction; returns the rows written.
 
-    ``table`` is a pending run's target (:attr:`PendingRun.target`): the rows table, whose ``run`` column
-    takes ``run`` (:attr:`PendingRun.append_run`), or a staging table (``run`` None). For the flow's process
+    ``table`` is a pending run's target (:attr:`PendingRun.target`): the run's table, whose ``run`` column
+    takes ``run`` (:attr:`PendingRun.append_run`; None: the column's default), or a staging table (``run``
+    None). For the flow's process
     and Dask workers alike: ``database_url`` is resolved (no ``env:``/``block:`` reference); SQLite files get
     a long lock wait (:func:`~lwec_tasks.io.connection.open_shared_engine`), as workers write to one file in
     turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
@@ -185,27 +190,31 @@ class PendingRun:
     ----------
     output_table : the labels table (``table`` or ``schema.table``)
     run : the run's number in the runs table (the rows table's ``run``)
-    target : the table partitions append to (:func:`append_labels`): the rows table, or a staging table
-        when the ids need a cast (:attr:`staged`)
+    rows : the table the run's rows go to (:func:`~lwec_tasks.io.run_tables.create_run_rows`): on PostgreSQL
+        the run's own table, attached to the rows table when published; elsewhere the rows table
+    target : the table partitions append to (:func:`append_labels`): ``rows``, or a staging table when the
+        ids need a cast (:attr:`staged`)
     id_type : the rows table's ``id`` type
     created : whether this write created the storage (dropped again if the write fails)
     """
 
     output_table: str
     run: int
+    rows: str
     target: str
     id_type: sa.types.TypeEngine
     created: bool
 
     @property
     def staged(self) -> bool:
-        """Whether rows go through a staging table (``target``), copied into the rows table by :func:`finish_run`."""
-        return self.target != str(storage_names(self.output_table).rows)
+        """Whether rows go through a staging table (``target``), copied into ``rows`` by :func:`finish_run`."""
+        return self.target != self.rows
 
     @property
     def append_run(self) -> int | None:
-        """The ``run`` to give :func:`append_labels` (None for a staging table, which has no such column)."""
-        return None if self.staged else self.run
+        """The ``run`` to give :func:`append_labels`: None unless ``target`` is the rows table (a run's own table
+        fills its ``run`` itself; a staging table has no such column)."""
+        return self.run if self.target == str(storage_names(self.output_table).rows) else None
 
 
 def _ingestible(id_type: sa.types.TypeEngine) -> bool:
@@ -215,16 +224,18 @@ def _ingestible(id_type: sa.types.TypeEngine) -> bool:
 
 def begin_run(engine: sa.Engine, output_table: str, id_type: sa.types.TypeEngine, run: RunMetadata) -> PendingRun:
     """Make ``output_table``'s storage ready (:func:`~lwec_tasks.io.storage_setup.prepare_storage`: created with
-    ``id_type`` ids, or converted from a wide table) and add ``run`` to its runs table unpublished, in one
-    transaction; for ids that need a cast, also create the staging table. Returns the :class:`PendingRun`."""
+    ``id_type`` ids, or converted from a wide table) and add ``run`` to its runs table unpublished with the table
+    its rows go to (:func:`~lwec_tasks.io.run_tables.create_run_rows`), in one transaction; for ids that need a
+    cast, also create the staging table. Returns the :class:`PendingRun`."""
     values = {**run.column_values(), "mlflow_run_id": None, "row_count": 0, "published": False}
     with database_errors(engine, f"write labels to table {output_table!r}"), engine.begin() as connection:
         begin_writing(connection, output_table)
         created = prepare_storage(connection, output_table, id_type)
         rows = storage_names(output_table).rows
         stored_type = sa.Table(rows.name, sa.MetaData(), schema=rows.schema, autoload_with=connection).c.id.type
-        number = connection.execute(sa.insert(runs_table(output_table)).values(**values)).inserted_primary_key[0]
-    pending = PendingRun(output_table, int(number), str(rows), stored_type, created)
+        number = int(connection.execute(sa.insert(runs_table(output_table)).values(**values)).inserted_primary_key[0])
+        target = str(create_run_rows(connection, output_table, number))
+    pending = PendingRun(output_table, number, target, target, stored_type, created)
     if _ingestible(stored_type):
         return pending
     pending = replace(pending, target=staging_table_name(output_table))
@@ -237,8 +248,9 @@ def begin_run(engine: sa.Engine, output_table: str, id_type: sa.types.TypeEngine
 
 
 def copy_staged(engine: sa.Engine, pending: PendingRun) -> None:
-    """Copy the staging table's rows into the rows table under the pending run, ids cast to the rows' id type."""
-    rows = rows_table(pending.output_table, pending.id_type)
+    """Copy the staging table's rows into the run's table (:attr:`PendingRun.rows`) under the pending run, ids
+    cast to the rows' id type."""
+    rows = rows_clause(pending.output_table, pending.rows)
     staged = _staging(pending.target, pending.id_type)
     # Staged ids are never ones Arrow carries as they are (uuid, numeric, enums, ...): text has no implicit cast.
     statement = sa.insert(rows).from_select(["run", "id", "label"], sa.select(
@@ -261,7 +273,8 @@ def run_unchanged(connection: sa.Connection, pending: PendingRun, run: RunMetada
         runs.c.run_key == run.run_key, published_runs(runs)).limit(2)).all()
     if len(earlier) != 1 or tuple(earlier[0][1:]) != wanted:
         return False
-    old, new = rows_clause(pending.output_table).alias("old"), rows_clause(pending.output_table).alias("new")
+    old = rows_clause(pending.output_table).alias("old")
+    new = rows_clause(pending.output_table, pending.rows).alias("new")
     same = (sa.select(sa.func.count()).select_from(old.join(new, old.c.id == new.c.id))
             .where(old.c.run == earlier[0].run, new.c.run == pending.run, old.c.label == new.c.label))
     return connection.execute(same).scalar_one() == n_rows
@@ -281,14 +294,19 @@ def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expecte
     but the pruning, and 0 rows are reported.
 
     Returns (rows published, run keys deleted by the pruning, most recent first). A staging table
-    (:attr:`PendingRun.staged`) is copied into the rows table first and left for the caller to drop; on
-    failure the caller calls :func:`discard_run`.
+    (:attr:`PendingRun.staged`) is copied into the run's table first and left for the caller to drop. On
+    PostgreSQL the run's table gets its primary key next, in a transaction of its own (other writers of the
+    labels table go on meanwhile), and publishing attaches it to the rows table
+    (:mod:`lwec_tasks.io.run_tables`); deleted runs' tables are dropped. On failure the caller calls
+    :func:`discard_run`.
     """
     if keep_runs is not None:
         keep_runs = check_keep(keep_runs, "keep_runs")
     if pending.staged:
         copy_staged(engine, pending)
-    runs, rows = runs_clause(pending.output_table), rows_clause(pending.output_table)
+    runs, rows = runs_clause(pending.output_table), rows_clause(pending.output_table, pending.rows)
+    with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
+        index_run_rows(connection, pending.output_table, pending.run)  # not under the lock of begin_writing
     with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
         begin_writing(connection, pending.output_table)
         # Counted, not taken from the cursors: drivers report -1 for bulk ingestion and INSERT … SELECT.
@@ -308,6 +326,7 @@ def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expecte
             earlier = connection.execute(sa.select(runs.c.run).where(
                 runs.c.run_key == run.run_key, published_runs(runs))).scalars().all()
             delete_runs(connection, pending.output_table, list(earlier))
+            attach_run_rows(connection, pending.output_table, pending.run)
             connection.execute(sa.update(runs).where(runs.c.run == pending.run).values(
                 published=True, row_count=inserted, written_at=run.column_values()["written_at"]))
         pruned = [] if keep_runs is None else prune_runs(connection, pending.output_table, run.source_table,
@@ -316,13 +335,14 @@ def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expecte
 
 
 def discard_run(engine: sa.Engine, pending: PendingRun) -> None:
-    """Remove the pending run's rows and its runs-table row (and the storage, if this write created it and no
-    run is left); drop its staging table. Best effort: errors are swallowed (the original one is what matters)."""
-    runs, rows = runs_clause(pending.output_table), rows_clause(pending.output_table)
+    """Remove the pending run's rows (on PostgreSQL its table) and its runs-table row (and the storage, if this
+    write created it and no run is left); drop its staging table. Best effort: errors are swallowed (the
+    original one is what matters)."""
+    runs = runs_clause(pending.output_table)
     try:
         with engine.begin() as connection:
             begin_writing(connection, pending.output_table)
-            connection.execute(sa.delete(rows).where(rows.c.run == pending.run))
+            drop_run_rows(connection, pending.output_table, [pending.run])
             connection.execute(sa.delete(runs).where(runs.c.run == pending.run, runs.c.published == sa.false()))
             if pending.created and connection.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one() == 0:
                 drop_storage(connection, pending.output_table)

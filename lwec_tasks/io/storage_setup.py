@@ -3,9 +3,11 @@
 :func:`prepare_storage` runs inside the writer's transaction: it creates the
 runs and rows tables and the view ``<output_table>``
 (:mod:`lwec_tasks.io.label_storage`) when nothing is there, and converts a wide
-labels table of an earlier release (:func:`migrate_wide_table`) — every row
-kept — so both happen entirely or not at all. SQLite runs DDL inside
-transactions only when one is open; :func:`begin_writing` opens it.
+labels table of an earlier release (:func:`migrate_wide_table`) or, on
+PostgreSQL, an earlier release's rows table that is not partitioned by run
+(:func:`partition_rows_table`) — every row kept — so all happen entirely or not
+at all. SQLite runs DDL inside transactions only when one is open;
+:func:`begin_writing` opens it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
-from lwec_tasks.io.history import create_latest_view, create_view_sql, drop_view_sql, execute_without_parameters
+from lwec_tasks.io.history import (
+    create_latest_view,
+    create_view_sql,
+    drop_view_sql,
+    execute_without_parameters,
+    latest_labels_query,
+)
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
     labels_query,
@@ -22,6 +30,15 @@ from lwec_tasks.io.label_storage import (
     runs_clause,
     runs_table,
     storage_names,
+)
+from lwec_tasks.io.run_tables import (
+    drop_run_rows,
+    execute_ddl,
+    partition_every_run,
+    partitioned,
+    quoted,
+    run_rows_name,
+    unpartitioned,
 )
 
 
@@ -44,8 +61,9 @@ def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.ty
     """Make ``output_table``'s storage ready for a write, in the caller's transaction; whether it was created.
 
     Nothing there: the runs table, the rows table (``id`` of ``id_type``) and the view are created. A wide table
-    of an earlier release: converted by :func:`migrate_wide_table`. Narrow storage whose view is missing: the
-    view is made again. Names held by something else: :class:`LwecInputError`
+    of an earlier release: converted by :func:`migrate_wide_table`; a rows table of an earlier release not
+    partitioned by run (PostgreSQL): converted by :func:`partition_rows_table`. Narrow storage whose view is
+    missing: the view is made again. Names held by something else: :class:`LwecInputError`
     (:func:`~lwec_tasks.io.catalog.labels_layout`).
     """
     layout = labels_layout(connection, output_table)
@@ -54,6 +72,8 @@ def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.ty
     elif layout is None:
         runs_table(output_table).create(connection)
         rows_table(output_table, id_type).create(connection)
+    elif unpartitioned(connection, output_table):
+        partition_rows_table(connection, output_table)
     if layout != NARROW or relation_kind(connection, storage_names(output_table).view) is None:
         create_labels_view(connection, output_table)
     return layout is None
@@ -89,6 +109,7 @@ def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
     connection.execute(sa.insert(runs).from_select(
         [*keys, "written_at", "row_count", "published"],
         sa.select(*grouped, sa.func.max(wide.c.written_at), sa.func.count(), sa.true()).group_by(*grouped)))
+    partition_every_run(connection, output_table)
     same_run = sa.and_(*(wide.c[name].is_not_distinct_from(runs.c[name]) for name in keys))
     connection.execute(sa.insert(rows).from_select(
         ["run", "id", "label"], sa.select(runs.c.run, wide.c.id, wide.c.label).select_from(wide.join(runs, same_run))))
@@ -103,12 +124,44 @@ def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
     return moved
 
 
+def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
+    """Convert the rows table of an earlier release, one plain table, to one partitioned by run
+    (:mod:`lwec_tasks.io.run_tables`), in the caller's transaction, every row kept.
+
+    The old table is renamed aside (``<output>_rows$unpartitioned``); the new one takes its name, columns
+    (``LIKE``: the same types) and primary key, with a partition for every run of the runs table; the rows are
+    copied into it, the views ``<output>`` and (if there) ``<output>_latest`` are made again over it, and the old
+    table is dropped. A row of no run would have no partition: the copy fails and the caller's transaction rolls
+    back.
+    """
+    names = storage_names(output_table)
+    aside = run_rows_name(output_table, "unpartitioned")
+    preparer = connection.dialect.identifier_preparer
+    execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.rows)} RENAME TO {preparer.quote(aside.name)}")
+    execute_ddl(connection, f"CREATE TABLE {quoted(connection, names.rows)} (LIKE {quoted(connection, aside)}, "
+                            "PRIMARY KEY (run, id)) PARTITION BY LIST (run)")
+    partition_every_run(connection, output_table)
+    old = rows_clause(output_table, str(aside))
+    connection.execute(sa.insert(rows_clause(output_table)).from_select(
+        ["run", "id", "label"], sa.select(old.c.run, old.c.id, old.c.label)))
+    create_labels_view(connection, output_table)  # CREATE OR REPLACE: the views followed the old table's rename
+    latest = latest_view_of(names.view)
+    if relation_kind(connection, latest) == "view":
+        execute_without_parameters(connection, create_view_sql(connection.dialect, latest,
+                                                               latest_labels_query(output_table)))
+    execute_ddl(connection, f"DROP TABLE {quoted(connection, aside)}")
+
+
 def drop_storage(connection: sa.Connection, output_table: str) -> None:
-    """Drop ``output_table``'s views (``<output_table>_latest`` and ``<output_table>``) and its runs and rows
-    tables, whichever exist, in the caller's transaction."""
+    """Drop ``output_table``'s views (``<output_table>_latest`` and ``<output_table>``), its runs' tables
+    (PostgreSQL: :func:`~lwec_tasks.io.run_tables.drop_run_rows`) and its runs and rows tables, whichever exist,
+    in the caller's transaction."""
     names = storage_names(output_table)
     for view in (latest_view_of(names.view), names.view):
         if relation_kind(connection, view) == "view":
             execute_without_parameters(connection, drop_view_sql(connection.dialect, view))
+    if partitioned(connection.dialect) and relation_kind(connection, names.runs) == "table":
+        runs = runs_clause(output_table)
+        drop_run_rows(connection, output_table, connection.execute(sa.select(runs.c.run)).scalars().all())
     for name in (names.rows, names.runs):
         sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)

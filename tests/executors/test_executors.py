@@ -48,8 +48,8 @@ def _drop_all(url: str, table: str) -> None:
                 if view.startswith(table):
                     connection.exec_driver_sql(f"DROP VIEW {preparer.quote(view)}")
             for name in inspector.get_table_names():
-                if name.startswith(table):
-                    sa.Table(name, sa.MetaData()).drop(connection)
+                if name.startswith(table):  # a run's partition may have gone with its rows table
+                    sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
     finally:
         engine.dispose()
 

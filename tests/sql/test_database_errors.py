@@ -6,6 +6,7 @@ Real servers and real errors: revoked privileges, read-only transactions, closed
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 
 import numpy as np
@@ -23,6 +24,7 @@ from lwec_tasks.io import (
 )
 from lwec_tasks.io.catalog import count_values
 from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.staging import append_labels, begin_run, discard_run
 
 
 def rows_for(ids, key="a"):
@@ -84,12 +86,16 @@ def test_postgres_permission_denied_on_write_is_refused(pg):
     out = unique("locked_labels")
     names.append(out)
     write_labels(engine, out, rows_for([1, 2, 3]))
+    rows = rows_for([7, 8, 9], key="b")
+    pending = begin_run(engine, out, sa.BigInteger(), rows)
+    target = re.escape(pending.target)  # the run's own table
     with engine.begin() as connection:
-        connection.exec_driver_sql(f'REVOKE INSERT ON "{out}_rows" FROM CURRENT_USER')
-    with pytest.raises(DatabaseRefusedError, match=rf"refused to write labels to table '{out}_rows': "
-                                                   rf"permission denied for table {out}_rows$") as error:
-        write_labels(engine, out, rows_for([7, 8, 9], key="b"))
+        connection.exec_driver_sql(f'REVOKE INSERT ON "{pending.target}" FROM CURRENT_USER')
+    with pytest.raises(DatabaseRefusedError, match=rf"refused to write labels to table '{target}': "
+                                                   rf"permission denied for table {target}$") as error:
+        append_labels(url, pending.target, rows.ids, rows.labels, pending.append_run)
     assert_one_clean_line(str(error.value), "7, 8")
+    discard_run(engine, pending)
     with engine.connect() as connection:  # the refused run left nothing behind
         assert connection.exec_driver_sql(f'select run_key from "{out}_runs"').scalars().all() == ["a"]
 

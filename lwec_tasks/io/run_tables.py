@@ -1,0 +1,126 @@
+"""On PostgreSQL each run's rows are a table of their own: a partition of the rows table once published.
+
+The rows table ``<output>_rows`` is ``PARTITION BY LIST (run)`` with its primary key (run, id)
+(:func:`~lwec_tasks.io.label_storage.rows_table`). A run being written gets a plain table
+(:func:`run_rows_name`) shaped like it, made by :func:`create_run_rows` with ``CHECK (run = <run>)``,
+``run`` defaulting to the run and no index, so the bulk ingestion carries (id, label) and maintains no
+index. Publishing builds the table's primary key once the rows are in (:func:`index_run_rows`) and attaches
+it (:func:`attach_run_rows`): PostgreSQL takes that index as the partition's share of the parent's key, and
+the CHECK, tested row by row as the rows arrived, proves the partition bound, so nothing is scanned again.
+Deleting a run drops its table (:func:`drop_run_rows`).
+
+Other databases keep one plain rows table: there these functions add a run's rows to it and delete them from it.
+Names are quoted by the dialect's identifier preparer; run numbers are integers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+
+from lwec_tasks.io.bulk_read import unescape_percents
+from lwec_tasks.io.catalog import pg_relkind
+from lwec_tasks.io.identifiers import MAX_IDENTIFIER_BYTES
+from lwec_tasks.io.label_storage import rows_clause, runs_clause, storage_names
+from lwec_tasks.io.names import TableName
+
+#: Between the rows table's name and the run in a run's table name: in no name lwec gives anything else.
+RUN_MARK = "$"
+
+
+def partitioned(dialect: sa.Dialect) -> bool:
+    """Whether ``dialect``'s rows table is partitioned by run, each run a table of its own (PostgreSQL)."""
+    return dialect.name == "postgresql"
+
+
+def run_rows_name(output_table: str | TableName, run: int | str) -> TableName:
+    """The name of run ``run``'s own table: ``<output>_rows$<run>``, in the output table's schema.
+
+    ``$`` is in no name lwec gives a relation otherwise (output tables are letters, digits and ``_``), so no
+    labels storage can take the name of another's run table. When the name would pass PostgreSQL's 63 bytes,
+    the rows table's name is cut and 8 hex digits of its MD5 added: ``<first bytes>$<hash>$<run>``.
+    """
+    rows = storage_names(output_table).rows
+    suffix = f"{RUN_MARK}{run}"
+    if len(rows.name.encode("utf-8") + suffix.encode("utf-8")) > MAX_IDENTIFIER_BYTES:
+        suffix = f"{RUN_MARK}{hashlib.md5(rows.name.encode('utf-8')).hexdigest()[:8]}{suffix}"
+        stem = rows.name.encode("utf-8")[:MAX_IDENTIFIER_BYTES - len(suffix.encode("utf-8"))]
+        return rows.with_name(stem.decode("utf-8", errors="ignore") + suffix)
+    return rows.with_name(rows.name + suffix)
+
+
+def create_run_rows(connection: sa.Connection, output_table: str, run: int) -> TableName:
+    """Make the table run ``run``'s rows are written to, in the caller's transaction; its name.
+
+    PostgreSQL: a new table with the rows table's columns (types, ``NOT NULL``) and ``CHECK (run = <run>)``,
+    without index (:func:`run_rows_name`); ``run`` defaults to the run, so the rows are ingested as (id, label).
+    Elsewhere: the rows table itself.
+    """
+    rows = storage_names(output_table).rows
+    if not partitioned(connection.dialect):
+        return rows
+    name, run = run_rows_name(output_table, run), f"CAST({int(run)} AS BIGINT)"
+    execute_ddl(connection, f"CREATE TABLE {quoted(connection, name)} (LIKE {quoted(connection, rows)}, "
+                            f"CHECK (run = {run}))")
+    execute_ddl(connection, f"ALTER TABLE {quoted(connection, name)} ALTER COLUMN run SET DEFAULT {run}")
+    return name
+
+
+def index_run_rows(connection: sa.Connection, output_table: str, run: int) -> None:
+    """PostgreSQL: build the primary key (run, id) of run ``run``'s table, all its rows being in (a duplicate id
+    fails here). Elsewhere nothing: the rows table's key was kept as the rows arrived."""
+    if partitioned(connection.dialect):
+        execute_ddl(connection, f"ALTER TABLE {quoted(connection, run_rows_name(output_table, run))} "
+                                "ADD PRIMARY KEY (run, id)")
+
+
+def attach_run_rows(connection: sa.Connection, output_table: str, run: int) -> None:
+    """PostgreSQL: attach run ``run``'s table to the rows table as the partition of ``run``, in the caller's
+    transaction. It takes the table's primary key (:func:`index_run_rows`) or builds one (an empty table), and
+    scans nothing: the table's CHECK proves the bound. Elsewhere nothing."""
+    if partitioned(connection.dialect):
+        execute_ddl(connection, f"ALTER TABLE {quoted(connection, storage_names(output_table).rows)} ATTACH "
+                                f"PARTITION {quoted(connection, run_rows_name(output_table, run))} "
+                                f"FOR VALUES IN ({int(run)})")
+
+
+def partition_every_run(connection: sa.Connection, output_table: str) -> None:
+    """PostgreSQL: give every run of the runs table an empty partition of the rows table (:func:`create_run_rows`,
+    :func:`attach_run_rows`), so that their rows can be inserted through the rows table. Elsewhere nothing."""
+    if partitioned(connection.dialect):
+        runs = runs_clause(output_table)
+        for run in connection.execute(sa.select(runs.c.run).order_by(runs.c.run)).scalars().all():
+            create_run_rows(connection, output_table, run)
+            attach_run_rows(connection, output_table, run)
+
+
+def drop_run_rows(connection: sa.Connection, output_table: str, runs: Iterable[int]) -> None:
+    """Delete the rows of the runs numbered ``runs``, in the caller's transaction: on PostgreSQL their tables are
+    dropped (attached or not; one that does not exist is passed over), elsewhere their rows are deleted."""
+    runs = [int(run) for run in runs]
+    if not runs:
+        return
+    if not partitioned(connection.dialect):
+        rows = rows_clause(output_table)
+        connection.execute(sa.delete(rows).where(rows.c.run.in_(runs)))
+        return
+    names = ", ".join(quoted(connection, run_rows_name(output_table, run)) for run in runs)
+    execute_ddl(connection, f"DROP TABLE IF EXISTS {names}")
+
+
+def unpartitioned(connection: sa.Connection, output_table: str) -> bool:
+    """Whether ``output_table``'s rows table is one plain table where it should be partitioned by run (PostgreSQL
+    storage of an earlier release, converted by :func:`lwec_tasks.io.storage_setup.partition_rows_table`)."""
+    return partitioned(connection.dialect) and pg_relkind(connection, storage_names(output_table).rows) == "r"
+
+
+def quoted(connection: sa.Connection, name: TableName) -> str:
+    """``name`` (and its schema) quoted by the dialect, for :func:`execute_ddl`."""
+    return connection.dialect.identifier_preparer.format_table(sa.table(name.name, schema=name.schema))
+
+
+def execute_ddl(connection: sa.Connection, sql: str) -> None:
+    """Run ``sql`` (names quoted by :func:`quoted`) in the caller's transaction, without parameters."""
+    connection.exec_driver_sql(unescape_percents(sql, connection.dialect), execution_options={"no_parameters": True})
