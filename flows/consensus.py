@@ -79,11 +79,11 @@ def consensus_flow(
                           request.resolved_output_table, request.run_key)
     with open_executor(request.dask_address) as executor:
         table = load_features(executor, request)
-        start_warm_up(request.tracking_uri)  # MLflow gets ready while the stages compute
         ensemble = generate_ensemble(table, request)
         reliability = cluster_reliability(table, ensemble, theta)
         labels = consensus(table, ensemble, reliability, request)
         labels, stable = stable_cluster_ids(table, labels, request)
+        start_warm_up(request.tracking_uri)  # MLflow gets ready while the database takes the labels
         written = write_label_rows(table, labels, request)
         model = build_labelling_model(table, ensemble, labels, reliability, request)
         facts = RunFacts(executor, table, ensemble, labels, stable, model)

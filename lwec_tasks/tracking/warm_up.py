@@ -2,7 +2,7 @@
 
 Importing MLflow's client and model flavour and matplotlib, and opening a SQLite tracking store (whose tables
 MLflow checks or creates), take seconds of pure Python. :func:`start_warm_up` does it in a daemon thread
-while the stages run (they spend their time in compiled code that releases the GIL);
+while the database takes the labels (building the labels' key keeps the server busy, not this process);
 :func:`wait_for_warm_up` joins it before the run is logged. A failure here is ignored: logging does the same
 work again and reports it.
 """
