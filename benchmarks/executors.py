@@ -157,7 +157,8 @@ def labels_table(features_table: str) -> str:
 
 
 def drop_labels(url: str, labels: str) -> None:
-    """Drop the labels storage (views, runs and rows tables), so that the next run writes into an empty table."""
+    """Drop the labels storage (views, runs and rows tables) or a plain table of that name (a script's labels),
+    so that the next run writes into an empty table."""
     import sqlalchemy as sa
 
     from lwec_tasks.io.storage_setup import drop_storage
@@ -165,6 +166,7 @@ def drop_labels(url: str, labels: str) -> None:
     engine = sa.create_engine(url)
     with engine.begin() as connection:
         drop_storage(connection, labels)
+        sa.Table(labels, sa.MetaData()).drop(connection, checkfirst=True)
     engine.dispose()
 
 

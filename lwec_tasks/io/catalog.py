@@ -8,6 +8,7 @@ table objects, so the dialect quotes them; values are bound parameters.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -107,11 +108,17 @@ def describe_source(engine: sa.Engine, table: str | TableName) -> SourceTable:
     )
 
 
+#: The end of a run's own rows table name on PostgreSQL (:func:`lwec_tasks.io.run_tables.run_rows_name`): such
+#: tables are lwec's storage, not tables to cluster, and are left out of the tables a message lists.
+_RUN_TABLE = re.compile(r"\$(?:[0-9a-f]{8}\$)?\d+$")
+
+
 def _not_found(engine: sa.Engine, name: TableName) -> str:
     """Why ``name`` was not found: the tables of its schema, or that the schema does not exist."""
     inspector = sa.inspect(engine)
     _check_schema(engine, inspector, name)
-    existing = sorted(inspector.get_table_names(schema=name.schema))
+    tables = inspector.get_table_names(schema=name.schema)
+    existing = sorted(table for table in tables if not _RUN_TABLE.search(table))
     existing += sorted(inspector.get_view_names(schema=name.schema))
     listed = [str(TableName(table, name.schema)) for table in existing]
     message = (f"table {str(name)!r} not found in database {mask_url(engine.url)}; "

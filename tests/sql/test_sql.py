@@ -47,8 +47,15 @@ def test_reflection_reports_columns_types_and_key(db_url, features_table):
 
 def test_unknown_table_lists_existing_tables(db_url, features_table):
     table, _ = features_table
-    with pytest.raises(LwecInputError, match=rf"table 'nope' not found .*existing tables: .*'{table}'"):
-        describe_source(open_engine(db_url), "nope")
+    engine = open_engine(db_url)
+    write_labels(engine, f"{table}_labels", LabelRows(run_key="a", ids=np.array([1, 2]), labels=np.array([0, 1]),
+                                                      k=2, method="lwea", theta=0.4, ensemble_size=3, seed=0,
+                                                      source_table=table))
+    with pytest.raises(LwecInputError, match=rf"table 'nope' not found .*existing tables: .*'{table}'") as error:
+        describe_source(engine, "nope")
+    # The labels storage is listed by its tables and views, not by each run's own table (PostgreSQL).
+    assert f"'{table}_labels_rows'" in str(error.value) and "$" not in str(error.value)
+    engine.dispose()
 
 
 @pytest.mark.parametrize("hostile", ['x"; DROP TABLE {t}; --', "{t}; DELETE FROM {t}", "{t}' OR '1'='1"])
