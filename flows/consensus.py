@@ -35,7 +35,6 @@ from lwec_tasks.tasks.stages import (
 )
 from lwec_tasks.tasks.summary import publish_summary
 from lwec_tasks.tasks.track import RunFacts, log_to_mlflow
-from lwec_tasks.tracking.warm_up import start_warm_up
 
 FLOW_NAME = "lwec-consensus"
 
@@ -83,7 +82,6 @@ def consensus_flow(
         reliability = cluster_reliability(table, ensemble, theta)
         labels = consensus(table, ensemble, reliability, request)
         labels, stable = stable_cluster_ids(table, labels, request)
-        start_warm_up(request.tracking_uri)  # MLflow gets ready while the database takes the labels
         written = write_label_rows(table, labels, request)
         model = build_labelling_model(table, ensemble, labels, reliability, request)
         facts = RunFacts(executor, table, ensemble, labels, stable, model)

@@ -82,7 +82,8 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
 
         if temporary_server_booting():
             # Every run logs a model and figures to MLflow: import them while the temporary server boots
-            # (otherwise the flow prepares MLflow in the background while it computes).
+            # (otherwise when the run is logged; never in another thread, as imports racing with the
+            # stages' own lazy imports can meet half-initialised modules).
             import lwec_tasks.tracking.figures
             import lwec_tasks.tracking.model  # noqa: F401
         return consensus_flow

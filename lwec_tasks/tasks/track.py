@@ -20,7 +20,6 @@ from lwec_tasks.tasks.stages import ClusterReliability
 from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tracking.dataset import SourceTable
 from lwec_tasks.tracking.store import mask_uri, resolve_tracking_uri, run_page_url, tracking_client
-from lwec_tasks.tracking.warm_up import wait_for_warm_up
 
 #: Rows of the model's input example (raw feature values of sampled training rows).
 INPUT_EXAMPLE_ROWS = 5
@@ -79,7 +78,6 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     write. Returns ``{"run_id", "url" (its page in the MLflow UI), "model_uri" (the labelling model),
     "figures" (artifact URI of each figure)}``.
     """
-    wait_for_warm_up(request.tracking_uri)
     from lwec_tasks.tracking.figures import consensus_figures
     from lwec_tasks.tracking.model import active_run_in, log_placement_model
     from lwec_tasks.tracking.runs import run_writer
