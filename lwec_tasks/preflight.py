@@ -22,6 +22,7 @@ the command line can call these before Prefect's temporary server starts.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -79,7 +80,7 @@ def check_consensus_request(request: ConsensusRequest) -> None:
     try:
         plan = plan_consensus_read(engine, request)
         _CHECKED.clear()  # only the last check's plan is kept
-        _CHECKED[_plan_key(request)] = (time.monotonic(), plan)
+        _CHECKED[request_key(request)] = (time.monotonic(), plan)
     finally:
         engine.dispose()
 
@@ -87,29 +88,26 @@ def check_consensus_request(request: ConsensusRequest) -> None:
 #: How long the plan of a check stays good for the run the check was made for.
 CHECKED_PLAN_SECONDS = 120.0
 #: The plan of the last :func:`check_consensus_request` in this process, by request, with when it was made.
-_CHECKED: dict[tuple, tuple[float, ReadPlan]] = {}
+_CHECKED: dict[str, tuple[float, ReadPlan]] = {}
 
 
 def consensus_read_plan(engine: sa.Engine, request: ConsensusRequest) -> ReadPlan:
     """The plan :func:`check_consensus_request` made for the same request in this process at most
     :data:`CHECKED_PLAN_SECONDS` ago (the command line checks a run just before starting it, and counting a
     large table twice would cost seconds); used once. Otherwise :func:`plan_consensus_read` on ``engine``."""
-    made, plan = _CHECKED.pop(_plan_key(request), (None, None)) if _CHECKED else (None, None)
+    made, plan = _CHECKED.pop(request_key(request), (None, None)) if _CHECKED else (None, None)
     if plan is not None and time.monotonic() - made <= CHECKED_PLAN_SECONDS:
         return plan
     return plan_consensus_read(engine, request)
 
 
-def _plan_key(request: ConsensusRequest) -> tuple:
-    """What a plan depends on: the database (a reference resolved, so ``env:VAR`` and its URL agree), the
-    table, the columns asked for, the smallest k and the output table."""
-    return (resolve_database_url(request.database_url), request.table, _frozen(request.feature_columns),
-            request.id_column, request.label_column, _frozen(request.base_columns), request.missing_labels,
-            2 if request.auto_k else request.n_clusters, request.resolved_output_table)
-
-
-def _frozen(names: Sequence[str] | None) -> tuple | None:
-    return None if names is None else tuple(names)
+def request_key(request: ConsensusRequest) -> str:
+    """What the read of ``request`` depends on, as a key: every parameter, with the database reference resolved
+    (so ``env:VAR`` and its URL agree) and the run's name and tracking URI left out (a schedule fills in the
+    name; neither changes what is read)."""
+    parameters = request.model_dump(exclude={"run_name", "tracking_uri"})
+    parameters["database_url"] = resolve_database_url(request.database_url)
+    return json.dumps(parameters, sort_keys=True, default=list)
 
 
 def check_assign_request(

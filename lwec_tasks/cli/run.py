@@ -5,7 +5,8 @@ from :class:`~lwec_tasks.request.ConsensusRequest`.
 Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
 server started for this process. The parameters, the table and the services
 the run needs are checked before that (:func:`run_checked_flow`), and a
-failure is the last line printed.
+failure is the last line printed. While that server starts, an in-process run
+reads its table (:func:`lwec_tasks.stages.read.read_ahead`).
 """
 
 from __future__ import annotations
@@ -86,6 +87,11 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
             # stages' own lazy imports can meet half-initialised modules).
             import lwec_tasks.tracking.figures
             import lwec_tasks.tracking.model  # noqa: F401
+
+            if not request.dask_address:
+                from lwec_tasks.stages.read import read_ahead
+
+                read_ahead(request)  # the flow's load task takes the table
         return consensus_flow
 
     return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,

@@ -8,16 +8,18 @@ read as one partition sorted by every column read; its ids are the row positions
 
 from __future__ import annotations
 
+import logging
 import time
 
 import numpy as np
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.executors.in_process import in_process
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import check_label_table, id_key_type, mask_url, open_engine
 from lwec_tasks.io.connection import resolve_database_url
 from lwec_tasks.io.features import nonfinite_counts_message, useless_columns_message
-from lwec_tasks.preflight import consensus_read_plan
+from lwec_tasks.preflight import consensus_read_plan, request_key
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition_count
 from lwec_tasks.stages.reductions import Moments, standard_scale
@@ -30,7 +32,8 @@ class PartitionedTable:
     column; None: row positions); ``database_url`` (resolved); ``specs``; ``rows`` (handles of
     PartitionRows, released once the base clusterings are assigned); ``keys`` (handles of PartitionKeys);
     ``counts`` (rows per partition); ``offsets`` (position of each partition's first row); ``n_rows``,
-    ``n_read``, ``n_dropped``; ``mean``, ``scale`` (standardisation); ``seconds``.
+    ``n_read``, ``n_dropped``; ``mean``, ``scale`` (standardisation); ``seconds``; ``read_ahead`` (read
+    before its run started, by :func:`read_ahead`).
     """
 
     def __init__(self, **values):
@@ -48,6 +51,9 @@ def load_table(session, request, log) -> PartitionedTable:
     column, a feature column without a finite value, non-finite values unless ``drop_nonfinite``,
     duplicate or missing ids, too few rows).
     """
+    ahead = _READ_AHEAD.pop(request_key(request), None)
+    if ahead is not None:
+        return _taken_over(ahead, session, request.table, log)
     started = time.perf_counter()
     k_min = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
     engine = open_engine(request.database_url)
@@ -74,6 +80,55 @@ def load_table(session, request, log) -> PartitionedTable:
              table.n_read / max(table.seconds, 1e-9), table.n_partitions, "s" if table.n_partitions != 1 else "",
              plan.id_column or "row position", plan.label_column or "none",
              f"; dropped {table.n_dropped} rows with non-finite features" if table.n_dropped else "")
+    return table
+
+
+def read_ahead(request) -> None:
+    """Read the table of ``request`` now, in this process, and keep it for the load task of its run.
+
+    For a command that would otherwise wait for Prefect's temporary server to start: the read and the server's
+    start overlap. The next :func:`load_table` of the same request (:func:`~lwec_tasks.preflight.request_key`)
+    takes the table and logs the read's lines to its run. Bad input raises :class:`LwecInputError` at once;
+    any other failure is left for the load task to meet again, with its retries, and nothing is kept.
+    """
+    _READ_AHEAD.clear()  # one table at most
+    held = _HeldLines()
+    log = logging.Logger("lwec.read_ahead")  # not registered: its lines go only to ``held``
+    log.addHandler(held)
+    try:
+        with in_process() as executor:
+            table = load_table(executor, request, log)
+    except LwecInputError:
+        raise
+    except Exception:  # noqa: BLE001 - the load task reads again and reports what it meets
+        return
+    table.read_ahead = True
+    _READ_AHEAD[request_key(request)] = (table, held.records)
+
+
+#: The table :func:`read_ahead` read last, by request, with the log lines of its read.
+_READ_AHEAD: dict[str, tuple[PartitionedTable, list[logging.LogRecord]]] = {}
+
+
+class _HeldLines(logging.Handler):
+    """Keeps the log records it is given."""
+
+    def __init__(self):
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _taken_over(ahead: tuple, session, table_name: str, log) -> PartitionedTable:
+    """The table read ahead, its partitions now the executor ``session``'s, its read's lines logged to ``log``."""
+    table, records = ahead
+    log.info("Table %r was read before the flow run started, while Prefect's temporary server started",
+             table_name)
+    for record in records:
+        log.log(record.levelno, "%s", record.getMessage())
+    table.session = session  # in-process partitions are plain values: any in-process executor serves them
     return table
 
 
@@ -122,7 +177,7 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
         session=session, plan=plan, id_type=id_type, database_url=url, specs=[specs[p] for p in kept],
         rows=kept_rows, keys=session.map(part.keys_of, kept_rows, name="keys"), counts=counts,
         offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), n_rows=int(counts.sum()), n_read=n_read,
-        n_dropped=n_dropped, mean=None, scale=None, seconds=None)
+        n_dropped=n_dropped, mean=None, scale=None, seconds=None, read_ahead=False)
     return table, summaries
 
 

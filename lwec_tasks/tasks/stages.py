@@ -26,7 +26,7 @@ from lwec_tasks.stages.model import labelling_model
 from lwec_tasks.stages.read import PartitionedTable, load_table
 from lwec_tasks.stages.write import write_labels
 from lwec_tasks.tasks.retry import database_task
-from lwec_tasks.tasks.timings import timed_stage
+from lwec_tasks.tasks.timings import add_stage_seconds, timed_stage
 
 
 @dataclass(frozen=True)
@@ -43,10 +43,16 @@ def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
     """Check the table and have the executor read it in partitions (kept in its memory).
 
     The checks are :func:`lwec_tasks.preflight.plan_consensus_read`'s (the command line runs them before
-    Prefect starts). Nothing is written. Raises :class:`~lwec_tasks.core.errors.LwecInputError` on bad input
-    and :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the database does not answer.
+    Prefect starts, and :func:`lwec_tasks.preflight.consensus_read_plan` reuses their plan). A table the command
+    line read while Prefect's temporary server started (:func:`lwec_tasks.stages.read.read_ahead`) is taken as
+    it is, its read's seconds counted as this stage's. Nothing is written. Raises
+    :class:`~lwec_tasks.core.errors.LwecInputError` on bad input and
+    :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the database does not answer.
     """
-    return load_table(executor, request, get_run_logger())
+    table = load_table(executor, request, get_run_logger())
+    if table.read_ahead:
+        add_stage_seconds("load", table.seconds)
+    return table
 
 
 @task(name="generate-base-clusterings", cache_policy=NO_CACHE)

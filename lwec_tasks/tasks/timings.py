@@ -37,14 +37,15 @@ def timed_stage(stage: str) -> Callable[[Function], Function]:
             try:
                 return function(*args, **kwargs)
             finally:
-                _record(stage, time.perf_counter() - started)
+                add_stage_seconds(stage, time.perf_counter() - started)
 
         return timed  # type: ignore[return-value]
 
     return decorate
 
 
-def _record(stage: str, seconds: float) -> None:
+def add_stage_seconds(stage: str, seconds: float) -> None:
+    """Add ``seconds`` to ``stage`` of the flow run of the task running now (outside a task run: nothing)."""
     from prefect.context import TaskRunContext
 
     context = TaskRunContext.get()
