@@ -38,7 +38,10 @@ class BasePlan:
     @property
     def positions(self) -> np.ndarray:
         """Every position some model is fitted on, sorted (the rows the flow gathers, once)."""
-        return np.unique(np.concatenate(self.samples))
+        # By sorting: numpy >= 2.3 answers a plain np.unique through a hash table, about ten times slower here
+        # (500,000 positions: 0.3-0.6 s against 0.04 s).
+        ordered = np.sort(np.concatenate(self.samples))
+        return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])]
 
 
 def base_plan(n_rows: int, n_clusterings: int, random_state=None) -> BasePlan:

@@ -185,6 +185,19 @@ def test_base_clusterings_from_partitions_equal_the_local_ones(monkeypatch, n_ro
     assert (len(positions) < n_rows) == (n_rows > 1000)
 
 
+@settings(max_examples=40, deadline=None)
+@given(n_rows=st.integers(2, 5000), n_clusterings=st.integers(1, 6), seed=st.integers(0, 2**31),
+       large_n=st.integers(1, 200))
+def test_the_fitting_positions_are_every_sampled_row_once_in_order(n_rows, n_clusterings, seed, large_n):
+    import lwec_tasks.core.base_clusterings as local_rule
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(local_rule, "LARGE_N", large_n)
+        patch.setattr(local_rule, "SAMPLE_SIZE", max(1, large_n // 2))
+        plan = base_plan(n_rows, n_clusterings, random_state=seed)
+    np.testing.assert_array_equal(plan.positions, np.unique(np.concatenate(plan.samples)))
+
+
 def test_partition_counts(monkeypatch):
     assert partition_count(5_000, 4) == 1
     assert partition_count(20_000, 2) == 2
