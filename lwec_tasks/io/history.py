@@ -21,18 +21,12 @@ import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.bulk_read import unescape_percents
 from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, NARROW, WIDE, labels_layout, relation_kind
 from lwec_tasks.io.errors import database_errors
-from lwec_tasks.io.identifiers import (  # noqa: F401 - the view's name rules, re-exported
-    LATEST_VIEW_SUFFIX,
-    MAX_IDENTIFIER_BYTES,
-    latest_view_name,
-    latest_view_of,
-)
+from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import labels_query, published_runs, rows_clause, runs_clause
 from lwec_tasks.io.names import TableName, parse_table_name
-from lwec_tasks.io.run_tables import drop_run_rows
+from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, quoted
 
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
 _DELETE_BATCH = 500
@@ -253,43 +247,24 @@ def create_latest_view(connection: sa.Connection, labels_table: str) -> None:
         raise LwecInputError(f"{str(view)!r} exists as a {kind}, not a view; rename it or the labels table")
     if dialect.name != "sqlite" and kind == "view":
         return
-    execute_without_parameters(connection, create_view_sql(dialect, view, latest_labels_query(labels_table)))
+    create_view(connection, view, latest_labels_query(labels_table))
 
 
-def create_view_sql(dialect: sa.Dialect, view: str | TableName, query: sa.Select) -> str:
-    """``CREATE ... VIEW <quoted view> AS <compiled query>`` for ``dialect``, to send without parameters.
+def create_view(connection: sa.Connection, view: str | TableName, query: sa.Select) -> None:
+    """``CREATE ... VIEW <view> AS <query>`` in the caller's transaction: ``CREATE VIEW IF NOT EXISTS`` on SQLite,
+    ``CREATE OR REPLACE VIEW`` on PostgreSQL, ``CREATE VIEW`` elsewhere.
 
-    ``view`` is ``name`` or ``schema.name``; each part is quoted by the dialect's identifier preparer.
+    ``view`` is ``name`` or ``schema.name``; each part is quoted by the dialect's identifier preparer. ``query``
+    is compiled by the dialect and must take no parameters (a view cannot).
     """
-    compiled = query.compile(dialect=dialect)
+    compiled = query.compile(dialect=connection.dialect)
     if compiled.params:
         raise LwecInputError(f"a view's query cannot take parameters; got {sorted(compiled.params)}")
-    if dialect.name == "sqlite":
-        create = "CREATE VIEW IF NOT EXISTS"
-    elif dialect.name == "postgresql":
-        create = "CREATE OR REPLACE VIEW"
-    else:
-        create = "CREATE VIEW"
-    quoted = _quoted(dialect, parse_table_name(view, "view"))
-    return unescape_percents(f"{create} {quoted} AS {compiled}", dialect)
+    create = {"sqlite": "CREATE VIEW IF NOT EXISTS", "postgresql": "CREATE OR REPLACE VIEW"}.get(
+        connection.dialect.name, "CREATE VIEW")
+    execute_ddl(connection, f"{create} {quoted(connection, parse_table_name(view, 'view'))} AS {compiled}")
 
 
-# ----------------------------------------------------------------------------- shared
-
-
-def execute_without_parameters(connection: sa.Connection, sql: str) -> None:
-    """Run ``sql`` in the connection's transaction with no parameters at all.
-
-    (Without the ``no_parameters`` option ``exec_driver_sql`` passes an empty parameter set, on which ``%``
-    drivers would read a ``%`` of a quoted identifier as a placeholder.)
-    """
-    connection.exec_driver_sql(sql, execution_options={"no_parameters": True})
-
-
-def drop_view_sql(dialect: sa.Dialect, view: str | TableName) -> str:
-    """``DROP VIEW IF EXISTS <quoted view>`` for ``dialect``, to send without parameters."""
-    return unescape_percents(f"DROP VIEW IF EXISTS {_quoted(dialect, parse_table_name(view, 'view'))}", dialect)
-
-
-def _quoted(dialect: sa.Dialect, name: TableName) -> str:
-    return dialect.identifier_preparer.format_table(sa.table(name.name, schema=name.schema))
+def drop_view(connection: sa.Connection, view: str | TableName) -> None:
+    """``DROP VIEW IF EXISTS <view>`` in the caller's transaction (``view`` quoted as by :func:`create_view`)."""
+    execute_ddl(connection, f"DROP VIEW IF EXISTS {quoted(connection, parse_table_name(view, 'view'))}")

@@ -23,8 +23,7 @@ from lwec_tasks.io.history import (
     WIDE as HISTORY_WIDE,
 )
 from lwec_tasks.io.history import (
-    create_view_sql,
-    execute_without_parameters,
+    create_view,
     prune_runs,
     record_mlflow_run,
 )
@@ -65,8 +64,7 @@ def write_wide(engine, name, runs, id_type=None) -> None:
 
         replace_run_key(engine, table, rows.run_key, rows.source_table, None, insert)
     with engine.begin() as connection:
-        execute_without_parameters(connection, create_view_sql(connection.dialect, f"{name}_latest",
-                                                               latest_wide_query(name)))
+        create_view(connection, f"{name}_latest", latest_wide_query(name))
 
 
 def query(engine, sql_name, run_key=None):
