@@ -70,7 +70,7 @@ def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_tab
     nothing changes; a table created here is dropped again if still empty (SQLite and MySQL commit
     DDL at once).
     """
-    name = str(TableName.of(table))
+    name = str(TableName(table.name, table.schema))
     created = False
     with database_errors(engine, f"write labels to table {name!r}"):
         try:
