@@ -33,7 +33,6 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 #: Fields that do not change the labels, so they are left out of the derived run key.
 _NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri",
                              "dask_address", "stable_ids", "keep_runs", "register_model"})
-_UTC = UTC
 #: Fields left out of the run key at their default, so the keys of runs without them are unchanged.
 _LEFT_OUT_AT_DEFAULT = frozenset({("base_columns", None), ("missing_labels", "error")})
 
@@ -123,16 +122,10 @@ def _run_name(name: str, value):
     return value
 
 
-def optional_address(name: str, value):
-    if value is not None and (not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value)):
-        raise LwecInputError(f"{name} must be a scheduler address such as tcp://10.0.0.5:8786, or None; got {value!r}")
-    return value
-
-
-def _missing_labels(name: str, value):
-    if value not in ("error", "own_cluster"):
-        raise LwecInputError(f"{name} must be 'error' or 'own_cluster', got {value!r}")
-    return value
+# An address is one word: not empty, no whitespace.
+optional_address = _must_be("a scheduler address such as tcp://10.0.0.5:8786, or None",
+                            lambda value: isinstance(value, str) and value.split() == [value], optional=True)
+_missing_labels = _must_be("'error' or 'own_cluster'", lambda value: value in ("error", "own_cluster"))
 
 
 def base_columns_ensemble(data: Any) -> Any:
@@ -255,7 +248,7 @@ class ConsensusRequest(BaseModel):
         """This request with the ``{date}``/``{datetime}`` placeholders of ``run_name`` filled from ``start``."""
         if self.run_name is None or "{" not in self.run_name:
             return self
-        when = start.astimezone(_UTC) if start.tzinfo else start
+        when = start.astimezone(UTC) if start.tzinfo else start
         name = _PLACEHOLDER.sub(lambda m: when.strftime(RUN_NAME_PLACEHOLDERS[m.group(1)]), self.run_name)
         return self.model_copy(update={"run_name": name})
 

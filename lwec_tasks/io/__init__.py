@@ -9,11 +9,9 @@ The names below are loaded on first use, so that importing one light module
 bulk readers and writers (numpy, pandas, pyarrow, numba).
 """
 
-from __future__ import annotations
+from lwec_tasks import lazy_attributes
 
-import importlib
-
-#: Public name → module defining it.
+#: Public name → module defining it (in this package).
 _EXPORTS = {
     "DatabaseRefusedError": "errors",
     "DatabaseUnreachableError": "errors",
@@ -39,17 +37,5 @@ _EXPORTS = {
     "read_rows": "source",
 }
 
+__getattr__, __dir__ = lazy_attributes(__name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()})
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))

@@ -8,7 +8,6 @@ table objects, so the dialect quotes them; values are bound parameters.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -17,7 +16,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.columns import require_columns
 from lwec_tasks.io.errors import database_errors
-from lwec_tasks.io.identifiers import LATEST_VIEW_SUFFIX, check_new_table_name, name_list
+from lwec_tasks.io.identifiers import LATEST_VIEW_SUFFIX, check_new_table_name, is_run_table_name, name_list
 from lwec_tasks.io.label_storage import ROWS_SUFFIX, RUN_COLUMNS, RUNS_SUFFIX, VIEW_COLUMNS, storage_names
 from lwec_tasks.io.names import TableName, parse_table_name
 from lwec_tasks.masking import mask_url
@@ -108,17 +107,13 @@ def describe_source(engine: sa.Engine, table: str | TableName) -> SourceTable:
     )
 
 
-#: The end of a run's own rows table name on PostgreSQL (:func:`lwec_tasks.io.run_tables.run_rows_name`): such
-#: tables are lwec's storage, not tables to cluster, and are left out of the tables a message lists.
-_RUN_TABLE = re.compile(r"\$(?:[0-9a-f]{8}\$)?\d+$")
-
-
 def _not_found(engine: sa.Engine, name: TableName) -> str:
     """Why ``name`` was not found: the tables of its schema, or that the schema does not exist."""
     inspector = sa.inspect(engine)
     _check_schema(engine, inspector, name)
     tables = inspector.get_table_names(schema=name.schema)
-    existing = sorted(table for table in tables if not _RUN_TABLE.search(table))
+    # Runs' own tables (PostgreSQL) are lwec's storage, not tables to cluster.
+    existing = sorted(table for table in tables if not is_run_table_name(table))
     existing += sorted(inspector.get_view_names(schema=name.schema))
     listed = [str(TableName(table, name.schema)) for table in existing]
     message = (f"table {str(name)!r} not found in database {mask_url(engine.url)}; "

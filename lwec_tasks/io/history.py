@@ -21,18 +21,12 @@ import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.bulk_read import unescape_percents
 from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, NARROW, WIDE, labels_layout, relation_kind
 from lwec_tasks.io.errors import database_errors
-from lwec_tasks.io.identifiers import (  # noqa: F401 - the view's name rules, re-exported
-    LATEST_VIEW_SUFFIX,
-    MAX_IDENTIFIER_BYTES,
-    latest_view_name,
-    latest_view_of,
-)
+from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import labels_query, published_runs, rows_clause, runs_clause
 from lwec_tasks.io.names import TableName, parse_table_name
-from lwec_tasks.io.run_tables import drop_run_rows
+from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, quoted
 
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
 _DELETE_BATCH = 500
@@ -112,12 +106,8 @@ def prune_runs(
 
 def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep: int,
            keep_run_key: str | None) -> list[str]:
-    layout = labels_layout(connection, labels_table)
-    if layout is None:
+    if not converted(connection, labels_table, "deleting old runs"):
         return []
-    if layout == WIDE:
-        raise LwecInputError(f"labels_table {labels_table!r} is a labels table of an earlier release; write to it "
-                             "once (which converts it) before deleting old runs")
     ranked = [row.run_key for row in connection.execute(runs_by_recency(labels_table, source_table))]
     if keep_run_key is None:
         doomed = ranked[keep:]
@@ -130,6 +120,16 @@ def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep
             runs.c.source_table == source_table, runs.c.run_key.in_(batch), published_runs(runs)))]
         delete_runs(connection, labels_table, ids)
     return doomed
+
+
+def converted(connection: sa.Connection, labels_table: str, action: str) -> bool:
+    """Whether ``labels_table``'s storage exists (False: nothing there); :class:`LwecInputError` when it is a wide
+    table of an earlier release, which is converted by the next write and must be written to once before ``action``."""
+    layout = labels_layout(connection, labels_table)
+    if layout == WIDE:
+        raise LwecInputError(f"labels_table {labels_table!r} is a labels table of an earlier release; write to it "
+                             f"once (which converts it) before {action}")
+    return layout == NARROW
 
 
 def delete_runs(connection: sa.Connection, labels_table: str, runs: list[int]) -> None:
@@ -145,17 +145,15 @@ def delete_runs(connection: sa.Connection, labels_table: str, runs: list[int]) -
 def record_mlflow_run(engine: sa.Engine, labels_table: str, run_key: str, mlflow_run_id: str) -> None:
     """Set the ``mlflow_run_id`` of the published run ``run_key`` in ``labels_table``'s runs table.
 
-    Raises :class:`LwecInputError` naming the table when it holds no such run (or is a wide table of an earlier
-    release, which has no place for the id), and the database errors of :mod:`lwec_tasks.io.errors`.
+    Raises :class:`LwecInputError` naming the table when it holds no such run (or does not exist, or is a wide table
+    of an earlier release, which has no place for the id), and the database errors of :mod:`lwec_tasks.io.errors`.
     """
     runs = runs_clause(labels_table)
     with database_errors(engine, f"record the MLflow run of {run_key!r} in table {str(labels_table)!r}"), \
             engine.begin() as connection:
-        layout = labels_layout(connection, labels_table)
-        if layout != NARROW:
-            raise LwecInputError(f"labels_table {labels_table!r} has no runs table to record MLflow run "
-                                 f"{mlflow_run_id!r} in" + (" (it does not exist)" if layout is None else
-                                                            " (a labels table of an earlier release)"))
+        if not converted(connection, labels_table, f"recording MLflow run {mlflow_run_id!r} in it"):
+            raise LwecInputError(f"labels_table {labels_table!r} does not exist: MLflow run {mlflow_run_id!r} "
+                                 "not recorded")
         updated = connection.execute(sa.update(runs).where(runs.c.run_key == run_key, published_runs(runs))
                                      .values(mlflow_run_id=mlflow_run_id)).rowcount
     if not updated:
@@ -166,14 +164,13 @@ def record_mlflow_run(engine: sa.Engine, labels_table: str, run_key: str, mlflow
 # ----------------------------------------------------------------------------- the latest-run view
 
 
-def latest_labels_query(labels_table: str, layout: str = NARROW) -> sa.Select:
+def latest_labels_query(labels_table: str) -> sa.Select:
     """The rows of each source table's most recent run in ``labels_table``, all labels-table columns.
 
     For each ``source_table`` the latest run is the one with the largest
     ``written_at``; among runs written at that same instant, the largest
     ``run_key``. As SQL (names quoted by the dialect), on the runs table ``r``
-    and the rows table ``t`` (for a wide table of an earlier release,
-    ``layout`` WIDE: the same shape on the one table)::
+    and the rows table ``t``::
 
         SELECT <labels columns> FROM t JOIN r ON t.run = r.run
         JOIN (SELECT p.source_table, max(p.run_key) AS run_key
@@ -186,16 +183,11 @@ def latest_labels_query(labels_table: str, layout: str = NARROW) -> sa.Select:
           ON r.source_table = latest.source_table AND r.run_key = latest.run_key
         WHERE r.published
     """
-    if layout == WIDE:
-        table = labels_table_clause(labels_table)
-        runs, candidates, alive = table, table.alias("runs"), ()
-    else:
-        runs = runs_clause(labels_table)
-        candidates = runs.alias("candidates")
-        alive = (published_runs(candidates),)
+    runs = runs_clause(labels_table)
+    candidates = runs.alias("candidates")
     newest = (
         sa.select(runs.c.source_table, sa.func.max(runs.c.written_at).label("written_at"))
-        .where(*(() if layout == WIDE else (published_runs(runs),)))
+        .where(published_runs(runs))
         .group_by(runs.c.source_table)
         .subquery("newest")
     )
@@ -203,14 +195,10 @@ def latest_labels_query(labels_table: str, layout: str = NARROW) -> sa.Select:
         sa.select(candidates.c.source_table, sa.func.max(candidates.c.run_key).label("run_key"))
         .join_from(candidates, newest, sa.and_(candidates.c.source_table == newest.c.source_table,
                                                candidates.c.written_at == newest.c.written_at))
-        .where(*alive)
+        .where(published_runs(candidates))
         .group_by(candidates.c.source_table)
         .subquery("latest")
     )
-    if layout == WIDE:
-        return sa.select(*table.c).join_from(
-            table, latest, sa.and_(table.c.source_table == latest.c.source_table, table.c.run_key == latest.c.run_key)
-        )
     query = labels_query(runs, rows_clause(labels_table))
     return query.join(latest, sa.and_(runs.c.source_table == latest.c.source_table,
                                       runs.c.run_key == latest.c.run_key))
@@ -232,24 +220,24 @@ def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
     ------
     LwecInputError
         The view name is too long (see :func:`latest_view_name`), ``labels_table``
-        does not exist or is not a labels table, or something other than a view
+        does not exist, is not a labels table or is a wide table of an earlier
+        release (converted by the next write), or something other than a view
         (a table, ...) holds the view's name.
     DatabaseUnreachableError, DatabaseRefusedError
         No connection could be made; the database refused to create the view.
     """
     view = latest_view_of(parse_table_name(labels_table, "labels_table"))
     with database_errors(engine, f"create view {str(view)!r}"), engine.begin() as connection:
-        layout = labels_layout(connection, labels_table)
-        if layout is None:
+        if not converted(connection, labels_table, f"creating its view {str(view)!r}"):
             raise LwecInputError(
                 f"labels_table={labels_table!r} does not exist; write labels before creating its view {str(view)!r}"
             )
-        create_latest_view(connection, labels_table, layout)
+        create_latest_view(connection, labels_table)
     return str(view)
 
 
-def create_latest_view(connection: sa.Connection, labels_table: str, layout: str = NARROW) -> None:
-    """:func:`ensure_latest_view`'s work inside the caller's transaction (``layout``: how the labels are stored)."""
+def create_latest_view(connection: sa.Connection, labels_table: str) -> None:
+    """:func:`ensure_latest_view`'s work inside the caller's transaction, on narrow labels storage."""
     view = latest_view_of(parse_table_name(labels_table, "labels_table"))
     dialect = connection.dialect
     if dialect.name == "postgresql":
@@ -259,43 +247,24 @@ def create_latest_view(connection: sa.Connection, labels_table: str, layout: str
         raise LwecInputError(f"{str(view)!r} exists as a {kind}, not a view; rename it or the labels table")
     if dialect.name != "sqlite" and kind == "view":
         return
-    execute_without_parameters(connection, create_view_sql(dialect, view, latest_labels_query(labels_table, layout)))
+    create_view(connection, view, latest_labels_query(labels_table))
 
 
-def create_view_sql(dialect: sa.Dialect, view: str | TableName, query: sa.Select) -> str:
-    """``CREATE ... VIEW <quoted view> AS <compiled query>`` for ``dialect``, to send without parameters.
+def create_view(connection: sa.Connection, view: str | TableName, query: sa.Select) -> None:
+    """``CREATE ... VIEW <view> AS <query>`` in the caller's transaction: ``CREATE VIEW IF NOT EXISTS`` on SQLite,
+    ``CREATE OR REPLACE VIEW`` on PostgreSQL, ``CREATE VIEW`` elsewhere.
 
-    ``view`` is ``name`` or ``schema.name``; each part is quoted by the dialect's identifier preparer.
+    ``view`` is ``name`` or ``schema.name``; each part is quoted by the dialect's identifier preparer. ``query``
+    is compiled by the dialect and must take no parameters (a view cannot).
     """
-    compiled = query.compile(dialect=dialect)
+    compiled = query.compile(dialect=connection.dialect)
     if compiled.params:
         raise LwecInputError(f"a view's query cannot take parameters; got {sorted(compiled.params)}")
-    if dialect.name == "sqlite":
-        create = "CREATE VIEW IF NOT EXISTS"
-    elif dialect.name == "postgresql":
-        create = "CREATE OR REPLACE VIEW"
-    else:
-        create = "CREATE VIEW"
-    quoted = _quoted(dialect, parse_table_name(view, "view"))
-    return unescape_percents(f"{create} {quoted} AS {compiled}", dialect)
+    create = {"sqlite": "CREATE VIEW IF NOT EXISTS", "postgresql": "CREATE OR REPLACE VIEW"}.get(
+        connection.dialect.name, "CREATE VIEW")
+    execute_ddl(connection, f"{create} {quoted(connection, parse_table_name(view, 'view'))} AS {compiled}")
 
 
-# ----------------------------------------------------------------------------- shared
-
-
-def execute_without_parameters(connection: sa.Connection, sql: str) -> None:
-    """Run ``sql`` in the connection's transaction with no parameters at all.
-
-    (Without the ``no_parameters`` option ``exec_driver_sql`` passes an empty parameter set, on which ``%``
-    drivers would read a ``%`` of a quoted identifier as a placeholder.)
-    """
-    connection.exec_driver_sql(sql, execution_options={"no_parameters": True})
-
-
-def drop_view_sql(dialect: sa.Dialect, view: str | TableName) -> str:
-    """``DROP VIEW IF EXISTS <quoted view>`` for ``dialect``, to send without parameters."""
-    return unescape_percents(f"DROP VIEW IF EXISTS {_quoted(dialect, parse_table_name(view, 'view'))}", dialect)
-
-
-def _quoted(dialect: sa.Dialect, name: TableName) -> str:
-    return dialect.identifier_preparer.format_table(sa.table(name.name, schema=name.schema))
+def drop_view(connection: sa.Connection, view: str | TableName) -> None:
+    """``DROP VIEW IF EXISTS <view>`` in the caller's transaction (``view`` quoted as by :func:`create_view`)."""
+    execute_ddl(connection, f"DROP VIEW IF EXISTS {quoted(connection, parse_table_name(view, 'view'))}")

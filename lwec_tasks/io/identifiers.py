@@ -9,6 +9,7 @@ quotes, spaces or ``;`` is refused before anything is written.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from lwec_tasks.core.errors import LwecInputError
@@ -64,6 +65,34 @@ def suffixed_name(table: TableName, suffix: str, kind: str, parameter: str, give
             f"most {MAX_IDENTIFIER_BYTES} bytes: use {base} name of at most {MAX_IDENTIFIER_BYTES - len(suffix)} bytes"
         )
     return name
+
+
+#: Between the rows table's name and the run in a run's own table name: in no name lwec gives anything else.
+RUN_MARK = "$"
+
+#: The end of every name :func:`run_table_name` gives: ``$<run>`` or ``$<8 hex digits>$<run>``.
+_RUN_TABLE_END = re.compile(r"\$(?:[0-9a-f]{8}\$)?\d+$")
+
+
+def run_table_name(rows: TableName, run: int | str) -> TableName:
+    """The name of run ``run``'s own table beside the rows table ``rows`` (PostgreSQL): ``<rows>$<run>``, in the
+    rows table's schema.
+
+    ``$`` is in no name lwec gives a relation otherwise (output tables are letters, digits and ``_``), so no
+    labels storage can take the name of another's run table. When the name would pass PostgreSQL's 63 bytes,
+    the rows table's name is cut and 8 hex digits of its MD5 added: ``<first bytes>$<hash>$<run>``.
+    """
+    suffix = f"{RUN_MARK}{run}"
+    if len(rows.name.encode("utf-8") + suffix.encode("utf-8")) > MAX_IDENTIFIER_BYTES:
+        suffix = f"{RUN_MARK}{hashlib.md5(rows.name.encode('utf-8')).hexdigest()[:8]}{suffix}"
+        stem = rows.name.encode("utf-8")[:MAX_IDENTIFIER_BYTES - len(suffix.encode("utf-8"))]
+        return rows.with_name(stem.decode("utf-8", errors="ignore") + suffix)
+    return rows.with_name(rows.name + suffix)
+
+
+def is_run_table_name(name: str) -> bool:
+    """Whether the table name ``name`` is one :func:`run_table_name` gives a run (a number, not a word)."""
+    return _RUN_TABLE_END.search(name) is not None
 
 
 def latest_view_name(labels_table: str) -> str:

@@ -35,11 +35,6 @@ class TableName:
         parts = [self.name] if self.schema is None else [self.schema, self.name]
         return ".".join(_spelled(part) for part in parts)
 
-    @classmethod
-    def of(cls, table) -> TableName:
-        """The name of a SQLAlchemy ``Table`` or table clause (anything with ``name`` and ``schema``)."""
-        return cls(table.name, table.schema)
-
     def with_name(self, name: str) -> TableName:
         """The table ``name`` in the same schema."""
         return TableName(name, self.schema)

@@ -15,14 +15,13 @@ Names are quoted by the dialect's identifier preparer; run numbers are integers.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 
 import sqlalchemy as sa
 
 from lwec_tasks.io.bulk_read import unescape_percents
 from lwec_tasks.io.catalog import pg_relkind
-from lwec_tasks.io.identifiers import MAX_IDENTIFIER_BYTES
+from lwec_tasks.io.identifiers import run_table_name
 from lwec_tasks.io.label_storage import rows_clause, runs_clause, storage_names
 from lwec_tasks.io.names import TableName
 
@@ -36,19 +35,9 @@ def partitioned(dialect: sa.Dialect) -> bool:
 
 
 def run_rows_name(output_table: str | TableName, run: int | str) -> TableName:
-    """The name of run ``run``'s own table: ``<output>_rows$<run>``, in the output table's schema.
-
-    ``$`` is in no name lwec gives a relation otherwise (output tables are letters, digits and ``_``), so no
-    labels storage can take the name of another's run table. When the name would pass PostgreSQL's 63 bytes,
-    the rows table's name is cut and 8 hex digits of its MD5 added: ``<first bytes>$<hash>$<run>``.
-    """
-    rows = storage_names(output_table).rows
-    suffix = f"{RUN_MARK}{run}"
-    if len(rows.name.encode("utf-8") + suffix.encode("utf-8")) > MAX_IDENTIFIER_BYTES:
-        suffix = f"{RUN_MARK}{hashlib.md5(rows.name.encode('utf-8')).hexdigest()[:8]}{suffix}"
-        stem = rows.name.encode("utf-8")[:MAX_IDENTIFIER_BYTES - len(suffix.encode("utf-8"))]
-        return rows.with_name(stem.decode("utf-8", errors="ignore") + suffix)
-    return rows.with_name(rows.name + suffix)
+    """The name of run ``run``'s own table: ``<output>_rows$<run>``, in the output table's schema
+    (:func:`~lwec_tasks.io.identifiers.run_table_name`)."""
+    return run_table_name(storage_names(output_table).rows, run)
 
 
 def create_run_rows(connection: sa.Connection, output_table: str, run: int) -> TableName:

@@ -15,13 +15,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
-from lwec_tasks.io.history import (
-    create_latest_view,
-    create_view_sql,
-    drop_view_sql,
-    execute_without_parameters,
-    latest_labels_query,
-)
+from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_labels_query
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
     labels_query,
@@ -82,8 +76,7 @@ def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.ty
 def create_labels_view(connection: sa.Connection, output_table: str) -> None:
     """Create the view ``<output_table>`` over the runs and rows tables (:func:`labels_query`)."""
     query = labels_query(runs_clause(output_table), rows_clause(output_table))
-    execute_without_parameters(connection, create_view_sql(connection.dialect, storage_names(output_table).view,
-                                                           query))
+    create_view(connection, storage_names(output_table).view, query)
 
 
 def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
@@ -100,7 +93,7 @@ def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
     wide = sa.Table(names.view.name, sa.MetaData(), schema=names.view.schema, autoload_with=connection)
     latest = latest_view_of(names.view)
     if relation_kind(connection, latest) == "view":
-        execute_without_parameters(connection, drop_view_sql(connection.dialect, latest))
+        drop_view(connection, latest)
     runs, rows = runs_table(output_table), rows_table(output_table, wide.c.id.type)
     runs.create(connection)
     rows.create(connection)
@@ -147,8 +140,7 @@ def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
     create_labels_view(connection, output_table)  # CREATE OR REPLACE: the views followed the old table's rename
     latest = latest_view_of(names.view)
     if relation_kind(connection, latest) == "view":
-        execute_without_parameters(connection, create_view_sql(connection.dialect, latest,
-                                                               latest_labels_query(output_table)))
+        create_view(connection, latest, latest_labels_query(output_table))
     execute_ddl(connection, f"DROP TABLE {quoted(connection, aside)}")
 
 
@@ -159,7 +151,7 @@ def drop_storage(connection: sa.Connection, output_table: str) -> None:
     names = storage_names(output_table)
     for view in (latest_view_of(names.view), names.view):
         if relation_kind(connection, view) == "view":
-            execute_without_parameters(connection, drop_view_sql(connection.dialect, view))
+            drop_view(connection, view)
     if partitioned(connection.dialect) and relation_kind(connection, names.runs) == "table":
         runs = runs_clause(output_table)
         drop_run_rows(connection, output_table, connection.execute(sa.select(runs.c.run)).scalars().all())

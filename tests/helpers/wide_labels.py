@@ -1,4 +1,4 @@
-"""The wide labels table of earlier releases and its write, to make tables of that shape.
+"""The wide labels table of earlier releases, its write and its latest-run view, to make tables of that shape.
 
 Labels were once kept in one wide table per output table (``run_key``, ``id``, ``label`` and the run's
 parameters in every row); the next write converts such a table
@@ -14,7 +14,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 
 from lwec_tasks.io.errors import database_errors
-from lwec_tasks.io.history import prune_runs
+from lwec_tasks.io.history import labels_table_clause, prune_runs
 from lwec_tasks.io.names import TableName, parse_table_name
 
 T = TypeVar("T")
@@ -42,6 +42,22 @@ def label_table_schema(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
     )
 
 
+def latest_wide_query(name: str) -> sa.Select:
+    """The query of the view ``<name>_latest`` earlier releases made over the wide labels table ``name``: the rows of
+    each source table's run with the latest ``written_at`` (among runs written at that instant, the largest
+    ``run_key``)."""
+    table = labels_table_clause(name)
+    runs = table.alias("runs")
+    newest = (sa.select(table.c.source_table, sa.func.max(table.c.written_at).label("written_at"))
+              .group_by(table.c.source_table).subquery("newest"))
+    latest = (sa.select(runs.c.source_table, sa.func.max(runs.c.run_key).label("run_key"))
+              .join_from(runs, newest, sa.and_(runs.c.source_table == newest.c.source_table,
+                                               runs.c.written_at == newest.c.written_at))
+              .group_by(runs.c.source_table).subquery("latest"))
+    return sa.select(*table.c).join_from(table, latest, sa.and_(table.c.source_table == latest.c.source_table,
+                                                                table.c.run_key == latest.c.run_key))
+
+
 def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_table: str, keep_runs: int | None,
                     insert: Callable[[sa.Connection], T]) -> tuple[T, list[str]]:
     """The write of earlier releases, on a wide labels ``table`` (:func:`label_table_schema`).
@@ -54,7 +70,7 @@ def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_tab
     nothing changes; a table created here is dropped again if still empty (SQLite and MySQL commit
     DDL at once).
     """
-    name = str(TableName.of(table))
+    name = str(TableName(table.name, table.schema))
     created = False
     with database_errors(engine, f"write labels to table {name!r}"):
         try:

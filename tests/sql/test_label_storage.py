@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import lwec_tasks.io.storage_setup as storage_setup
 from helpers.pipeline import drop_labels_table, unique
-from helpers.wide_labels import label_table_schema, replace_run_key
+from helpers.wide_labels import label_table_schema, latest_wide_query, replace_run_key
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import LabelRows, check_label_table, ensure_latest_view, write_labels
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout
@@ -23,9 +23,7 @@ from lwec_tasks.io.history import (
     WIDE as HISTORY_WIDE,
 )
 from lwec_tasks.io.history import (
-    create_view_sql,
-    execute_without_parameters,
-    latest_labels_query,
+    create_view,
     prune_runs,
     record_mlflow_run,
 )
@@ -66,8 +64,7 @@ def write_wide(engine, name, runs, id_type=None) -> None:
 
         replace_run_key(engine, table, rows.run_key, rows.source_table, None, insert)
     with engine.begin() as connection:
-        execute_without_parameters(connection, create_view_sql(connection.dialect, f"{name}_latest",
-                                                               latest_labels_query(name, WIDE)))
+        create_view(connection, f"{name}_latest", latest_wide_query(name))
 
 
 def query(engine, sql_name, run_key=None):
