@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 
 from threadpoolctl import threadpool_limits
@@ -69,8 +69,9 @@ class InProcess:
             return [Done(function(*items, **kwargs), name) for items in calls]
         # One BLAS/OpenMP thread per task while the pool's threads share the cores.
         with threadpool_limits(1):
-            results = list(self._pool.map(lambda items: function(*items, **kwargs), calls))
-        return [Done(result, name) for result in results]
+            running = [self._pool.submit(function, *items, **kwargs) for items in calls]
+            wait(running)  # all of them, so a failure leaves nothing running when the caller cleans up
+        return [Done(future.result(), name) for future in running]
 
     def gather(self, handles):
         if isinstance(handles, Done):

@@ -311,3 +311,29 @@ def test_automatic_k_above_the_selection_sample_is_the_library_s_on_both_executo
     selection, expected = auto_consensus(base, method, random_state=3)
     assert summaries["local"]["k"] == summaries["dask"]["k"] == selection.k
     assert ari(expected, a.set_index("id").loc[frame["id"], "label"].to_numpy()) == pytest.approx(1.0)
+
+
+def test_in_process_map_runs_every_task_before_raising_the_first_failure():
+    """A failed partition task is raised only once the other partitions' tasks are done, so the caller's
+    clean-up (e.g. dropping a pending run's table) never races a write still running."""
+    import threading
+    import time
+
+    from lwec_tasks.executors.in_process import in_process
+
+    finished = []
+    lock = threading.Lock()
+
+    def task(p):
+        if p == 0:
+            raise RuntimeError("partition 0 failed")
+        time.sleep(0.05 * p)
+        with lock:
+            finished.append(p)
+        return p
+
+    with in_process(n_threads=2) as executor:
+        with pytest.raises(RuntimeError, match="partition 0 failed"):
+            executor.map(task, range(5))
+        assert sorted(finished) == [1, 2, 3, 4]
+        assert [h.result() for h in executor.map(task, range(1, 4))] == [1, 2, 3]
