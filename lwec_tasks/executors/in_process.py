@@ -93,9 +93,3 @@ def in_process(n_threads: int | None = None) -> Iterator[InProcess]:
         yield executor
     finally:
         executor.close()
-
-
-def as_completed(handles: list, with_results: bool = False):
-    """The handles (with their results) in the order they finished: for finished handles, their order."""
-    for handle in handles:
-        yield (handle, handle.result()) if with_results else handle

@@ -24,7 +24,13 @@ from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import add_tables, agreement_from_contingency, merge_microclusters
+from lwec_tasks.stages.reductions import (
+    add_tables,
+    agreement_from_contingency,
+    merge_microclusters,
+    microcluster_index,
+    microclusters_of,
+)
 from lwec_tasks.stages.whole_table import check_lwea_fits, choose_k, lwea_on_microclusters, lwgp_on_microclusters
 
 
@@ -65,7 +71,7 @@ class _Microclusters:
 def _microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log, for_lwea: bool) -> _Microclusters:
     """The distinct label rows with their counts (a distributed group-by) and each row's microcluster."""
     session = table.session
-    parts = session.map(part.microclusters, ensemble.codes, name="microclusters", radices=np.diff(ensemble.offsets))
+    parts = session.map(microclusters_of, ensemble.codes, name="microclusters", radices=np.diff(ensemble.offsets))
     progress = Progress(log, "microclusters")
     progress.wait(parts, rows=table.counts)
     if for_lwea:
@@ -73,7 +79,7 @@ def _microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log, 
         session.submit(check_lwea_fits, largest, name="memory-check").result()
     merged = tree_reduce(session, parts, merge_microclusters, "microclusters-merge")
     size = int(session.submit(len, merged, name="count").result())
-    index = session.map(part.micro_index, ensemble.codes, name="micro-index", table=merged)
+    index = session.map(microcluster_index, ensemble.codes, name="micro-index", table=merged)
     ensemble.n_microclusters = size
     log.info("Found %d microclusters (distinct label rows) among %d rows", size, table.n_rows)
     return _Microclusters(merged, size, index)
@@ -187,7 +193,7 @@ def _finish(table: PartitionedTable, labels: list, k: int, log) -> PartitionedLa
     """Cluster sizes and agreement with the ground truth, from per-partition counts."""
     session = table.session
     progress = Progress(log, "consensus labels")
-    sizes_f = session.map(part.label_sizes, labels, name="label-sizes", k=k)
+    sizes_f = session.map(np.bincount, labels, name="label-sizes", minlength=k)
     progress.wait(sizes_f, rows=table.counts)
     sizes = np.sum(session.gather(sizes_f), axis=0)
     quality = {}

@@ -15,10 +15,7 @@ from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.base_clusterings import base_plan, fit_base_model
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import (
-    add_tables,
-    split_entropy_terms,
-)
+from lwec_tasks.stages.reductions import add_tables, pair_tables, split_entropy_terms
 
 #: Rows kept (a seeded uniform sample) for the cluster map, at most.
 PICTURE_SAMPLE = 2_000
@@ -123,7 +120,7 @@ def reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: f
                 log) -> tuple[np.ndarray, np.ndarray]:
     """(uncertainty H^Π, ECI) of every base cluster, from the summed pairwise contingency tables."""
     session = table.session
-    tables = session.map(part.count_tables, ensemble.codes, name="contingency", ks=ensemble.ks)
+    tables = session.map(pair_tables, ensemble.codes, name="contingency", ks=ensemble.ks)
     total = tree_reduce(session, tables, add_tables, "contingency-sum")
     terms = session.submit(split_entropy_terms, total, ensemble.offsets, ensemble.cluster_sizes, name="entropies")
     Progress(log, "contingency tables").wait(tables, rows=table.counts)
