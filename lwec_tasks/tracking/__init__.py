@@ -18,6 +18,7 @@ from lwec_tasks import lazy_attributes
 #: Public name → module that defines it, imported on first use (PEP 562): MLflow and matplotlib are slow to
 #: import, and most callers need neither (resolving a tracking URI, masking it).
 _EXPORTS = {
+    "url_has_credentials": "lwec_tasks.masking",
     "SourceTable": "lwec_tasks.tracking.dataset",
     "eci_figure": "lwec_tasks.tracking.figures",
     "log_reproduction": "lwec_tasks.tracking.reproduction",
