@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from lwec_tasks.core import lwgp as lwgp_core
+from lwec_tasks.core.auto_k import select_k
 from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.k_criterion import selection_sample
@@ -31,7 +32,7 @@ from lwec_tasks.stages.reductions import (
     microcluster_index,
     microclusters_of,
 )
-from lwec_tasks.stages.whole_table import check_lwea_fits, choose_k, lwea_on_microclusters, lwgp_on_microclusters
+from lwec_tasks.stages.whole_table import check_lwea_fits, lwea_on_microclusters, lwgp_on_microclusters
 
 
 class PartitionedLabels:
@@ -152,10 +153,9 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
                              for p, r in enumerate(raw)])
     ids = np.concatenate([f[0] for f in firsts])
     positions = np.concatenate([f[1] for f in firsts])
-    order = np.lexsort((positions, ids))
-    ids, positions = ids[order], positions[order]
-    first_of = np.concatenate([[True], ids[1:] != ids[:-1]])
-    ids, positions = ids[first_of], positions[first_of]
+    order = np.lexsort((positions, ids))  # by id, then position: each id's first row comes first
+    ids, first = np.unique(ids[order], return_index=True)
+    positions = positions[order][first]
     numbering = np.empty(len(ids), dtype=np.int64)
     numbering[np.argsort(positions, kind="stable")] = np.arange(len(ids))
     labels = session.map(part.renumber, raw, name="labels", ids=ids, labels=numbering)
@@ -175,7 +175,7 @@ def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci
         positions = selection_sample(table.n_rows, seed)
         rows = gather_rows(table.session, ensemble.codes, np.arange(table.n_rows) if positions is None else positions,
                            table.offsets, part.code_rows, "k-selection-rows")
-        selection = table.session.submit(choose_k, rows, method, theta, seed, name="choose-k").result()
+        selection = table.session.submit(select_k, rows, method, theta, random_state=seed, name="choose-k").result()
         n_clusters = int(selection.k)
         best = int(np.argmax(selection.scores))
         log.info("Chose k=%d among k=%d..%d by %s (%.4f) in %.2f s", n_clusters, int(selection.ks.min()),

@@ -86,11 +86,8 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
                         "sizes-sum").result()
     present = [np.flatnonzero(s) for s in sizes]
     if any(len(labels) < len(s) for labels, s in zip(present, sizes)):
-        lookups = []
-        for labels, s in zip(present, sizes):
-            lookup = np.full(len(s), -1, dtype=np.int32)
-            lookup[labels] = np.arange(len(labels), dtype=np.int32)
-            lookups.append(session.share(lookup))
+        # each label's rank among the labels some row has (labels no row has never occur)
+        lookups = [session.share((np.cumsum(s > 0) - 1).astype(np.int32)) for s in sizes]
         raw = session.map(part.compact_codes, raw, name="compact", lookups=lookups)
     table.rows = None  # the features are no longer needed: free the workers' memory
     ks = np.array([len(labels) for labels in present], dtype=np.int64)

@@ -7,7 +7,6 @@ import pandas as pd
 from prefect import get_run_logger
 from prefect.runtime import deployment, flow_run
 
-from lwec_tasks.core.label_placement import LabelPlacement
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
@@ -62,8 +61,6 @@ class RunFacts:
     def input_example(self) -> pd.DataFrame:
         """A few sampled training rows as raw feature values (the standardisation undone); base labels seen in
         fitting for a run on base columns."""
-        if isinstance(self.placement, LabelPlacement):
-            return self.placement.example_frame(INPUT_EXAMPLE_ROWS)
         from lwec_tasks.tracking.model import example_frame
 
         return example_frame(self.placement, self.sample_rows, INPUT_EXAMPLE_ROWS)

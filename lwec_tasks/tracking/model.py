@@ -127,7 +127,10 @@ def model_uri(run_id: str) -> str:
 
 def example_frame(placement: Placement, rows: np.ndarray | None = None, n_rows: int = 5) -> pd.DataFrame:
     """Up to ``n_rows`` of ``rows`` ((n, d) as clustered; default the centres of the first base clustering)
-    in raw feature units (the standardisation undone)."""
+    in raw feature units (the standardisation undone); for a model on base columns, base labels seen in fitting
+    (:meth:`~lwec_tasks.core.label_placement.LabelPlacement.example_frame`)."""
+    if isinstance(placement, LabelPlacement):
+        return placement.example_frame(n_rows)
     rows = np.array((placement.centres[0] if rows is None else rows)[:n_rows], dtype=np.float64)
     if placement.standardisation is not None:
         rows = rows * placement.standardisation.scale + placement.standardisation.mean
