@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 from threadpoolctl import threadpool_limits
 
@@ -81,15 +80,6 @@ class InProcess:
         return value
 
     def close(self) -> None:
+        """Shut the thread pool down (``contextlib.closing`` calls this at the end of a run)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-
-
-@contextmanager
-def in_process(n_threads: int | None = None) -> Iterator[InProcess]:
-    """An :class:`InProcess` executor whose thread pool is shut down on exit."""
-    executor = InProcess(n_threads)
-    try:
-        yield executor
-    finally:
-        executor.close()
