@@ -11,10 +11,10 @@ Both offer ``submit``, ``map``, ``gather`` and ``share`` over handles with ``res
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 
 from lwec_tasks.executors.dask import DaskSession, DaskUnreachableError, connect
-from lwec_tasks.executors.in_process import InProcess, in_process
+from lwec_tasks.executors.in_process import InProcess
 
 Executor = InProcess | DaskSession
 
@@ -27,7 +27,7 @@ def open_executor(dask_address: str | None = None) -> Iterator[Executor]:
         with connect(dask_address) as session:
             yield session
     else:
-        with in_process() as executor:
+        with closing(InProcess()) as executor:
             yield executor
 
 

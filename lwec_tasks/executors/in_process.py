@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import contextmanager
 
 from threadpoolctl import threadpool_limits
 
@@ -82,21 +81,6 @@ class InProcess:
         return value
 
     def close(self) -> None:
+        """Shut the thread pool down (``contextlib.closing`` calls this at the end of a run)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-
-
-@contextmanager
-def in_process(n_threads: int | None = None) -> Iterator[InProcess]:
-    """An :class:`InProcess` executor whose thread pool is shut down on exit."""
-    executor = InProcess(n_threads)
-    try:
-        yield executor
-    finally:
-        executor.close()
-
-
-def as_completed(handles: list, with_results: bool = False):
-    """The handles (with their results) in the order they finished: for finished handles, their order."""
-    for handle in handles:
-        yield (handle, handle.result()) if with_results else handle

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable, Sequence
 
 from lwec_tasks.executors.in_process import Done
-from lwec_tasks.executors.in_process import as_completed as _finished_in_order
 
 #: Partial results combined per reduction task.
 FAN_IN = 8
@@ -39,7 +38,7 @@ class Progress:
 
     def __init__(self, log, stage: str):
         self.log, self.stage = log, stage
-        self.started = time.perf_counter()
+        self.started = self._last = time.perf_counter()
         self.quiet = False
 
     def wait(self, futures: list, rows: Sequence[int], settle: bool = False) -> float:
@@ -79,7 +78,7 @@ class Progress:
 
     def _report(self, done: int, total: int, rows: int) -> None:
         now = time.perf_counter()
-        if not self.quiet and done < total and now - getattr(self, "_last", self.started) >= PROGRESS_SECONDS:
+        if not self.quiet and done < total and now - self._last >= PROGRESS_SECONDS:
             self._last = now
             self.log.info("%s: %d/%d partitions, %d rows, %.0f rows/s", self.stage, done, total, rows,
                           rows / max(now - self.started, 1e-9))
@@ -97,7 +96,7 @@ def _as_completed(handles: list, **options):
     """The handles as they finish: ``distributed.as_completed`` for Dask futures (of a client that is not the
     default one), in order for the in-process executor's finished handles."""
     if not handles or isinstance(handles[0], Done):
-        return _finished_in_order(handles, **options)
+        return ((handle, handle.result()) for handle in handles) if options.get("with_results") else iter(handles)
     from distributed import as_completed
 
     return as_completed(handles, loop=handles[0].client.loop, **options)

@@ -17,7 +17,7 @@ and what they share:
   group into microclusters, write)
 - :mod:`~lwec_tasks.stages.reductions` — per-partition partial results and how they combine
 - :mod:`~lwec_tasks.stages.whole_table` — whole-table steps on small reduced inputs (graph assembly, LWEA on
-  microclusters, LWGP's k-means on microclusters, the automatic choice of k)
+  microclusters, LWGP's k-means on microclusters)
 - :mod:`~lwec_tasks.stages.base_clusterings` — which rows each base k-means model is fitted on
 - :mod:`~lwec_tasks.stages.planning` — id-range partition bounds, the earlier run's cluster ids
 

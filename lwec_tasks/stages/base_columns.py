@@ -11,18 +11,10 @@ the consensus, the stable ids and the labelling model run unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.label_placement import (
-    LabelPlacement,
-    code_centres,
-    label_codes,
-    label_order,
-    sorted_labels,
-)
+from lwec_tasks.core.label_placement import LabelPlacement, label_codes, label_order, sorted_labels
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.preflight import missing_labels_message
 from lwec_tasks.stages import partitions as part
@@ -30,18 +22,6 @@ from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows, picture
 from lwec_tasks.stages.model import labelling_model
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import add_tables
-
-
-@dataclass(frozen=True)
-class LabelColumn:
-    """Stands in for a base k-means model in :func:`~lwec_tasks.stages.model.labelling_model`: a column's k
-    clusters, without centres (no features; :func:`label_model` puts in the code centres)."""
-
-    k: int
-
-    @property
-    def cluster_centers_(self) -> np.ndarray:
-        return np.zeros((self.k, 0))
 
 
 def column_labels(rows: part.PartitionRows) -> tuple[list[list], np.ndarray]:
@@ -92,7 +72,7 @@ def base_column_ensemble(table: PartitionedTable, missing_labels: str, seed: int
         cluster_sizes=np.concatenate(sizes).astype(np.int64),
         cluster_label=np.concatenate([np.arange(k) for k in ks]).astype(np.int64),
         cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows,
-        models=[LabelColumn(int(k)) for k in ks], sample=sample,
+        models=None, sample=sample,
         sample_rows=np.asarray(sample_rows, dtype=np.float64), dictionaries=dictionaries)
     log.info("Read %d base clusterings of %d objects from columns %s: %d clusters in total (k per clustering "
              "%d–%d; %d missing labels as clusters of their own)", len(ks), table.n_rows, list(names),
@@ -103,9 +83,6 @@ def base_column_ensemble(table: PartitionedTable, missing_labels: str, seed: int
 def label_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels, eci: np.ndarray, method: str,
                 theta: float, n_clusters: int, seed: int | None, log) -> tuple[LabelPlacement, float]:
     """The labelling model of a run on base columns: :func:`~lwec_tasks.stages.model.labelling_model`'s
-    Placement over the code centres, with each column's label values (a :class:`LabelPlacement`)."""
-    placement, share = labelling_model(table, ensemble, labels, eci, method, theta, n_clusters, seed, False, log)
-    fields = {name: getattr(placement, name) for name in placement.__dataclass_fields__ if name != "_lookup"}
-    return LabelPlacement(**{**fields, "feature_columns": table.plan.base_columns,
-                             "centres": code_centres(ensemble.ks)},
-                          base_values=tuple(tuple(d) for d in ensemble.dictionaries)), share
+    :class:`LabelPlacement` over the code centres, with each column's label values."""
+    return labelling_model(table, ensemble, labels, eci, method, theta, n_clusters, seed, False, log,
+                           base_values=tuple(tuple(d) for d in ensemble.dictionaries))

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from lwec_tasks.core import lwgp as lwgp_core
+from lwec_tasks.core.auto_k import select_k
 from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.k_criterion import selection_sample
@@ -24,8 +25,14 @@ from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import add_tables, agreement_from_contingency, merge_microclusters
-from lwec_tasks.stages.whole_table import check_lwea_fits, choose_k, lwea_on_microclusters, lwgp_on_microclusters
+from lwec_tasks.stages.reductions import (
+    add_tables,
+    agreement_from_contingency,
+    merge_microclusters,
+    microcluster_index,
+    microclusters_of,
+)
+from lwec_tasks.stages.whole_table import check_lwea_fits, lwea_on_microclusters, lwgp_on_microclusters
 
 
 class PartitionedLabels:
@@ -65,7 +72,7 @@ class _Microclusters:
 def _microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log, for_lwea: bool) -> _Microclusters:
     """The distinct label rows with their counts (a distributed group-by) and each row's microcluster."""
     session = table.session
-    parts = session.map(part.microclusters, ensemble.codes, name="microclusters", radices=np.diff(ensemble.offsets))
+    parts = session.map(microclusters_of, ensemble.codes, name="microclusters", radices=np.diff(ensemble.offsets))
     progress = Progress(log, "microclusters")
     progress.wait(parts, rows=table.counts)
     if for_lwea:
@@ -73,7 +80,7 @@ def _microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log, 
         session.submit(check_lwea_fits, largest, name="memory-check").result()
     merged = tree_reduce(session, parts, merge_microclusters, "microclusters-merge")
     size = int(session.submit(len, merged, name="count").result())
-    index = session.map(part.micro_index, ensemble.codes, name="micro-index", table=merged)
+    index = session.map(microcluster_index, ensemble.codes, name="micro-index", table=merged)
     ensemble.n_microclusters = size
     log.info("Found %d microclusters (distinct label rows) among %d rows", size, table.n_rows)
     return _Microclusters(merged, size, index)
@@ -146,10 +153,9 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
                              for p, r in enumerate(raw)])
     ids = np.concatenate([f[0] for f in firsts])
     positions = np.concatenate([f[1] for f in firsts])
-    order = np.lexsort((positions, ids))
-    ids, positions = ids[order], positions[order]
-    first_of = np.concatenate([[True], ids[1:] != ids[:-1]])
-    ids, positions = ids[first_of], positions[first_of]
+    order = np.lexsort((positions, ids))  # by id, then position: each id's first row comes first
+    ids, first = np.unique(ids[order], return_index=True)
+    positions = positions[order][first]
     numbering = np.empty(len(ids), dtype=np.int64)
     numbering[np.argsort(positions, kind="stable")] = np.arange(len(ids))
     labels = session.map(part.renumber, raw, name="labels", ids=ids, labels=numbering)
@@ -169,7 +175,7 @@ def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci
         positions = selection_sample(table.n_rows, seed)
         rows = gather_rows(table.session, ensemble.codes, np.arange(table.n_rows) if positions is None else positions,
                            table.offsets, part.code_rows, "k-selection-rows")
-        selection = table.session.submit(choose_k, rows, method, theta, seed, name="choose-k").result()
+        selection = table.session.submit(select_k, rows, method, theta, random_state=seed, name="choose-k").result()
         n_clusters = int(selection.k)
         best = int(np.argmax(selection.scores))
         log.info("Chose k=%d among k=%d..%d by %s (%.4f) in %.2f s", n_clusters, int(selection.ks.min()),
@@ -187,7 +193,7 @@ def _finish(table: PartitionedTable, labels: list, k: int, log) -> PartitionedLa
     """Cluster sizes and agreement with the ground truth, from per-partition counts."""
     session = table.session
     progress = Progress(log, "consensus labels")
-    sizes_f = session.map(part.label_sizes, labels, name="label-sizes", k=k)
+    sizes_f = session.map(np.bincount, labels, name="label-sizes", minlength=k)
     progress.wait(sizes_f, rows=table.counts)
     sizes = np.sum(session.gather(sizes_f), axis=0)
     quality = {}

@@ -15,10 +15,7 @@ from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.base_clusterings import base_plan, fit_base_model
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import (
-    add_tables,
-    split_entropy_terms,
-)
+from lwec_tasks.stages.reductions import add_tables, pair_tables, split_entropy_terms
 
 #: Rows kept (a seeded uniform sample) for the cluster map, at most.
 PICTURE_SAMPLE = 2_000
@@ -89,11 +86,8 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
                         "sizes-sum").result()
     present = [np.flatnonzero(s) for s in sizes]
     if any(len(labels) < len(s) for labels, s in zip(present, sizes)):
-        lookups = []
-        for labels, s in zip(present, sizes):
-            lookup = np.full(len(s), -1, dtype=np.int32)
-            lookup[labels] = np.arange(len(labels), dtype=np.int32)
-            lookups.append(session.share(lookup))
+        # each label's rank among the labels some row has (labels no row has never occur)
+        lookups = [session.share((np.cumsum(s > 0) - 1).astype(np.int32)) for s in sizes]
         raw = session.map(part.compact_codes, raw, name="compact", lookups=lookups)
     table.rows = None  # the features are no longer needed: free the workers' memory
     ks = np.array([len(labels) for labels in present], dtype=np.int64)
@@ -123,7 +117,7 @@ def reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: f
                 log) -> tuple[np.ndarray, np.ndarray]:
     """(uncertainty H^Π, ECI) of every base cluster, from the summed pairwise contingency tables."""
     session = table.session
-    tables = session.map(part.count_tables, ensemble.codes, name="contingency", ks=ensemble.ks)
+    tables = session.map(pair_tables, ensemble.codes, name="contingency", ks=ensemble.ks)
     total = tree_reduce(session, tables, add_tables, "contingency-sum")
     terms = session.submit(split_entropy_terms, total, ensemble.offsets, ensemble.cluster_sizes, name="entropies")
     Progress(log, "contingency tables").wait(tables, rows=table.counts)

@@ -21,25 +21,33 @@ MODEL_MICROCLUSTER_LIMIT = 1_000_000
 
 def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
                     eci: np.ndarray, method: str, theta: float, n_clusters: int, seed: int | None, standardize: bool,
-                    log):
+                    log, base_values: tuple[tuple, ...] | None = None):
     """The run's :class:`~lwec_tasks.core.placement.Placement` for the written ``labels``, from small
     reductions: the base k-means centres, the standardisation and the ECI the flow holds; per-partition
     cluster sizes and, for
     LWEA, the (n_c × k) base/consensus overlap counts (plus the microcluster lookup up to
     :data:`MODEL_MICROCLUSTER_LIMIT` microclusters), for LWGP the sums of each cluster's normalised
     embedding rows the consensus stage made (the consensus centres are their size-weighted means).
+
+    A run on base columns passes ``base_values`` (each column's label values in code order) and gets a
+    :class:`~lwec_tasks.core.label_placement.LabelPlacement` over the code centres (its clusterings have no
+    k-means models).
     """
+    from lwec_tasks.core.label_placement import LabelPlacement, code_centres
     from lwec_tasks.core.placement import Placement, Standardisation
 
     session = table.session
     started = time.perf_counter()
-    centres, centre_codes = [], []
-    for m, model in enumerate(session.gather(ensemble.models)):
+    if base_values is None:
+        centres = [np.ascontiguousarray(model.cluster_centers_, dtype=np.float64)
+                   for model in session.gather(ensemble.models)]
+    else:
+        centres = list(code_centres(ensemble.ks))
+    centre_codes = []
+    for m, column_centres in enumerate(centres):
         start, stop = int(ensemble.offsets[m]), int(ensemble.offsets[m + 1])
-        column_centres = np.ascontiguousarray(model.cluster_centers_, dtype=np.float64)
         codes = np.full(len(column_centres), -1, dtype=np.int64)
         codes[ensemble.cluster_label[start:stop]] = np.arange(start, stop)
-        centres.append(column_centres)
         centre_codes.append(codes)
     cluster_ids = np.flatnonzero(labels.sizes > 0).astype(np.int64)
     vectors = labels.cluster_vectors if method == "lwgp" else None
@@ -66,12 +74,15 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
     else:
         state["vectors"] = np.ascontiguousarray(vectors)
         state["centres"] = sums / sizes[:, None]
-    placement = Placement(
-        feature_columns=tuple(table.plan.feature_columns),
+    fields = dict(
         standardisation=Standardisation(table.mean, table.scale) if standardize else None,
         centres=tuple(centres), centre_codes=tuple(centre_codes), eci=np.ascontiguousarray(eci, dtype=np.float64),
         method=method, theta=float(theta), cluster_ids=cluster_ids, state=state, n_clusters=int(n_clusters),
         seed=None if seed is None else int(seed))
+    if base_values is None:
+        placement = Placement(feature_columns=tuple(table.plan.feature_columns), **fields)
+    else:
+        placement = LabelPlacement(feature_columns=table.plan.base_columns, base_values=base_values, **fields)
     share = _labels_given_back(table, ensemble, labels, placement)
     log.info("Labelling model built: %s placement over %d base clusterings, %d clusters (%.2f s); it gives back "
              "%.1f%% of the run's labels on %d sampled rows", method.upper(), placement.ensemble_size,

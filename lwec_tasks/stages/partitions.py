@@ -32,7 +32,7 @@ from lwec_tasks.io.features import id_values, numeric_column
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
-from lwec_tasks.stages.reductions import Microclusters, Moments, microcluster_index, pair_tables
+from lwec_tasks.stages.reductions import Moments
 
 
 @dataclass(frozen=True)
@@ -192,20 +192,10 @@ def compact_codes(codes_t: np.ndarray, lookups: list[np.ndarray]) -> np.ndarray:
     return np.stack([lookup[codes_t[m]] for m, lookup in enumerate(lookups)]).astype(np.int32)
 
 
-def count_tables(codes_t: np.ndarray, ks: np.ndarray) -> list:
-    """The pairwise contingency tables of the partition's base clusterings (ECI)."""
-    return pair_tables(codes_t, ks)
-
-
-def inverse_degrees(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray) -> np.ndarray:
-    """1 / dx, dx = Σ_m ECI of each row's cluster in column m."""
-    return 1.0 / object_degrees(codes_t, offsets, eci)
-
-
 def graph_blocks(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray) -> list:
     """The partition's share of the cluster graph (:func:`lwec_tasks.core.pair_kernels.graph_blocks` with
-    1/dx from the ECI); the lists sum element-wise over partitions."""
-    return pair_kernels.graph_blocks(codes_t, offsets, inverse_degrees(codes_t, offsets, eci))
+    1/dx, dx = Σ_m ECI of each row's cluster in column m); the lists sum element-wise over partitions."""
+    return pair_kernels.graph_blocks(codes_t, offsets, 1.0 / object_degrees(codes_t, offsets, eci))
 
 
 def take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -214,16 +204,6 @@ def take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 def concatenate(*parts: np.ndarray) -> np.ndarray:
     return np.concatenate(parts)
-
-
-def microclusters(codes_t: np.ndarray, radices: np.ndarray) -> Microclusters:
-    from lwec_tasks.stages.reductions import microclusters_of
-
-    return microclusters_of(codes_t, radices)
-
-
-def micro_index(codes_t: np.ndarray, table: Microclusters) -> np.ndarray:
-    return microcluster_index(codes_t, table)
 
 
 def lookup(index: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -268,10 +248,6 @@ def place_partition(rows: PartitionRows, placement) -> np.ndarray:
     """The labelling model's cluster id of each of the partition's rows (raw features), (n,) int64."""
     with threadpool_limits(1):
         return placement.predict(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
-
-
-def label_sizes(labels: np.ndarray, k: int) -> np.ndarray:
-    return np.bincount(labels, minlength=k)
 
 
 @dataclass(frozen=True)

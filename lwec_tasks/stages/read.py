@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import closing
 
 import numpy as np
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.executors.in_process import in_process
+from lwec_tasks.executors.in_process import InProcess
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import check_label_table, id_key_type, mask_url, open_engine
 from lwec_tasks.io.connection import resolve_database_url
@@ -96,7 +97,7 @@ def read_ahead(request) -> None:
     log = logging.Logger("lwec.read_ahead")  # not registered: its lines go only to ``held``
     log.addHandler(held)
     try:
-        with in_process() as executor:
+        with closing(InProcess()) as executor:
             table = load_table(executor, request, log)
     except LwecInputError:
         raise

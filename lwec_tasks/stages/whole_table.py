@@ -2,16 +2,13 @@
 
 The cluster graph is assembled from its summed blocks, LWEA runs on the microcluster table, and LWGP's
 k-means on the embedded microclusters — each with the numeric core's own functions, so the results are the
-library's on the same inputs. The automatic choice of k is the library's
-(:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings of the rows it samples, gathered from
-the partitions.
+library's on the same inputs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lwec_tasks.core.auto_k import KSelection, select_k
 from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.lwgp import normalised_rows, partition_embedding
@@ -84,9 +81,3 @@ def lwgp_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.nda
     rows = normalised_rows(embedding, embedding.shape[1]) * counts[:, None]
     sums = np.stack([np.bincount(labels, weights=rows[:, j], minlength=int(k)) for j in range(rows.shape[1])], axis=1)
     return labels, sums
-
-
-def choose_k(labels: np.ndarray, method: str, theta: float, seed: int | None) -> KSelection:
-    """The library's choice of k for ``method`` on ``labels``, the (n, M) base cluster codes of the rows
-    :func:`~lwec_tasks.core.k_criterion.selection_sample` names (every row of a small table), in table order."""
-    return select_k(labels, method, theta, random_state=seed)

@@ -39,17 +39,9 @@ def retries_from_environment(variable: str, default: int) -> int:
 TRACKING_RETRIES = retries_from_environment(TRACKING_RETRIES_ENV, 2)
 
 
-def _raised(state) -> BaseException | None:
-    try:
-        state.result()
-    except BaseException as error:  # noqa: BLE001 - the state's own exception, inspected below
-        return error
-    return None
-
-
 def retry_if_unreachable(task, task_run, state) -> bool:
     """Prefect ``retry_condition_fn`` for database tasks: retry connection failures, never bad input."""
-    return isinstance(_raised(state), DatabaseUnreachableError)
+    return isinstance(state.result(raise_on_failure=False), DatabaseUnreachableError)
 
 
 def retry_if_tracking_unreachable(task, task_run, state) -> bool:
@@ -64,7 +56,7 @@ def retry_if_tracking_unreachable(task, task_run, state) -> bool:
     """
     from lwec_tasks.tracking import TrackingError
 
-    error = _raised(state)
+    error = state.result(raise_on_failure=False)
     return isinstance(error, TrackingError) and error.retryable
 
 

@@ -7,7 +7,6 @@ import pandas as pd
 from prefect import get_run_logger
 from prefect.runtime import deployment, flow_run
 
-from lwec_tasks.core.label_placement import LabelPlacement
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
@@ -19,7 +18,7 @@ from lwec_tasks.tasks.retry import tracking_task
 from lwec_tasks.tasks.stages import ClusterReliability
 from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tracking.dataset import SourceTable
-from lwec_tasks.tracking.store import mask_uri, resolve_tracking_uri, run_page_url, tracking_client
+from lwec_tasks.tracking.store import mask_uri, resolve_tracking_uri, run_page_url
 
 #: Rows of the model's input example (raw feature values of sampled training rows).
 INPUT_EXAMPLE_ROWS = 5
@@ -62,8 +61,6 @@ class RunFacts:
     def input_example(self) -> pd.DataFrame:
         """A few sampled training rows as raw feature values (the standardisation undone); base labels seen in
         fitting for a run on base columns."""
-        if isinstance(self.placement, LabelPlacement):
-            return self.placement.example_frame(INPUT_EXAMPLE_ROWS)
         from lwec_tasks.tracking.model import example_frame
 
         return example_frame(self.placement, self.sample_rows, INPUT_EXAMPLE_ROWS)
@@ -96,8 +93,9 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         "executor": facts.executor, "partitions": facts.n_partitions, "threads": facts.n_threads,
         "dask_scheduler": facts.scheduler, "dask_workers": facts.n_workers if facts.scheduler else None,
         "stable_ids": request.stable_ids, "keep_runs": request.keep_runs, "ids_aligned_to": facts.stable.aligned_to,
-        **base_column_params(request),
     }
+    if request.base_columns is not None:  # which columns formed the ensemble, how NULLs were taken
+        params.update(base_columns=",".join(request.base_columns), missing_labels=request.missing_labels)
     metrics = {
         **facts.quality,
         **{f"time_{stage}_s": seconds for stage, seconds in stage_timings(flow_run.id).items()},
@@ -135,19 +133,13 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         with active_run_in(tracking_uri, run_id):
             uri = log_placement_model(facts.placement, facts.input_example(), request.register_model)
         writer.finish(run_id)
+        run_info = writer.client.get_run(run_id).info  # where its artifacts went, its experiment
     _record_in_labels_table(request, run_id)
     get_run_logger().info("Logged MLflow run %s in experiment %r at %s (%d params, %d metrics, %d figures; "
                           "labelling model %s)", run_id, request.experiment, mask_uri(tracking_uri), len(params),
                           len(metrics), len(figures), uri)
-    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id), "model_uri": uri,
-            "figures": figure_uris(tracking_uri, run_id, figures)}
-
-
-def base_column_params(request: ConsensusRequest) -> dict:
-    """The MLflow params of a run on base columns: which columns formed the ensemble, how NULLs were taken."""
-    if request.base_columns is None:
-        return {}
-    return {"base_columns": ",".join(request.base_columns), "missing_labels": request.missing_labels}
+    return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id, run_info.experiment_id), "model_uri": uri,
+            "figures": {name: f"{run_info.artifact_uri.rstrip('/')}/figures/{name}" for name in figures}}
 
 
 def _record_in_labels_table(request: ConsensusRequest, run_id: str) -> None:
@@ -165,12 +157,6 @@ def _record_in_labels_table(request: ConsensusRequest, run_id: str) -> None:
                                  request.resolved_output_table, error)
     finally:
         engine.dispose()
-
-
-def figure_uris(tracking_uri: str, run_id: str, figures: dict) -> dict[str, str]:
-    """Artifact name → URI of each figure logged under ``figures/`` of run ``run_id``."""
-    root = tracking_client(tracking_uri).get_run(run_id).info.artifact_uri.rstrip("/")
-    return {name: f"{root}/figures/{name}" for name in figures}
 
 
 def flow_run_page() -> str | None:

@@ -20,8 +20,6 @@ from lwec_tasks import lazy_attributes
 _EXPORTS = {
     "url_has_credentials": "lwec_tasks.masking",
     "SourceTable": "lwec_tasks.tracking.dataset",
-    "cluster_size_bars": "lwec_tasks.tracking.figures",
-    "cluster_size_figure": "lwec_tasks.tracking.figures",
     "eci_figure": "lwec_tasks.tracking.figures",
     "log_reproduction": "lwec_tasks.tracking.reproduction",
     "RunWriter": "lwec_tasks.tracking.runs",

@@ -48,11 +48,6 @@ def eci_figure(eci: np.ndarray, theta: float) -> Figure:
     return figure
 
 
-def cluster_size_figure(labels: np.ndarray, method: str) -> Figure:
-    """Bar chart of the consensus cluster sizes by cluster id; ``labels`` shape (N,), ids >= 0."""
-    return cluster_size_bars(np.bincount(np.asarray(labels, dtype=np.int64)), method)
-
-
 def cluster_size_bars(sizes: np.ndarray, method: str) -> Figure:
     """Bar chart of cluster sizes; ``sizes[i]`` (shape (max id + 1,)) counts the objects of id i.
 

@@ -30,6 +30,7 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.label_placement import LabelPlacement, load_placement
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.masking import scrub
+from lwec_tasks.tracking.failures import first_line
 from lwec_tasks.tracking.limits import limit_mlflow_requests
 from lwec_tasks.tracking.store import TRACKING_URI_ENV, mask_uri, resolve_tracking_uri
 
@@ -73,11 +74,7 @@ def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
     """
     if isinstance(placement, LabelPlacement):
         return placement.predict_frame(frame)
-    frame = pd.DataFrame(frame).rename(columns=str)
-    missing = [name for name in placement.feature_columns if name not in frame.columns]
-    if missing:
-        raise LwecInputError(f"the input lacks feature column(s) {missing}; the model needs "
-                             f"{list(placement.feature_columns)}")
+    frame = feature_frame(placement, frame, "the input")
     values = np.empty((len(frame), len(placement.feature_columns)))
     for j, name in enumerate(placement.feature_columns):
         try:
@@ -85,6 +82,17 @@ def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
         except (TypeError, ValueError) as error:
             raise LwecInputError(f"feature column {name!r} is not numeric: {error}") from None
     return placement.predict(values)
+
+
+def feature_frame(placement: Placement, frame: pd.DataFrame, what: str) -> pd.DataFrame:
+    """The feature columns of ``frame`` (column names as text) in the model's order; raises
+    :class:`LwecInputError` naming the feature columns ``what`` (``frame``, in the message) lacks."""
+    frame = pd.DataFrame(frame).rename(columns=str)
+    missing = [name for name in placement.feature_columns if name not in frame.columns]
+    if missing:
+        raise LwecInputError(f"{what} lacks feature column(s) {missing}; the model needs "
+                             f"{list(placement.feature_columns)}")
+    return frame[list(placement.feature_columns)]
 
 
 def model_signature(placement: Placement):
@@ -119,7 +127,10 @@ def model_uri(run_id: str) -> str:
 
 def example_frame(placement: Placement, rows: np.ndarray | None = None, n_rows: int = 5) -> pd.DataFrame:
     """Up to ``n_rows`` of ``rows`` ((n, d) as clustered; default the centres of the first base clustering)
-    in raw feature units (the standardisation undone)."""
+    in raw feature units (the standardisation undone); for a model on base columns, base labels seen in fitting
+    (:meth:`~lwec_tasks.core.label_placement.LabelPlacement.example_frame`)."""
+    if isinstance(placement, LabelPlacement):
+        return placement.example_frame(n_rows)
     rows = np.array((placement.centres[0] if rows is None else rows)[:n_rows], dtype=np.float64)
     if placement.standardisation is not None:
         rows = rows * placement.standardisation.scale + placement.standardisation.mean
@@ -140,11 +151,7 @@ def log_placement_model(placement: Placement, input_example: pd.DataFrame | None
         raise LwecInputError("log_placement_model needs an active MLflow run (mlflow.start_run())")
     if input_example is None:
         input_example = example_frame(placement)
-    example = pd.DataFrame(input_example).rename(columns=str)
-    missing = [name for name in placement.feature_columns if name not in example.columns]
-    if missing:
-        raise LwecInputError(f"input_example lacks feature column(s) {missing}")
-    example = example[list(placement.feature_columns)].head(5)
+    example = feature_frame(placement, input_example, "input_example").head(5)
     if not isinstance(placement, LabelPlacement):  # base labels stay as they are
         example = example.astype(np.float64)
     with tempfile.TemporaryDirectory(prefix="lwec-model-") as scratch:
@@ -213,10 +220,9 @@ def load_placement_model(model_uri: str, tracking_uri: str | None = None) -> Pla
         with _FLUENT_LOCK, _using_tracking_uri(tracking_uri):
             loaded = mlflow.pyfunc.load_model(model_uri)
     except Exception as error:  # noqa: BLE001 - every way of not resolving is the same input error
-        lines = str(error).strip().splitlines()
         raise LwecInputError(scrub(
             f"model URI {model_uri!r} does not resolve in the MLflow store at {mask_uri(tracking_uri)}: "
-            f"{type(error).__name__}: {lines[0] if lines else ''}",
+            f"{type(error).__name__}: {first_line(str(error))}",
             tracking_uri,
         )) from None
     try:

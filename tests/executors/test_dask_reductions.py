@@ -24,6 +24,7 @@ from lwec_tasks.stages.reductions import (
     microcluster_index,
     microclusters_of,
     pair_table,
+    pair_tables,
     split_entropy_terms,
     standard_scale,
 )
@@ -47,7 +48,7 @@ def chunks(ensemble):
 
 def test_uncertainty_from_summed_partition_tables_is_bit_identical(ensemble):
     ks = ensemble.n_clusters_per_column
-    parts = [part.count_tables(c, ks) for c in chunks(ensemble)]
+    parts = [pair_tables(c, ks) for c in chunks(ensemble)]
     terms = split_entropy_terms(add_tables(*parts), ensemble.offsets, ensemble.cluster_sizes)
     np.testing.assert_array_equal(terms.sum(axis=0), ensemble_uncertainty(ensemble))
 

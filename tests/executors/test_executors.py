@@ -318,8 +318,9 @@ def test_in_process_map_runs_every_task_before_raising_the_first_failure():
     clean-up (e.g. dropping a pending run's table) never races a write still running."""
     import threading
     import time
+    from contextlib import closing
 
-    from lwec_tasks.executors.in_process import in_process
+    from lwec_tasks.executors.in_process import InProcess
 
     finished = []
     lock = threading.Lock()
@@ -332,7 +333,7 @@ def test_in_process_map_runs_every_task_before_raising_the_first_failure():
             finished.append(p)
         return p
 
-    with in_process(n_threads=2) as executor:
+    with closing(InProcess(n_threads=2)) as executor:
         with pytest.raises(RuntimeError, match="partition 0 failed"):
             executor.map(task, range(5))
         assert sorted(finished) == [1, 2, 3, 4]

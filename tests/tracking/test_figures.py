@@ -10,7 +10,7 @@ from sklearn.decomposition import PCA
 from lwec_tasks.tracking.figures import (
     _cut_height,
     cluster_map_figure,
-    cluster_size_figure,
+    cluster_size_bars,
     dendrogram_figure,
     k_selection_figure,
     principal_components,
@@ -44,7 +44,7 @@ def test_the_marked_cut_height_separates_exactly_k_clusters(seed, n, data):
 
 def test_cluster_sizes_are_drawn_by_the_ids_in_the_labels_table():
     labels = np.array([7, 7, 7, 2, 2, 11])
-    axes = cluster_size_figure(labels, "lwea").axes[0]
+    axes = cluster_size_bars(np.bincount(labels), "lwea").axes[0]
     assert [t.get_text() for t in axes.get_xticklabels()] == ["2", "7", "11"]
     assert [bar.get_height() for bar in axes.patches] == [2, 3, 1]
 

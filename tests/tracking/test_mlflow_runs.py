@@ -10,13 +10,13 @@ from mlflow import MlflowClient
 from helpers.pipeline import free_port, unique
 from lwec_tasks.tracking import (
     TrackingError,
-    cluster_size_figure,
     default_tracking_uri,
     eci_figure,
     mask_uri,
     resolve_tracking_uri,
     run_writer,
 )
+from lwec_tasks.tracking.figures import cluster_size_bars
 
 
 def test_a_logged_run_reads_back_complete(mlflow_store, tmp_path):
@@ -30,7 +30,7 @@ def test_a_logged_run_reads_back_complete(mlflow_store, tmp_path):
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         writer.log_dict(run_id, {"output_table": "labels", "rows": 5}, "labels_location.json")
         writer.log_figure(run_id, eci_figure(np.array([0.9, 0.2]), 0.4), "figures/eci_distribution.png")
-        writer.log_figure(run_id, cluster_size_figure(labels, "lwea"), "figures/cluster_sizes.png")
+        writer.log_figure(run_id, cluster_size_bars(np.bincount(labels), "lwea"), "figures/cluster_sizes.png")
         writer.finish(run_id)
     client = MlflowClient(mlflow_store)
     run = client.get_run(run_id)
