@@ -21,6 +21,7 @@ from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
 from lwec_tasks.core.lwea_tree import lwea_cuts
+from lwec_tasks.core.metrics import partition_scores
 from lwec_tasks.core.validation import check_k_range
 
 DEFAULT_K_MAX = 50
@@ -179,19 +180,7 @@ def consensus_cuts(ensemble: Ensemble, method: str, ks: np.ndarray, theta: float
 
 def partition_nmi(a: np.ndarray, b: np.ndarray) -> float:
     """Max-normalised NMI, I(a; b) / max(H(a), H(b)), of two labelings (1.0 if both are constant)."""
-    _, a = np.unique(a, return_inverse=True)
-    _, b = np.unique(b, return_inverse=True)
-    n = len(a)
-    ka, kb = int(a.max()) + 1, int(b.max()) + 1
-    joint = np.bincount(a * kb + b, minlength=ka * kb).astype(np.float64)
-    joint = joint[joint > 0] / n
-    pa = np.bincount(a).astype(np.float64) / n
-    pb = np.bincount(b).astype(np.float64) / n
-    ha, hb = -float((pa * np.log(pa)).sum()), -float((pb * np.log(pb)).sum())
-    if max(ha, hb) <= 0.0:
-        return 1.0
-    mutual = float((joint * np.log(joint)).sum()) + ha + hb
-    return max(0.0, mutual) / max(ha, hb)
+    return partition_scores(a, b)[0]
 
 
 def joint_scores(
