@@ -115,7 +115,7 @@ def auto_consensus(
 
 def _choose(labels, method, theta, ks, random_state, resolution, agreement, with_labels: bool):
     return choose_k(as_ensemble(labels), check_method(method), check_theta(theta), ks, random_state, resolution,
-                    agreement, upper_bound=k_upper_bound, cut=consensus_cuts, with_labels=with_labels)
+                    agreement, cut=consensus_cuts, with_labels=with_labels)
 
 
 def select_k(
