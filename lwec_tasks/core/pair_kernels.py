@@ -11,6 +11,8 @@ not depend on the number of threads.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numba
 import numpy as np
 import scipy.sparse as sp
@@ -20,7 +22,7 @@ import scipy.sparse as sp
 _CHUNK = 1 << 16
 # Below this many code visits a kernel runs on one thread: waking the thread
 # pool costs more than it saves (and much more when the other core is busy).
-# Serial and parallel versions give identical results.
+# One thread or many give identical results.
 PARALLEL_MIN_WORK = 20_000_000
 
 
@@ -51,9 +53,19 @@ def _strict_pair_of(p, n_columns):
     return a, a + 1 + p
 
 
-def _parallel_pays(n_objects: int, n_passes: int) -> bool:
-    """Whether a kernel touching n_objects × n_passes codes is worth waking threads for."""
-    return n_objects * n_passes >= PARALLEL_MIN_WORK
+@contextmanager
+def _threads_for(n_objects: int, n_passes: int):
+    """Run the kernels inside on one numba thread unless they touch at least ``PARALLEL_MIN_WORK`` codes
+    (n_objects × n_passes). The setting is per calling thread and restored on exit."""
+    if n_objects * n_passes >= PARALLEL_MIN_WORK:
+        yield
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 def split_entropy_terms(codes_t, offsets, sizes):
@@ -72,8 +84,8 @@ def split_entropy_terms(codes_t, offsets, sizes):
     The uncertainty H^Π is the sum over axis 0.
     """
     n_columns, n = codes_t.shape
-    kernel = _split_entropy_parallel if _parallel_pays(n, n_columns * (n_columns - 1) // 2) else _split_entropy_serial
-    return kernel(codes_t, offsets, sizes)
+    with _threads_for(n, n_columns * (n_columns - 1) // 2):
+        return _split_entropy(codes_t, offsets, sizes)
 
 
 @numba.njit(cache=True)
@@ -92,19 +104,10 @@ def _split_entropy_pair(codes_t, offsets, sizes, out, p):
 
 
 @numba.njit(parallel=True, cache=True)
-def _split_entropy_parallel(codes_t, offsets, sizes):
+def _split_entropy(codes_t, offsets, sizes):
     n_columns = codes_t.shape[0]
     out = np.zeros((n_columns, offsets[n_columns]))
     for p in numba.prange(n_columns * (n_columns - 1) // 2):
-        _split_entropy_pair(codes_t, offsets, sizes, out, p)
-    return out
-
-
-@numba.njit(cache=True)
-def _split_entropy_serial(codes_t, offsets, sizes):
-    n_columns = codes_t.shape[0]
-    out = np.zeros((n_columns, offsets[n_columns]))
-    for p in range(n_columns * (n_columns - 1) // 2):
         _split_entropy_pair(codes_t, offsets, sizes, out, p)
     return out
 
@@ -162,8 +165,8 @@ def object_degrees(codes_t, offsets, weights):
     """dx = B·1: (N,) sum over columns of the weight of each object's cluster (ECI for LWGP)."""
     n_columns, n = codes_t.shape
     out = np.empty(n)
-    kernel = _degrees_parallel if _parallel_pays(n, n_columns) else _degrees_serial
-    kernel(codes_t, offsets, weights, out)
+    with _threads_for(n, n_columns):
+        _degrees(codes_t, offsets, weights, out)
     return out
 
 
@@ -178,14 +181,8 @@ def _degrees_chunk(codes_t, offsets, weights, out, chunk):
 
 
 @numba.njit(parallel=True, cache=True)
-def _degrees_parallel(codes_t, offsets, weights, out):
+def _degrees(codes_t, offsets, weights, out):
     for chunk in numba.prange((codes_t.shape[1] + _CHUNK - 1) // _CHUNK):
-        _degrees_chunk(codes_t, offsets, weights, out, chunk)
-
-
-@numba.njit(cache=True)
-def _degrees_serial(codes_t, offsets, weights, out):
-    for chunk in range((codes_t.shape[1] + _CHUNK - 1) // _CHUNK):
         _degrees_chunk(codes_t, offsets, weights, out, chunk)
 
 
@@ -199,9 +196,8 @@ def cluster_graph_dense(codes_t, offsets, factors, inv_dx):
     """
     n_columns, n = codes_t.shape
     out = np.zeros((offsets[n_columns], offsets[n_columns]))
-    n_pairs = n_columns * (n_columns + 1) // 2
-    kernel = _graph_parallel if _parallel_pays(n, n_pairs) else _graph_serial
-    kernel(codes_t, offsets, factors, inv_dx, out)
+    with _threads_for(n, n_columns * (n_columns + 1) // 2):
+        _graph(codes_t, offsets, factors, inv_dx, out)
     return out
 
 
@@ -255,16 +251,9 @@ def _graph_pair(codes_t, offsets, factors, inv_dx, out, p):
 
 
 @numba.njit(parallel=True, cache=True)
-def _graph_parallel(codes_t, offsets, factors, inv_dx, out):
+def _graph(codes_t, offsets, factors, inv_dx, out):
     n_columns = codes_t.shape[0]
     for p in numba.prange(n_columns * (n_columns + 1) // 2):
-        _graph_pair(codes_t, offsets, factors, inv_dx, out, p)
-
-
-@numba.njit(cache=True)
-def _graph_serial(codes_t, offsets, factors, inv_dx, out):
-    n_columns = codes_t.shape[0]
-    for p in range(n_columns * (n_columns + 1) // 2):
         _graph_pair(codes_t, offsets, factors, inv_dx, out, p)
 
 
@@ -340,8 +329,8 @@ def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows=None):
     cluster_vectors = np.ascontiguousarray(cluster_vectors)
     rows = np.arange(codes_t.shape[1], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     out = np.zeros((rows.shape[0], cluster_vectors.shape[1]))
-    kernel = _transfer_parallel if _parallel_pays(rows.shape[0], codes_t.shape[0]) else _transfer_serial
-    kernel(codes_t, offsets, cluster_vectors, inv_dx, rows, out)
+    with _threads_for(rows.shape[0], codes_t.shape[0]):
+        _transfer(codes_t, offsets, cluster_vectors, inv_dx, rows, out)
     return out
 
 
@@ -361,14 +350,8 @@ def _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
 
 
 @numba.njit(parallel=True, cache=True)
-def _transfer_parallel(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
+def _transfer(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
     for chunk in numba.prange((rows.shape[0] + _CHUNK - 1) // _CHUNK):
-        _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
-
-
-@numba.njit(cache=True)
-def _transfer_serial(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
-    for chunk in range((rows.shape[0] + _CHUNK - 1) // _CHUNK):
         _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
 
 
