@@ -28,7 +28,11 @@ PARALLEL_MIN_WORK = 20_000_000
 
 @numba.njit(cache=True)
 def _pair_of(p, n_columns):
-    """The p-th pair (a, b), a <= b, in the order (0,0), (0,1), ..., (1,1), ..."""
+    """The p-th pair (a, b), a <= b, in the order (0,0), (0,1), ..., (1,1), ...
+
+    The pairs a < b of n columns are those a <= b of n − 1 columns with b + 1.
+    """
+    # prange may hand an unsigned index; int64 + uint64 would type as float64.
     p = np.int64(p)
     a = 0
     row_length = n_columns
@@ -37,20 +41,6 @@ def _pair_of(p, n_columns):
         a += 1
         row_length -= 1
     return a, a + p
-
-
-@numba.njit(cache=True)
-def _strict_pair_of(p, n_columns):
-    """The p-th pair (a, b), a < b, in the order (0,1), (0,2), ..., (1,2), ..."""
-    # prange may hand an unsigned index; int64 + uint64 would type as float64.
-    p = np.int64(p)
-    a = 0
-    row_length = n_columns - 1
-    while p >= row_length:
-        p -= row_length
-        a += 1
-        row_length -= 1
-    return a, a + 1 + p
 
 
 @contextmanager
@@ -90,7 +80,8 @@ def split_entropy_terms(codes_t, offsets, sizes):
 
 @numba.njit(cache=True)
 def _split_entropy_pair(codes_t, offsets, sizes, out, p):
-    col_a, col_b = _strict_pair_of(p, codes_t.shape[0])
+    col_a, col_b = _pair_of(p, codes_t.shape[0] - 1)
+    col_b += 1  # the p-th pair a < b
     start_a, stop_a = offsets[col_a], offsets[col_a + 1]
     start_b, stop_b = offsets[col_b], offsets[col_b + 1]
     _pair_split_entropies(
