@@ -5,8 +5,8 @@ the objects' clusters in one or two base clusterings. These kernels take the
 codes column-major — ``codes_t`` of shape (M, N), int32, C-contiguous, i.e.
 ``Ensemble.codes.T`` — so each pass reads whole columns sequentially, and they
 never build an N × n_c incidence matrix. Work is split over column pairs (the
-M(M+1)/2 pairwise code tables) or over fixed chunks of objects, so results do
-not depend on the number of threads.
+M(M+1)/2 pairwise code tables) or over objects, each writing only its own
+results, so they do not depend on the number of threads.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-# Objects per chunk in the object-parallel kernels (fixed: results must not
-# depend on the thread count).
-_CHUNK = 1 << 16
 # Below this many code visits a kernel runs on one thread: waking the thread
 # pool costs more than it saves (and much more when the other core is busy).
 # One thread or many give identical results.
@@ -78,28 +75,23 @@ def split_entropy_terms(codes_t, offsets, sizes):
         return _split_entropy(codes_t, offsets, sizes)
 
 
-@numba.njit(cache=True)
-def _split_entropy_pair(codes_t, offsets, sizes, out, p):
-    col_a, col_b = _pair_of(p, codes_t.shape[0] - 1)
-    col_b += 1  # the p-th pair a < b
-    start_a, stop_a = offsets[col_a], offsets[col_a + 1]
-    start_b, stop_b = offsets[col_b], offsets[col_b + 1]
-    _pair_split_entropies(
-        codes_t[col_a],
-        codes_t[col_b],
-        sizes[start_a:stop_a],
-        sizes[start_b:stop_b],
-        out[col_b, start_a:stop_a],
-        out[col_a, start_b:stop_b],
-    )
-
-
 @numba.njit(parallel=True, cache=True)
 def _split_entropy(codes_t, offsets, sizes):
     n_columns = codes_t.shape[0]
     out = np.zeros((n_columns, offsets[n_columns]))
     for p in numba.prange(n_columns * (n_columns - 1) // 2):
-        _split_entropy_pair(codes_t, offsets, sizes, out, p)
+        col_a, col_b = _pair_of(p, n_columns - 1)
+        col_b += 1  # the p-th pair a < b
+        start_a, stop_a = offsets[col_a], offsets[col_a + 1]
+        start_b, stop_b = offsets[col_b], offsets[col_b + 1]
+        _pair_split_entropies(
+            codes_t[col_a],
+            codes_t[col_b],
+            sizes[start_a:stop_a],
+            sizes[start_b:stop_b],
+            out[col_b, start_a:stop_a],
+            out[col_a, start_b:stop_b],
+        )
     return out
 
 
@@ -161,20 +153,14 @@ def object_degrees(codes_t, offsets, weights):
     return out
 
 
-@numba.njit(cache=True)
-def _degrees_chunk(codes_t, offsets, weights, out, chunk):
+@numba.njit(parallel=True, cache=True)
+def _degrees(codes_t, offsets, weights, out):
     n_columns, n = codes_t.shape
-    for i in range(chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)):
+    for i in numba.prange(n):
         total = 0.0
         for m in range(n_columns):
             total += weights[offsets[m] + codes_t[m, i]]
         out[i] = total
-
-
-@numba.njit(parallel=True, cache=True)
-def _degrees(codes_t, offsets, weights, out):
-    for chunk in numba.prange((codes_t.shape[1] + _CHUNK - 1) // _CHUNK):
-        _degrees_chunk(codes_t, offsets, weights, out, chunk)
 
 
 def cluster_graph_dense(codes_t, offsets, factors, inv_dx):
@@ -231,21 +217,16 @@ def sparse_cluster_graph(parts: list, offsets, factors) -> sp.csr_matrix:
     return graph
 
 
-@numba.njit(cache=True)
-def _graph_pair(codes_t, offsets, factors, inv_dx, out, p):
-    col_a, col_b = _pair_of(p, codes_t.shape[0])
-    _fill_pair_block(
-        codes_t[col_a], codes_t[col_b], offsets[col_a], offsets[col_b],
-        offsets[col_a + 1] - offsets[col_a], offsets[col_b + 1] - offsets[col_b],
-        col_a == col_b, factors, inv_dx, out,
-    )
-
-
 @numba.njit(parallel=True, cache=True)
 def _graph(codes_t, offsets, factors, inv_dx, out):
     n_columns = codes_t.shape[0]
     for p in numba.prange(n_columns * (n_columns + 1) // 2):
-        _graph_pair(codes_t, offsets, factors, inv_dx, out, p)
+        col_a, col_b = _pair_of(p, n_columns)
+        _fill_pair_block(
+            codes_t[col_a], codes_t[col_b], offsets[col_a], offsets[col_b],
+            offsets[col_a + 1] - offsets[col_a], offsets[col_b + 1] - offsets[col_b],
+            col_a == col_b, factors, inv_dx, out,
+        )
 
 
 @numba.njit(cache=True)
@@ -325,11 +306,11 @@ def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows=None):
     return out
 
 
-@numba.njit(cache=True)
-def _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk):
+@numba.njit(parallel=True, cache=True)
+def _transfer(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
     n_columns = codes_t.shape[0]
     r = cluster_vectors.shape[1]
-    for j in range(chunk * _CHUNK, min(rows.shape[0], (chunk + 1) * _CHUNK)):
+    for j in numba.prange(rows.shape[0]):
         i = rows[j]
         for m in range(n_columns):
             g = offsets[m] + codes_t[m, i]
@@ -338,12 +319,6 @@ def _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
         scale = inv_dx[i]
         for t in range(r):
             out[j, t] *= scale
-
-
-@numba.njit(parallel=True, cache=True)
-def _transfer(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
-    for chunk in numba.prange((rows.shape[0] + _CHUNK - 1) // _CHUNK):
-        _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
 
 
 def column_major_codes(codes: np.ndarray) -> np.ndarray:
