@@ -239,21 +239,14 @@ def _fill_pair_block(codes_a, codes_b, off_a, off_b, k_a, k_b, same, factors, in
         for r in range(k_a):
             out[off_a + r, off_a + r] = factors[off_a + r] ** 2 * diagonal[r]
         return
-    block = cluster_pair_block(codes_a, codes_b, k_a, k_b, inv_dx)
+    block = np.zeros((k_a, k_b))  # Σ_{i ∈ c ∩ c'} 1/dx_i
+    for i in range(codes_a.shape[0]):
+        block[codes_a[i], codes_b[i]] += inv_dx[i]
     for r in range(k_a):
         for c in range(k_b):
             value = factors[off_a + r] * factors[off_b + c] * block[r, c]
             out[off_a + r, off_b + c] = value
             out[off_b + c, off_a + r] = value
-
-
-@numba.njit(cache=True)
-def cluster_pair_block(codes_a, codes_b, k_a, k_b, inv_dx):
-    """(k_a, k_b) Σ_{i ∈ c ∩ c'} 1/dx_i for one column pair."""
-    block = np.zeros((k_a, k_b))
-    for i in range(codes_a.shape[0]):
-        block[codes_a[i], codes_b[i]] += inv_dx[i]
-    return block
 
 
 def pair_table(codes_a: np.ndarray, codes_b: np.ndarray, k_a: int, k_b: int,
