@@ -70,22 +70,19 @@ import numpy as np
 
 from lwec_tasks.core import k_criterion
 from lwec_tasks.core import lwgp as lwgp_module
-from lwec_tasks.core.defaults import AUTO, DEFAULT_THETA, is_auto  # noqa: F401 - AUTO, is_auto re-exported
+from lwec_tasks.core.defaults import DEFAULT_THETA, is_auto  # noqa: F401 - is_auto re-exported
 from lwec_tasks.core.eci import ensemble_eci  # noqa: F401 - re-exported
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.k_criterion import (  # noqa: F401 - re-exported
     DEFAULT_AGREEMENT,
     DEFAULT_K_MAX,
     DEFAULT_RESOLUTION,
-    METHODS,
     KSelection,
     check_method,
     choose_k,
     joint_scores,
     k_upper_bound,
     lwca_modularity,
-    match_scores,
-    object_degrees_lwca,
     partition_nmi,
 )
 from lwec_tasks.core.validation import check_theta
