@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from lwec_tasks.baselines._shape import requested_ks, shaped
-from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
+from lwec_tasks.core.lwea_tree import microcluster_linkage
 from lwec_tasks.core.metrics import nmi
 
 #: Exponent β on NCAI in WEAC (the authors' demo uses β = 2).
@@ -34,12 +34,10 @@ def coassociation_dendrogram(ensemble: Ensemble, column_weights: np.ndarray) -> 
     column_weights : (M,) non-negative weights summing to 1; the co-association
         of objects i, j is Σ_m w_m [Cls^m(o_i) = Cls^m(o_j)].
     """
-    m = ensemble.n_columns
-    # microcluster_distances computes 1 − Σ_shared weight / M; give each cluster M·w_m.
-    cluster_weights = (m * np.asarray(column_weights, dtype=np.float64))[ensemble.cluster_column]
-    condensed = microcluster_distances(ensemble.microcluster_codes, cluster_weights, m)
+    # microcluster_linkage works on 1 − Σ_shared weight / M; give each cluster M·w_m.
+    cluster_weights = (ensemble.n_columns * np.asarray(column_weights, dtype=np.float64))[ensemble.cluster_column]
     sizes = ensemble.microcluster_sizes
-    linkage = weighted_average_linkage(condensed, sizes)
+    linkage = microcluster_linkage(ensemble, cluster_weights)
     return MicroclusterDendrogram(linkage, np.zeros(len(sizes)), ensemble.microcluster_of, sizes)
 
 

@@ -21,14 +21,8 @@ import scipy.sparse as sp
 
 from lwec_tasks.baselines._shape import microcluster_incidence, requested_ks, seeded_cuts
 from lwec_tasks.baselines.graph_partition import metis_partition
+from lwec_tasks.core.dendrogram_cut import first_appearance_labels
 from lwec_tasks.core.ensemble import as_ensemble
-
-
-def _first_appearance(raw: np.ndarray) -> np.ndarray:
-    _, first, inverse = np.unique(raw, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(len(first))
-    return rank[inverse]
 
 
 def cspa(labels, n_clusters, random_state=None) -> np.ndarray:
@@ -50,7 +44,7 @@ def cspa(labels, n_clusters, random_state=None) -> np.ndarray:
     sizes = ensemble.microcluster_sizes.astype(np.float64)
     shared = (incidence @ incidence.T).tocsr().astype(np.float64)
     graph = sp.diags(sizes) @ shared @ sp.diags(sizes)
-    return seeded_cuts(ks, scalar, random_state, lambda k, seed: _first_appearance(
+    return seeded_cuts(ks, scalar, random_state, lambda k, seed: first_appearance_labels(
         metis_partition(graph, k, seed, ensemble.microcluster_sizes)[ensemble.microcluster_of]))
 
 
@@ -83,6 +77,6 @@ def mcla(labels, n_clusters, random_state=None) -> np.ndarray:
         counts = np.maximum(np.asarray(membership.sum(axis=0)).ravel(), 1.0)
         association = np.asarray((micro @ membership).todense()) / counts
         winner = np.argmax(association, axis=1)
-        return _first_appearance(winner[ensemble.microcluster_of])
+        return first_appearance_labels(winner[ensemble.microcluster_of])
 
     return seeded_cuts(ks, scalar, random_state, cut)

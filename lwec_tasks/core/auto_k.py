@@ -70,22 +70,19 @@ import numpy as np
 
 from lwec_tasks.core import k_criterion
 from lwec_tasks.core import lwgp as lwgp_module
-from lwec_tasks.core.defaults import AUTO, DEFAULT_THETA, is_auto  # noqa: F401 - AUTO, is_auto re-exported
+from lwec_tasks.core.defaults import DEFAULT_THETA, is_auto  # noqa: F401 - is_auto re-exported
 from lwec_tasks.core.eci import ensemble_eci  # noqa: F401 - re-exported
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.k_criterion import (  # noqa: F401 - re-exported
     DEFAULT_AGREEMENT,
     DEFAULT_K_MAX,
     DEFAULT_RESOLUTION,
-    METHODS,
     KSelection,
     check_method,
     choose_k,
     joint_scores,
     k_upper_bound,
     lwca_modularity,
-    match_scores,
-    object_degrees_lwca,
     partition_nmi,
 )
 from lwec_tasks.core.validation import check_theta
@@ -115,7 +112,7 @@ def auto_consensus(
 
 def _choose(labels, method, theta, ks, random_state, resolution, agreement, with_labels: bool):
     return choose_k(as_ensemble(labels), check_method(method), check_theta(theta), ks, random_state, resolution,
-                    agreement, upper_bound=k_upper_bound, cut=consensus_cuts, with_labels=with_labels)
+                    agreement, cut=consensus_cuts, with_labels=with_labels)
 
 
 def select_k(

@@ -30,8 +30,8 @@ def _micro_roots(linkage, n_leaves, n_merges):
 
 
 @numba.njit(cache=True)
-def _first_appearance_labels(raw):
-    """Renumber arbitrary non-negative ids to 0..k−1 in order of first appearance."""
+def first_appearance_labels(raw):
+    """Renumber arbitrary non-negative ids (N,) to 0..k−1 in order of first appearance; (N,) int64."""
     mapping = np.full(raw.max() + 1, -1, dtype=np.int64)
     out = np.empty(raw.shape[0], dtype=np.int64)
     next_label = 0
@@ -96,7 +96,7 @@ class MicroclusterDendrogram:
         split = np.flatnonzero(intra_done < self.microcluster_sizes - 1)
         if len(split):
             raw = self._split_microclusters(raw, split, intra_done[split])
-        return _first_appearance_labels(raw)
+        return first_appearance_labels(raw)
 
     def _split_microclusters(self, raw, split, merged_so_far):
         """Microclusters whose internal merges are not all applied yet fall apart.

@@ -5,8 +5,7 @@ entry (:func:`~lwec_tasks.core.auto_k.select_k`,
 :func:`~lwec_tasks.core.auto_k.auto_consensus`). The code is here, below
 :mod:`lwec_tasks.core.lwgp`: ``lwgp(..., n_clusters="auto")`` chooses k with
 :func:`choose_k`, and ``auto_k`` imports ``lwgp``. So LWGP is passed in
-(``lwgp``), and so are the bound and the cuts :func:`choose_k` uses
-(``upper_bound``, ``cut``). LWEA is cut here directly, through
+(``lwgp``), and so are the cuts :func:`choose_k` uses (``cut``). LWEA is cut here directly, through
 :mod:`lwec_tasks.core.lwea_tree`, which is below both.
 """
 
@@ -21,6 +20,7 @@ from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
 from lwec_tasks.core.lwea_tree import lwea_cuts
+from lwec_tasks.core.metrics import partition_scores
 from lwec_tasks.core.validation import check_k_range
 
 DEFAULT_K_MAX = 50
@@ -69,15 +69,15 @@ def k_upper_bound(ensemble: Ensemble, method: str) -> int:
     return int(min(ensemble.n_clusters_total, ensemble.n_microclusters))
 
 
-def default_ks(ensemble, method: str, upper_bound: Callable[[Ensemble, str], int]) -> np.ndarray:
+def default_ks(ensemble, method: str) -> np.ndarray:
     """Candidate ks 2..min(DEFAULT_K_MAX, largest k ``method`` can produce), (C,) int64.
 
-    ``upper_bound(ensemble, method)`` gives that largest k. Raises
+    :func:`k_upper_bound` gives that largest k. Raises
     :class:`LwecInputError` when not even k = 2 is possible (e.g. all label rows
     identical).
     """
     ensemble = as_ensemble(ensemble)
-    upper = min(DEFAULT_K_MAX, upper_bound(ensemble, method))
+    upper = min(DEFAULT_K_MAX, k_upper_bound(ensemble, method))
     if upper < 2:
         raise LwecInputError(
             f"cannot choose k automatically: {check_method(method).upper()} can produce at most "
@@ -86,11 +86,11 @@ def default_ks(ensemble, method: str, upper_bound: Callable[[Ensemble, str], int
     return np.arange(2, upper + 1, dtype=np.int64)
 
 
-def check_ks(ks, ensemble: Ensemble, method: str, upper_bound: Callable[[Ensemble, str], int]) -> np.ndarray:
-    """Validate candidate ``ks``: integers in 2..``upper_bound(ensemble, method)``; returns them sorted and
+def check_ks(ks, ensemble: Ensemble, method: str) -> np.ndarray:
+    """Validate candidate ``ks``: integers in 2..``k_upper_bound(ensemble, method)``; returns them sorted and
     unique, int64 (None: :func:`default_ks`)."""
     if ks is None:
-        return default_ks(ensemble, method, upper_bound)
+        return default_ks(ensemble, method)
     if isinstance(ks, str) or not isinstance(ks, (Sequence, np.ndarray)):
         raise LwecInputError(f"ks must be a sequence of ints, got {ks!r}")
     values = list(np.asarray(ks).ravel()) if isinstance(ks, np.ndarray) else list(ks)
@@ -98,7 +98,7 @@ def check_ks(ks, ensemble: Ensemble, method: str, upper_bound: Callable[[Ensembl
         raise LwecInputError("ks is empty; give at least one k (e.g. range(2, 31))")
     check_k_range(
         values,
-        upper_bound(ensemble, method),
+        k_upper_bound(ensemble, method),
         not_integer="ks must contain integers, got {k!r}",
         below_two="ks must contain only ks >= 2, got {k}",
         above_upper="ks contains {k}, more clusters than {method} can produce here ({upper})",
@@ -179,19 +179,7 @@ def consensus_cuts(ensemble: Ensemble, method: str, ks: np.ndarray, theta: float
 
 def partition_nmi(a: np.ndarray, b: np.ndarray) -> float:
     """Max-normalised NMI, I(a; b) / max(H(a), H(b)), of two labelings (1.0 if both are constant)."""
-    _, a = np.unique(a, return_inverse=True)
-    _, b = np.unique(b, return_inverse=True)
-    n = len(a)
-    ka, kb = int(a.max()) + 1, int(b.max()) + 1
-    joint = np.bincount(a * kb + b, minlength=ka * kb).astype(np.float64)
-    joint = joint[joint > 0] / n
-    pa = np.bincount(a).astype(np.float64) / n
-    pb = np.bincount(b).astype(np.float64) / n
-    ha, hb = -float((pa * np.log(pa)).sum()), -float((pb * np.log(pb)).sum())
-    if max(ha, hb) <= 0.0:
-        return 1.0
-    mutual = float((joint * np.log(joint)).sum()) + ha + hb
-    return max(0.0, mutual) / max(ha, hb)
+    return partition_scores(a, b)[0]
 
 
 def joint_scores(
@@ -222,12 +210,11 @@ def match_scores(cuts: np.ndarray, reference: np.ndarray) -> np.ndarray:
 def choose_k(
     ensemble: Ensemble, method: str, theta: float, ks=None, random_state=None,
     resolution: float = DEFAULT_RESOLUTION, agreement: float = DEFAULT_AGREEMENT, *,
-    upper_bound: Callable[[Ensemble, str], int], cut: Callable[..., np.ndarray], with_labels: bool = True,
+    cut: Callable[..., np.ndarray], with_labels: bool = True,
 ) -> tuple[KSelection, np.ndarray | None]:
     """:func:`lwec_tasks.core.auto_k.auto_consensus` on a checked ``method`` and ``theta`` and an Ensemble.
 
-    ``upper_bound(ensemble, method)`` is :func:`k_upper_bound` and ``cut(ensemble,
-    method, ks, theta, random_state)`` :func:`consensus_cuts`, each bound to LWGP.
+    ``cut(ensemble, method, ks, theta, random_state)`` is :func:`consensus_cuts` bound to LWGP.
     Above ``SELECTION_SAMPLE`` objects k is chosen on :func:`selection_sample`'s objects and the labels
     are ``method``'s cut at that k on every object (None when ``with_labels`` is false).
     Returns (selection, (N,) int64 consensus labels at the chosen k).
@@ -235,15 +222,15 @@ def choose_k(
     sample = selection_sample(ensemble.n_objects, random_state)
     if sample is not None:
         selection, _ = choose_k(Ensemble(ensemble.codes[sample]), method, theta, ks, random_state, resolution,
-                                agreement, upper_bound=upper_bound, cut=cut, with_labels=False)
+                                agreement, cut=cut, with_labels=False)
         if not with_labels:
             return selection, None
         return selection, cut(ensemble, method, np.array([selection.k]), theta, random_state)[:, 0].astype(np.int64)
-    ks = check_ks(ks, ensemble, method, upper_bound)
+    ks = check_ks(ks, ensemble, method)
     other = "lwgp" if method == "lwea" else "lwea"
     if method == "lwea" and random_state is None:
         random_state = 0  # the LWGP cuts LWEA is compared with: deterministic
-    other_ks = ks[ks <= upper_bound(ensemble, other)]  # ks is sorted: a prefix
+    other_ks = ks[ks <= k_upper_bound(ensemble, other)]  # ks is sorted: a prefix
     cuts = cut(ensemble, method, ks, theta, random_state)
     try:
         other_cuts = cut(ensemble, other, other_ks, theta, random_state) if len(other_ks) else None

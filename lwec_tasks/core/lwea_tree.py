@@ -20,7 +20,8 @@ def microcluster_linkage(ensemble: Ensemble, eci: np.ndarray) -> np.ndarray:
     """Size-weighted average linkage of the microclusters on 1 − LWCA, (Ñ − 1, 4) scipy format.
 
     Rows are sorted by merge distance; column 3 counts the microclusters
-    (leaves) under each new node.
+    (leaves) under each new node. ``eci`` (n_c,) may be any cluster weights:
+    M·w_m for every cluster of column m gives EAC's and WEAC's w-weighted co-association.
     """
     condensed = microcluster_distances(ensemble.microcluster_codes, eci, ensemble.n_columns)
     return weighted_average_linkage(condensed, ensemble.microcluster_sizes)

@@ -22,7 +22,7 @@ from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.k_criterion import choose_k, consensus_cuts, k_upper_bound
+from lwec_tasks.core.k_criterion import choose_k, consensus_cuts
 from lwec_tasks.core.memory import ensure_fits
 from lwec_tasks.core.pair_kernels import (
     cluster_graph_dense,
@@ -223,8 +223,7 @@ def lwgp(labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None) ->
     if is_auto(n_clusters):
         # = auto_k.auto_consensus(ensemble, "lwgp", theta, random_state=random_state)[1]; auto_k imports
         # this module, so its machinery (k_criterion, below) is given this function
-        return choose_k(ensemble, "lwgp", theta, random_state=random_state, upper_bound=k_upper_bound,
-                        cut=partial(consensus_cuts, lwgp=lwgp))[1]
+        return choose_k(ensemble, "lwgp", theta, random_state=random_state, cut=partial(consensus_cuts, lwgp=lwgp))[1]
     ks, scalar = check_n_clusters(
         n_clusters,
         upper=ensemble.n_clusters_total,

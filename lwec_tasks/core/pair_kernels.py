@@ -5,28 +5,31 @@ the objects' clusters in one or two base clusterings. These kernels take the
 codes column-major — ``codes_t`` of shape (M, N), int32, C-contiguous, i.e.
 ``Ensemble.codes.T`` — so each pass reads whole columns sequentially, and they
 never build an N × n_c incidence matrix. Work is split over column pairs (the
-M(M+1)/2 pairwise code tables) or over fixed chunks of objects, so results do
-not depend on the number of threads.
+M(M+1)/2 pairwise code tables) or over objects, each writing only its own
+results, so they do not depend on the number of threads.
 """
 
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import numba
 import numpy as np
 import scipy.sparse as sp
 
-# Objects per chunk in the object-parallel kernels (fixed: results must not
-# depend on the thread count).
-_CHUNK = 1 << 16
 # Below this many code visits a kernel runs on one thread: waking the thread
 # pool costs more than it saves (and much more when the other core is busy).
-# Serial and parallel versions give identical results.
+# One thread or many give identical results.
 PARALLEL_MIN_WORK = 20_000_000
 
 
 @numba.njit(cache=True)
 def _pair_of(p, n_columns):
-    """The p-th pair (a, b), a <= b, in the order (0,0), (0,1), ..., (1,1), ..."""
+    """The p-th pair (a, b), a <= b, in the order (0,0), (0,1), ..., (1,1), ...
+
+    The pairs a < b of n columns are those a <= b of n − 1 columns with b + 1.
+    """
+    # prange may hand an unsigned index; int64 + uint64 would type as float64.
     p = np.int64(p)
     a = 0
     row_length = n_columns
@@ -37,23 +40,19 @@ def _pair_of(p, n_columns):
     return a, a + p
 
 
-@numba.njit(cache=True)
-def _strict_pair_of(p, n_columns):
-    """The p-th pair (a, b), a < b, in the order (0,1), (0,2), ..., (1,2), ..."""
-    # prange may hand an unsigned index; int64 + uint64 would type as float64.
-    p = np.int64(p)
-    a = 0
-    row_length = n_columns - 1
-    while p >= row_length:
-        p -= row_length
-        a += 1
-        row_length -= 1
-    return a, a + 1 + p
-
-
-def _parallel_pays(n_objects: int, n_passes: int) -> bool:
-    """Whether a kernel touching n_objects × n_passes codes is worth waking threads for."""
-    return n_objects * n_passes >= PARALLEL_MIN_WORK
+@contextmanager
+def _threads_for(n_objects: int, n_passes: int):
+    """Run the kernels inside on one numba thread unless they touch at least ``PARALLEL_MIN_WORK`` codes
+    (n_objects × n_passes). The setting is per calling thread and restored on exit."""
+    if n_objects * n_passes >= PARALLEL_MIN_WORK:
+        yield
+        return
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 def split_entropy_terms(codes_t, offsets, sizes):
@@ -72,40 +71,27 @@ def split_entropy_terms(codes_t, offsets, sizes):
     The uncertainty H^Π is the sum over axis 0.
     """
     n_columns, n = codes_t.shape
-    kernel = _split_entropy_parallel if _parallel_pays(n, n_columns * (n_columns - 1) // 2) else _split_entropy_serial
-    return kernel(codes_t, offsets, sizes)
-
-
-@numba.njit(cache=True)
-def _split_entropy_pair(codes_t, offsets, sizes, out, p):
-    col_a, col_b = _strict_pair_of(p, codes_t.shape[0])
-    start_a, stop_a = offsets[col_a], offsets[col_a + 1]
-    start_b, stop_b = offsets[col_b], offsets[col_b + 1]
-    _pair_split_entropies(
-        codes_t[col_a],
-        codes_t[col_b],
-        sizes[start_a:stop_a],
-        sizes[start_b:stop_b],
-        out[col_b, start_a:stop_a],
-        out[col_a, start_b:stop_b],
-    )
+    with _threads_for(n, n_columns * (n_columns - 1) // 2):
+        return _split_entropy(codes_t, offsets, sizes)
 
 
 @numba.njit(parallel=True, cache=True)
-def _split_entropy_parallel(codes_t, offsets, sizes):
+def _split_entropy(codes_t, offsets, sizes):
     n_columns = codes_t.shape[0]
     out = np.zeros((n_columns, offsets[n_columns]))
     for p in numba.prange(n_columns * (n_columns - 1) // 2):
-        _split_entropy_pair(codes_t, offsets, sizes, out, p)
-    return out
-
-
-@numba.njit(cache=True)
-def _split_entropy_serial(codes_t, offsets, sizes):
-    n_columns = codes_t.shape[0]
-    out = np.zeros((n_columns, offsets[n_columns]))
-    for p in range(n_columns * (n_columns - 1) // 2):
-        _split_entropy_pair(codes_t, offsets, sizes, out, p)
+        col_a, col_b = _pair_of(p, n_columns - 1)
+        col_b += 1  # the p-th pair a < b
+        start_a, stop_a = offsets[col_a], offsets[col_a + 1]
+        start_b, stop_b = offsets[col_b], offsets[col_b + 1]
+        _pair_split_entropies(
+            codes_t[col_a],
+            codes_t[col_b],
+            sizes[start_a:stop_a],
+            sizes[start_b:stop_b],
+            out[col_b, start_a:stop_a],
+            out[col_a, start_b:stop_b],
+        )
     return out
 
 
@@ -162,31 +148,19 @@ def object_degrees(codes_t, offsets, weights):
     """dx = B·1: (N,) sum over columns of the weight of each object's cluster (ECI for LWGP)."""
     n_columns, n = codes_t.shape
     out = np.empty(n)
-    kernel = _degrees_parallel if _parallel_pays(n, n_columns) else _degrees_serial
-    kernel(codes_t, offsets, weights, out)
+    with _threads_for(n, n_columns):
+        _degrees(codes_t, offsets, weights, out)
     return out
 
 
-@numba.njit(cache=True)
-def _degrees_chunk(codes_t, offsets, weights, out, chunk):
+@numba.njit(parallel=True, cache=True)
+def _degrees(codes_t, offsets, weights, out):
     n_columns, n = codes_t.shape
-    for i in range(chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)):
+    for i in numba.prange(n):
         total = 0.0
         for m in range(n_columns):
             total += weights[offsets[m] + codes_t[m, i]]
         out[i] = total
-
-
-@numba.njit(parallel=True, cache=True)
-def _degrees_parallel(codes_t, offsets, weights, out):
-    for chunk in numba.prange((codes_t.shape[1] + _CHUNK - 1) // _CHUNK):
-        _degrees_chunk(codes_t, offsets, weights, out, chunk)
-
-
-@numba.njit(cache=True)
-def _degrees_serial(codes_t, offsets, weights, out):
-    for chunk in range((codes_t.shape[1] + _CHUNK - 1) // _CHUNK):
-        _degrees_chunk(codes_t, offsets, weights, out, chunk)
 
 
 def cluster_graph_dense(codes_t, offsets, factors, inv_dx):
@@ -199,9 +173,8 @@ def cluster_graph_dense(codes_t, offsets, factors, inv_dx):
     """
     n_columns, n = codes_t.shape
     out = np.zeros((offsets[n_columns], offsets[n_columns]))
-    n_pairs = n_columns * (n_columns + 1) // 2
-    kernel = _graph_parallel if _parallel_pays(n, n_pairs) else _graph_serial
-    kernel(codes_t, offsets, factors, inv_dx, out)
+    with _threads_for(n, n_columns * (n_columns + 1) // 2):
+        _graph(codes_t, offsets, factors, inv_dx, out)
     return out
 
 
@@ -244,28 +217,16 @@ def sparse_cluster_graph(parts: list, offsets, factors) -> sp.csr_matrix:
     return graph
 
 
-@numba.njit(cache=True)
-def _graph_pair(codes_t, offsets, factors, inv_dx, out, p):
-    col_a, col_b = _pair_of(p, codes_t.shape[0])
-    _fill_pair_block(
-        codes_t[col_a], codes_t[col_b], offsets[col_a], offsets[col_b],
-        offsets[col_a + 1] - offsets[col_a], offsets[col_b + 1] - offsets[col_b],
-        col_a == col_b, factors, inv_dx, out,
-    )
-
-
 @numba.njit(parallel=True, cache=True)
-def _graph_parallel(codes_t, offsets, factors, inv_dx, out):
+def _graph(codes_t, offsets, factors, inv_dx, out):
     n_columns = codes_t.shape[0]
     for p in numba.prange(n_columns * (n_columns + 1) // 2):
-        _graph_pair(codes_t, offsets, factors, inv_dx, out, p)
-
-
-@numba.njit(cache=True)
-def _graph_serial(codes_t, offsets, factors, inv_dx, out):
-    n_columns = codes_t.shape[0]
-    for p in range(n_columns * (n_columns + 1) // 2):
-        _graph_pair(codes_t, offsets, factors, inv_dx, out, p)
+        col_a, col_b = _pair_of(p, n_columns)
+        _fill_pair_block(
+            codes_t[col_a], codes_t[col_b], offsets[col_a], offsets[col_b],
+            offsets[col_a + 1] - offsets[col_a], offsets[col_b + 1] - offsets[col_b],
+            col_a == col_b, factors, inv_dx, out,
+        )
 
 
 @numba.njit(cache=True)
@@ -278,21 +239,14 @@ def _fill_pair_block(codes_a, codes_b, off_a, off_b, k_a, k_b, same, factors, in
         for r in range(k_a):
             out[off_a + r, off_a + r] = factors[off_a + r] ** 2 * diagonal[r]
         return
-    block = cluster_pair_block(codes_a, codes_b, k_a, k_b, inv_dx)
+    block = np.zeros((k_a, k_b))  # Σ_{i ∈ c ∩ c'} 1/dx_i
+    for i in range(codes_a.shape[0]):
+        block[codes_a[i], codes_b[i]] += inv_dx[i]
     for r in range(k_a):
         for c in range(k_b):
             value = factors[off_a + r] * factors[off_b + c] * block[r, c]
             out[off_a + r, off_b + c] = value
             out[off_b + c, off_a + r] = value
-
-
-@numba.njit(cache=True)
-def cluster_pair_block(codes_a, codes_b, k_a, k_b, inv_dx):
-    """(k_a, k_b) Σ_{i ∈ c ∩ c'} 1/dx_i for one column pair."""
-    block = np.zeros((k_a, k_b))
-    for i in range(codes_a.shape[0]):
-        block[codes_a[i], codes_b[i]] += inv_dx[i]
-    return block
 
 
 def pair_table(codes_a: np.ndarray, codes_b: np.ndarray, k_a: int, k_b: int,
@@ -340,16 +294,16 @@ def transfer_rows(codes_t, offsets, cluster_vectors, inv_dx, rows=None):
     cluster_vectors = np.ascontiguousarray(cluster_vectors)
     rows = np.arange(codes_t.shape[1], dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     out = np.zeros((rows.shape[0], cluster_vectors.shape[1]))
-    kernel = _transfer_parallel if _parallel_pays(rows.shape[0], codes_t.shape[0]) else _transfer_serial
-    kernel(codes_t, offsets, cluster_vectors, inv_dx, rows, out)
+    with _threads_for(rows.shape[0], codes_t.shape[0]):
+        _transfer(codes_t, offsets, cluster_vectors, inv_dx, rows, out)
     return out
 
 
-@numba.njit(cache=True)
-def _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk):
+@numba.njit(parallel=True, cache=True)
+def _transfer(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
     n_columns = codes_t.shape[0]
     r = cluster_vectors.shape[1]
-    for j in range(chunk * _CHUNK, min(rows.shape[0], (chunk + 1) * _CHUNK)):
+    for j in numba.prange(rows.shape[0]):
         i = rows[j]
         for m in range(n_columns):
             g = offsets[m] + codes_t[m, i]
@@ -358,18 +312,6 @@ def _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
         scale = inv_dx[i]
         for t in range(r):
             out[j, t] *= scale
-
-
-@numba.njit(parallel=True, cache=True)
-def _transfer_parallel(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
-    for chunk in numba.prange((rows.shape[0] + _CHUNK - 1) // _CHUNK):
-        _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
-
-
-@numba.njit(cache=True)
-def _transfer_serial(codes_t, offsets, cluster_vectors, inv_dx, rows, out):
-    for chunk in range((rows.shape[0] + _CHUNK - 1) // _CHUNK):
-        _transfer_chunk(codes_t, offsets, cluster_vectors, inv_dx, rows, out, chunk)
 
 
 def column_major_codes(codes: np.ndarray) -> np.ndarray:

@@ -47,7 +47,7 @@ chain to new rows:
 
 The cluster id written for each consensus cluster is ``cluster_ids[j]``
 (``j`` = 0..k−1 the consensus label).
-Numpy only (scipy optional); no pipeline libraries.
+Numpy and pandas only; no pipeline libraries.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.feature_checks import as_float_features, check_finite_features
@@ -74,10 +75,6 @@ META_FILE = "placement.json"
 #: Guards 1/‖row‖ for an all-zero embedding row (the value of ``lwgp._ROW_NORM_EPS``).
 _ROW_NORM_EPS = 1e-10
 METHODS = ("lwea", "lwgp")
-# Fixed odd multipliers of the microcluster hash (any fixed values work: matches are verified).
-_HASH_MULTIPLIERS = np.random.default_rng(0x1ACE).integers(1, 2**63, size=4096, dtype=np.uint64) * np.uint64(2) + (
-    np.uint64(1)
-)
 
 
 def feature_fingerprint(columns: Sequence[str]) -> str:
@@ -142,7 +139,7 @@ class Placement:
     state: Mapping[str, np.ndarray]
     n_clusters: int
     seed: int | None = None
-    _lookup: tuple | None = field(default=None, init=False, repr=False)
+    _lookup: pd.MultiIndex | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "feature_columns", tuple(str(c) for c in self.feature_columns))
@@ -162,10 +159,7 @@ class Placement:
             raise LwecInputError(f"standardisation has {self.standardisation.mean.shape[0]} columns, features {d}")
         object.__setattr__(self, "cluster_ids", np.asarray(self.cluster_ids, dtype=np.int64))
         if "micro_codes" in self.state:
-            codes = self.state["micro_codes"]
-            keys = _row_hash(codes)
-            order = np.argsort(keys, kind="stable")
-            object.__setattr__(self, "_lookup", (keys[order], order))
+            object.__setattr__(self, "_lookup", pd.MultiIndex.from_arrays(list(self.state["micro_codes"].T)))
 
     # ---- description -------------------------------------------------------------------------------
 
@@ -249,17 +243,11 @@ class Placement:
             scores += self.eci[codes[:, m], None] * shares[codes[:, m]]
         labels = np.argmax(scores, axis=1)
         if self._lookup is not None:
-            found, which = self._find_microclusters(codes)
+            # The training microcluster with exactly these codes, −1 for none.
+            which = self._lookup.get_indexer(pd.MultiIndex.from_arrays(list(codes.T)))
+            found = which >= 0
             labels[found] = self.state["micro_labels"][which[found]]
         return labels
-
-    def _find_microclusters(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        sorted_keys, order = self._lookup
-        keys = _row_hash(codes)
-        position = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-        which = order[position]
-        found = (sorted_keys[position] == keys) & (self.state["micro_codes"][which] == codes).all(axis=1)
-        return found, which
 
     def _check_rows(self, X) -> np.ndarray:
         X = np.asarray(X)
@@ -345,15 +333,3 @@ def lwgp_embedding(codes: np.ndarray, vectors: np.ndarray, eci: np.ndarray) -> n
     rows /= np.sqrt((rows * rows).sum(axis=1, keepdims=True)) + _ROW_NORM_EPS
     return rows
 
-
-def _row_hash(codes: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each row of non-negative integer codes (matches are verified by the caller)."""
-    codes = np.asarray(codes)
-    if codes.shape[1] > len(_HASH_MULTIPLIERS):
-        raise LwecInputError(f"at most {len(_HASH_MULTIPLIERS)} base clusterings are supported")
-    keys = np.zeros(len(codes), dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for m in range(codes.shape[1]):
-            keys ^= (codes[:, m].astype(np.uint64) + np.uint64(1)) * _HASH_MULTIPLIERS[m]
-            keys = (keys << np.uint64(7)) | (keys >> np.uint64(57))
-    return keys

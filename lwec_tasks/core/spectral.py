@@ -9,6 +9,8 @@ import scipy.sparse.csgraph
 import scipy.sparse.linalg
 from threadpoolctl import threadpool_limits
 
+from lwec_tasks.core.dendrogram_cut import first_appearance_labels
+
 # Up to this many clusters a dense eigensolver (LAPACK, exact) is the fastest;
 # above it, ARPACK (Lanczos) computes only the vectors needed.
 DENSE_EIGEN_LIMIT = 2500
@@ -30,10 +32,7 @@ def graph_components(matrix) -> tuple[int, np.ndarray]:
     pattern = sp.csr_matrix(matrix) if not sp.issparse(matrix) else matrix.tocsr()
     pattern.eliminate_zeros()
     count, raw = scipy.sparse.csgraph.connected_components(pattern, directed=False)
-    _, first = np.unique(raw, return_index=True)
-    order = np.empty(count, dtype=np.int64)
-    order[np.argsort(first, kind="stable")] = np.arange(count)
-    return count, order[raw]
+    return count, first_appearance_labels(raw)
 
 
 def unit_eigenvectors(degrees: np.ndarray, component: np.ndarray, n_components: int) -> np.ndarray:

@@ -24,6 +24,7 @@ from lwec_tasks.core.auto_k import auto_consensus
 from lwec_tasks.core.eci import DEFAULT_THETA
 from lwec_tasks.core.ensemble import Ensemble
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.metrics import coded_partition_scores
 from lwec_tasks.core.validation import check_theta
 from lwec_tasks.experiments.pools import Pool
 from lwec_tasks.methods import Method, parse_methods, run_method
@@ -183,48 +184,18 @@ def cut_scores(cuts: np.ndarray, truth: np.ndarray) -> dict[str, np.ndarray]:
     """NMI ("max" normalisation) and ARI of every column of ``cuts`` against ``truth``.
 
     Same values as :func:`lwec_tasks.nmi` / :func:`lwec_tasks.ari`, computed from
-    one contingency table per column (the protocol scores 2 × |ks| × methods
-    labelings per run, which dominates its time on large pools otherwise).
+    one contingency table per column (:func:`~lwec_tasks.core.metrics.coded_partition_scores`:
+    the protocol scores 2 × |ks| × methods labelings per run, which dominates its
+    time on large pools otherwise).
 
     Returns
     -------
     {"nmi": (len(ks),), "ari": (len(ks),)}
     """
     _, truth_codes = np.unique(truth, return_inverse=True)
-    n = len(truth_codes)
-    n_truth = int(truth_codes.max()) + 1
-    truth_sizes = np.bincount(truth_codes).astype(np.float64)
-    out = {"nmi": np.empty(cuts.shape[1]), "ari": np.empty(cuts.shape[1])}
-    for j in range(cuts.shape[1]):
-        _, codes = np.unique(cuts[:, j], return_inverse=True)
-        n_cut = int(codes.max()) + 1
-        table = np.bincount(codes * n_truth + truth_codes, minlength=n_cut * n_truth).astype(np.float64)
-        cut_sizes = np.bincount(codes).astype(np.float64)
-        out["nmi"][j] = _nmi_max(table[table > 0], cut_sizes, truth_sizes, n)
-        out["ari"][j] = _ari(table, cut_sizes, truth_sizes, n)
-    return out
-
-
-def _entropy(sizes: np.ndarray, n: int) -> float:
-    p = sizes[sizes > 0] / n
-    return float(-(p * np.log(p)).sum())
-
-
-def _nmi_max(joint: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> float:
-    if len(a) == len(b) == 1:
-        return 1.0  # both labelings are a single cluster (scikit-learn's convention)
-    h_a, h_b = _entropy(a, n), _entropy(b, n)
-    h_joint = _entropy(joint, n)
-    mi = max(h_a + h_b - h_joint, 0.0)
-    return 0.0 if mi == 0 else mi / max(h_a, h_b)
-
-
-def _ari(table: np.ndarray, a: np.ndarray, b: np.ndarray, n: int) -> float:
-    pairs = lambda x: float((x * (x - 1)).sum() / 2)  # noqa: E731
-    both, in_a, in_b = pairs(table), pairs(a), pairs(b)
-    expected = in_a * in_b / (n * (n - 1) / 2)
-    denominator = (in_a + in_b) / 2 - expected
-    return 1.0 if denominator == 0 else (both - expected) / denominator
+    scores = np.array([coded_partition_scores(np.unique(cuts[:, j], return_inverse=True)[1], truth_codes)
+                       for j in range(cuts.shape[1])]).reshape(-1, 2)
+    return {"nmi": scores[:, 0], "ari": scores[:, 1]}
 
 
 def _record(record: dict, cuts: np.ndarray, ks: list[int], truth: np.ndarray, seconds: float) -> None:

@@ -277,11 +277,6 @@ def _sweep(name: str) -> Sweep:
         raise LwecInputError(f"unknown sweep {name!r}; one of {', '.join(SWEEPS)}") from None
 
 
-def sweep_figure_paths(sweep: str, out_dir: str | Path) -> list[Path]:
-    """``<metric>_vs_<x>.png`` for every metric (NMI, ARI) of ``sweep``."""
-    return [Path(out_dir, f"{metric}_vs_{_sweep(sweep).x}.png") for metric in METRICS]
-
-
 def sweep_pool(sweep: str, source: str | Path, values: Sequence[float], *, methods: str | Sequence[str],
                runs: int = 20, ensemble_size: int = 10, theta: float = DEFAULT_THETA, seed: int = 0,
                ks: Sequence[int] | str = DEFAULT_KS, progress: Callable[[str], None] | None = None) -> list[dict]:
@@ -297,10 +292,12 @@ def sweep_pool(sweep: str, source: str | Path, values: Sequence[float], *, metho
 
 
 def write_sweep(sweep: str, rows: list[dict], out_dir: str | Path) -> StudyOutput:
-    """Write ``<stem>.csv``, ``<stem>.json`` and the NMI and ARI figures of ``sweep`` in ``out_dir``."""
+    """Write ``<stem>.csv``, ``<stem>.json`` and the NMI and ARI figures ``<metric>_vs_<x>.png`` of ``sweep``
+    in ``out_dir``."""
     kind = _sweep(sweep)
     files = list(write_rows(rows, out_dir, kind.stem))
-    for metric, path in zip(METRICS, sweep_figure_paths(sweep, out_dir)):
+    for metric in METRICS:
+        path = Path(out_dir, f"{metric}_vs_{kind.x}.png")
         files.append(plot_sweep(rows, kind.x, path, metric=metric, log_x=kind.log_x))
     names = ", ".join(path.name for path in files if path.suffix != ".json")
     return StudyOutput(files, len(rows), f"{kind.label}: {len(rows)} rows → {names}")

@@ -28,7 +28,7 @@ from lwec_tasks.core.lwgp import lwgp
 
 def default_ks(ensemble, method):
     """The candidate ks :func:`~lwec_tasks.core.auto_k.select_k` searches by default."""
-    return default_ks_within(ensemble, method, k_upper_bound)
+    return default_ks_within(ensemble, method)
 
 
 def planted_ensemble(k_star: int, seed: int, n_columns: int = 10, noise: float = 0.05):
@@ -230,12 +230,12 @@ def test_lwgp_takes_the_cut_closest_to_the_lwea_cut_at_the_joint_choice():
 
 
 def test_lwgp_keeps_the_joint_choice_when_lwea_cannot_cut_there(monkeypatch):
-    from lwec_tasks.core import auto_k
+    from lwec_tasks.core import auto_k, k_criterion
     from lwec_tasks.core.eci import ensemble_eci
 
-    real_bound = auto_k.k_upper_bound
+    real_bound = k_criterion.k_upper_bound
     # pretend LWEA can produce only k <= 3 (as LWGP can exceed LWEA's bound on large inputs)
-    monkeypatch.setattr(auto_k, "k_upper_bound", lambda e, m: 3 if m == "lwea" else real_bound(e, m))
+    monkeypatch.setattr(k_criterion, "k_upper_bound", lambda e, m: 3 if m == "lwea" else real_bound(e, m))
     labels, _ = planted_ensemble(5, 4)
     ensemble = Ensemble(labels)
     selection = select_k(labels, "lwgp", random_state=1)
