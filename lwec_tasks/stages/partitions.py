@@ -27,7 +27,6 @@ from lwec_tasks.core.pair_kernels import object_degrees
 from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import mask_url, open_shared_engine
-from lwec_tasks.io.errors import database_error
 from lwec_tasks.io.features import id_values, numeric_column
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import append_labels
@@ -261,30 +260,24 @@ class PreviousOverlap:
 
 def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, labels_table: str, run_key: str,
                      k: int) -> PreviousOverlap:
-    """Read the earlier run's labels of the partition's id range from the labels table and count the objects
-    per (new label in 0..k−1, earlier label) pair, matching objects by id."""
-    from lwec_tasks.io.history import labels_table_clause
-
-    table = labels_table_clause(labels_table)
-    statement = sa.select(table.c.id, table.c.label).where(
-        table.c.run_key == run_key, table.c.source_table == spec.table, *id_range(table, "id", spec.low, spec.high))
+    """Read the earlier run's labels of the partition's id range from the labels table (by the fast path, as
+    the partition itself was read) and count the objects per (new label in 0..k−1, earlier label) pair,
+    matching objects by id."""
     engine = open_shared_engine(spec.database_url)
     try:
-        with engine.connect() as connection:
-            rows = connection.execute(statement).all()
-    except sa.exc.DBAPIError as error:
-        raise database_error(engine, error, f"read the earlier run's labels of {spec}") from None
+        stored = describe_source(engine, labels_table)
+        table = stored.table
+        earlier_rows = read_rows(engine, stored, ["id", "label"], exact_columns=["id"], where=[
+            table.c.run_key == run_key, table.c.source_table == spec.table,
+            *id_range(table, "id", spec.low, spec.high)])
     finally:
         engine.dispose()
-    if not rows or not len(keys.ids):
+    if not len(earlier_rows) or not len(keys.ids):
         return PreviousOverlap(np.zeros(0, dtype=np.int64), np.zeros((k, 0), dtype=np.int64))
-    earlier_ids = np.empty(len(rows), dtype=object)
-    earlier_ids[:] = [row[0] for row in rows]
-    ids, earlier_ids = matchable_ids(keys.ids, earlier_ids)
+    ids, earlier_ids = matchable_ids(keys.ids, earlier_rows["id"].to_numpy())
     where = pd.Index(ids).get_indexer(pd.Index(earlier_ids))
     found = where >= 0
-    earlier_labels = np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows))[found]
-    earlier, codes = np.unique(earlier_labels, return_inverse=True)
+    earlier, codes = np.unique(earlier_rows["label"].to_numpy(dtype=np.int64)[found], return_inverse=True)
     new = np.asarray(labels, dtype=np.int64)[where[found]]
     counts = np.bincount(new * len(earlier) + codes, minlength=k * len(earlier)).reshape(k, len(earlier))
     return PreviousOverlap(earlier, counts)

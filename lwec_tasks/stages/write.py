@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import sqlalchemy as sa
 
@@ -33,11 +34,15 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str, run: 
     try:
         pending = begin_run(engine, output_table, id_type, run)
         try:
-            writes = [session.submit(part.write_partition, table.database_url, pending.target, keys, values,
-                                     pending.append_run, name="write")
-                      for keys, values in zip(table.keys, labels)]
+            append = partial(part.write_partition, table.database_url, pending.target)
+            if engine.dialect.name == "sqlite":  # one writer at a time: in this process, one partition after another
+                writes = [session.submit(append, keys, values, pending.append_run, name="write")
+                          for keys, values in zip(table.keys, labels)]
+            else:
+                writes = session.map(append, table.keys, labels, run=pending.append_run, name="write")
             Progress(log, "write labels").wait(writes, rows=table.counts, settle=True)
-            written, pruned = finish_run(engine, pending, run, table.n_rows, keep_runs=keep_runs,
+            appended = sum(session.gather(writes))
+            written, pruned = finish_run(engine, pending, run, table.n_rows, appended, keep_runs=keep_runs,
                                          skip_unchanged=True)
         except BaseException:
             discard_run(engine, pending)

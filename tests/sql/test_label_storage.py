@@ -230,12 +230,12 @@ def test_an_unchanged_rerun_keeps_the_stored_run(engine, tables):
     from lwec_tasks.io.staging import append_to
 
     append_to(engine, pending.target, rows.ids[::-1], rows.labels[::-1], pending.append_run)
-    assert finish_run(engine, pending, rows, 50, skip_unchanged=True) == (0, [])
+    assert finish_run(engine, pending, rows, 50, 50, skip_unchanged=True) == (0, [])
     assert stored_runs(engine, name) == runs and stored_rows(engine, name) == contents
     changed = rows_for("nightly", np.arange(50), (np.arange(50) + 1) % 3)
     pending = begin_run(engine, name, sa.BigInteger(), changed)
     append_to(engine, pending.target, changed.ids, changed.labels, pending.append_run)
-    assert finish_run(engine, pending, changed, 50, skip_unchanged=True) == (50, [])
+    assert finish_run(engine, pending, changed, 50, 50, skip_unchanged=True) == (50, [])
     assert [run for run, *_ in stored_runs(engine, name)] == [pending.run]
 
 

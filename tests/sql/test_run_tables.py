@@ -126,7 +126,7 @@ def test_a_run_is_written_to_an_unindexed_table_that_publishing_keys_and_attache
     chatty = sa.create_engine(engine.url, connect_args={"options": "-c client_min_messages=debug1"})
     sa.event.listen(chatty, "connect", lambda connection, _: connection.add_notice_handler(
         lambda notice: notices.append(notice.message_primary)))
-    staging.finish_run(chatty, pending, rows, 100)
+    staging.finish_run(chatty, pending, rows, 100, 100)
     chatty.dispose()
     # The table's own CHECK proves the partition bound: attaching it scans nothing ("verifying table" otherwise).
     assert f'partition constraint for table "{name.name}" is implied by existing constraints' in notices

@@ -159,7 +159,7 @@ def write_run(engine, db_url, out, kind, key, parts, expected=None):
     pending = begin_run(engine, out, ID_TYPES[kind], run_metadata(key))
     try:
         written = sum(append_labels(db_url, pending.target, ids, labels, pending.append_run) for ids, labels in parts)
-        return finish_run(engine, pending, run_metadata(key), written if expected is None else expected)
+        return finish_run(engine, pending, run_metadata(key), written if expected is None else expected, written)
     except BaseException:
         discard_run(engine, pending)
         raise
