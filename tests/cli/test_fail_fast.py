@@ -132,9 +132,9 @@ def test_an_unreachable_dask_scheduler_is_one_line_naming_it_before_prefect_star
 
 
 @pytest.mark.slow
-def test_a_failure_inside_the_flow_is_the_last_line_after_prefect_stops(tmp_path):
-    """Missing feature values are found while the flow reads the table: Prefect has started, and its
-    temporary server's goodbye comes before the error, which is the last line of the whole output."""
+def test_a_failure_met_while_reading_ahead_is_the_last_line_after_prefect_stops(tmp_path):
+    """Missing feature values are found while the table is read, as Prefect's temporary server starts: no flow
+    run begins, the server's goodbye comes before the error, which is the last line of the whole output."""
     url = f"sqlite:///{tmp_path / 'gaps.db'}"
     frame = blobs_frame(n=60)
     frame.loc[5, "f1"] = float("nan")
@@ -151,9 +151,10 @@ def test_a_failure_inside_the_flow_is_the_last_line_after_prefect_stops(tmp_path
     stopping = [i for i, line in enumerate(lines) if "Stopping temporary server" in line]
     assert stopping and stopping[-1] < len(lines) - 1
     assert "Traceback" not in output
+    assert "Beginning flow run" not in output
     # The temporary server started for the run is gone with it.
-    (address,) = {line.split("Temporary server on ")[1].split()[0] for line in lines
-                  if "Temporary server on " in line}
+    (address,) = {line.split("Stopping temporary server on ")[1].split()[0] for line in lines
+                  if "Stopping temporary server on " in line}
     host, port = address.removeprefix("http://").split(":")
     with pytest.raises(OSError), socket.create_connection((host, int(port)), timeout=2):
         pass
