@@ -11,7 +11,8 @@ from mlflow import MlflowClient
 
 from flows.consensus import consensus_flow
 from helpers.blobs import blobs_run_parameters, write_blobs_table
-from helpers.pipeline import expected_labels, read_labels, unique
+from helpers.pipeline import drop_labels_table, expected_labels, read_labels, unique
+from helpers.wide_labels import label_table_schema
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 
@@ -55,6 +56,33 @@ def test_a_later_run_keeps_the_cluster_ids_of_the_earlier_one(blobs, mlflow_stor
     assert logged.tags["lwec.aligned_to_run_key"] == first["run_key"]
     assert logged.metrics["id_agreement_with_previous_run"] == pytest.approx(agreement)
     assert first["ids_aligned_to"] is None
+
+
+def test_ids_align_to_a_run_in_a_wide_labels_table_of_an_earlier_release(blobs, mlflow_store):
+    """The earlier run is read from a wide labels table (not converted yet: the write converts it after the
+    renumbering): the ids agree with it as they would with the same run in the current storage."""
+    url, frame = blobs
+    first = run(url, mlflow_store, seed=3)
+    earlier = read_labels(url, first["output_table"], first["run_key"])
+    engine = sa.create_engine(url)
+    wide = label_table_schema(first["output_table"], sa.BigInteger())
+    with engine.begin() as connection:
+        drop_labels_table(connection, first["output_table"])
+        wide.create(connection)
+        connection.execute(sa.insert(wide), [
+            dict(run_key=first["run_key"], id=int(i), label=int(label), k=4, method="lwea", theta=0.4,
+                 ensemble_size=6, seed=3, source_table="blobs", flow_run_id=None, written_at=pd.Timestamp.now("UTC"))
+            for i, label in zip(earlier["id"], earlier["label"])])
+    engine.dispose()
+
+    second = run(url, mlflow_store, seed=4)
+    later = read_labels(url, second["output_table"], second["run_key"]).set_index("id")["label"]
+    previous = earlier.set_index("id")["label"].loc[later.index].to_numpy()
+    raw = expected_labels(frame, FEATURES, k=4, ensemble_size=6, seed=4).loc[later.index].to_numpy()
+    best, agreement = best_renumbering(raw, previous)
+    np.testing.assert_array_equal(later.to_numpy(), best)
+    assert second["ids_aligned_to"] == first["run_key"]
+    assert second["id_agreement"] == pytest.approx(agreement)
 
 
 def test_stable_ids_off_writes_the_consensus_numbering(blobs, mlflow_store):
