@@ -6,6 +6,7 @@ import numpy as np
 
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import open_engine
+from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.consensus import PartitionedLabels
 from lwec_tasks.stages.planning import earlier_run_ids
@@ -39,13 +40,14 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
     engine = open_engine(table.database_url)
     try:
         earlier = earlier_run_ids(engine, output_table, source_table, run_key)
+        stored = None if earlier is None else describe_source(engine, output_table)
     finally:
         engine.dispose()
     if earlier is None:
         log.info("No earlier run of table %r in %r: cluster ids are 0..%d", source_table, output_table, k - 1)
         return labels, StableIds(np.arange(k, dtype=np.int64))
     overlaps = session.map(part.previous_overlap, table.specs, table.keys, labels.labels, name="earlier-overlap",
-                           labels_table=output_table, run_key=earlier.run_key, k=k)
+                           stored=stored, run_key=earlier.run_key, k=k)
     Progress(log, f"overlap with run {earlier.run_key!r}").wait(overlaps, rows=table.counts)
     parts = session.gather(overlaps)
     previous_ids = np.union1d(earlier.cluster_ids, np.concatenate([p.earlier for p in parts] + [np.zeros(0, int)]))

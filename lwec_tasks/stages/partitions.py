@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_limits
 from lwec_tasks.core import pair_kernels
 from lwec_tasks.core.label_placement import canonical_labels
 from lwec_tasks.core.pair_kernels import object_degrees
-from lwec_tasks.io.catalog import describe_source
+from lwec_tasks.io.catalog import SourceTable, describe_source
 from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import mask_url, open_shared_engine
 from lwec_tasks.io.features import id_values, numeric_column
@@ -258,15 +258,14 @@ class PreviousOverlap:
     counts: np.ndarray
 
 
-def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, labels_table: str, run_key: str,
+def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, stored: SourceTable, run_key: str,
                      k: int) -> PreviousOverlap:
-    """Read the earlier run's labels of the partition's id range from the labels table (by the fast path, as
-    the partition itself was read) and count the objects per (new label in 0..k−1, earlier label) pair,
-    matching objects by id."""
+    """Read the earlier run's labels of the partition's id range from the labels table ``stored`` (reflected
+    once by the flow) by the fast path, as the partition itself was read, and count the objects per (new label
+    in 0..k−1, earlier label) pair, matching objects by id."""
+    table = stored.table
     engine = open_shared_engine(spec.database_url)
     try:
-        stored = describe_source(engine, labels_table)
-        table = stored.table
         earlier_rows = read_rows(engine, stored, ["id", "label"], exact_columns=["id"], where=[
             table.c.run_key == run_key, table.c.source_table == spec.table,
             *id_range(table, "id", spec.low, spec.high)])
