@@ -253,10 +253,11 @@ def pair_table(codes_a: np.ndarray, codes_b: np.ndarray, k_a: int, k_b: int,
                weights: np.ndarray | None = None) -> sp.csr_matrix:
     """(k_a, k_b) sparse table: entry (r, c) = Σ weight of the rows in cluster r of a and c of b (count by default).
 
-    Rows are visited in order, so the result does not depend on anything but the rows.
+    Rows are visited in order, so the result does not depend on anything but the rows. Integer weights (or
+    none) give an int64 table.
     """
     keys = codes_a.astype(np.int64) * k_b + codes_b
-    dtype = np.int64 if weights is None else np.float64
+    dtype = np.int64 if weights is None or np.asarray(weights).dtype.kind in "iu" else np.float64
     if k_a * k_b <= max(4 * len(keys), 1 << 16):
         sums = np.bincount(keys, weights=weights, minlength=k_a * k_b)
         present = np.flatnonzero(sums)

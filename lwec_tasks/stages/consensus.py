@@ -25,13 +25,7 @@ from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import (
-    add_tables,
-    agreement_from_contingency,
-    merge_microclusters,
-    microcluster_index,
-    microclusters_of,
-)
+from lwec_tasks.stages.reductions import agreement_from_contingency, microcluster_graph_blocks
 from lwec_tasks.stages.whole_table import check_lwea_fits, lwea_on_microclusters, lwgp_on_microclusters
 
 
@@ -62,30 +56,6 @@ def sample_labels(table: PartitionedTable, labels: PartitionedLabels, positions:
                                    "picture-labels").result(), dtype=np.int64)
 
 
-class _Microclusters:
-    """The microcluster table (a future), its size and each partition's row → microcluster index (futures)."""
-
-    def __init__(self, table, size: int, index: list):
-        self.table, self.size, self.index = table, size, index
-
-
-def _microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log, for_lwea: bool) -> _Microclusters:
-    """The distinct label rows with their counts (a distributed group-by) and each row's microcluster."""
-    session = table.session
-    parts = session.map(microclusters_of, ensemble.codes, name="microclusters", radices=np.diff(ensemble.offsets))
-    progress = Progress(log, "microclusters")
-    progress.wait(parts, rows=table.counts)
-    if for_lwea:
-        largest = max(session.gather(session.map(len, parts, name="count")))
-        session.submit(check_lwea_fits, largest, name="memory-check").result()
-    merged = tree_reduce(session, parts, merge_microclusters, "microclusters-merge")
-    size = int(session.submit(len, merged, name="count").result())
-    index = session.map(microcluster_index, ensemble.codes, name="micro-index", table=merged)
-    ensemble.n_microclusters = size
-    log.info("Found %d microclusters (distinct label rows) among %d rows", size, table.n_rows)
-    return _Microclusters(merged, size, index)
-
-
 def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, k: int, seed: int | None,
                 log) -> PartitionedLabels:
     """LWGP as the library's :func:`lwec_tasks.core.lwgp.lwgp` computes it: the Tcut eigenproblem on the reduced
@@ -93,19 +63,15 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     partition looks its rows' labels up."""
     session = table.session
     check_n_clusters(k, upper=ensemble.n_clusters_total, upper_name="the number of clusters in the ensemble")
-    micro = _microclusters(table, ensemble, log, for_lwea=False)
+    micro = ensemble.micro
     check_n_clusters(k, upper=micro.size, upper_name="the number of distinct label rows (microclusters)")
     if not np.all(eci > 0):
         raise LwecInputError(
             f"theta is too small: the ECI of {int(np.sum(eci == 0))} of {len(eci)} clusters underflows to 0, "
             "leaving objects without links in the bipartite graph; use a larger theta")
     factors = np.sqrt(eci / ensemble.cluster_sizes)
-    blocks = session.map(part.graph_blocks, ensemble.codes, name="graph", offsets=ensemble.offsets,
-                         eci=session.share(eci))
-    graph = session.submit(sparse_cluster_graph, tree_reduce(session, blocks, add_tables, "graph-sum"),
-                           ensemble.offsets, factors, name="graph-assemble")
-    Progress(log, "cluster graph").wait(blocks, rows=table.counts)
-    graph = graph.result()
+    blocks = session.submit(microcluster_graph_blocks, micro.table, ensemble.offsets, eci, name="graph")
+    graph = session.submit(sparse_cluster_graph, blocks, ensemble.offsets, factors, name="graph-assemble").result()
     started = time.perf_counter()
     cluster_vectors, n_components = lwgp_core.graph_cluster_vectors(graph, eci, ensemble.cluster_sizes, int(k))
     log.info("Solved the %d × %d cluster graph's eigenproblem (%d non-zeros, %d components) in %.2f s",
@@ -132,7 +98,8 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     not fit in a worker's memory.
     """
     session = table.session
-    micro = _microclusters(table, ensemble, log, for_lwea=True)
+    micro = ensemble.micro
+    session.submit(check_lwea_fits, micro.size, name="memory-check").result()
     check_n_clusters(k, upper=micro.size, upper_name="the number of microclusters")
     started = time.perf_counter()
     cut = session.submit(lwea_on_microclusters, micro.table, ensemble.offsets, eci, int(k), table.n_rows,

@@ -2,10 +2,13 @@
 
 Which rows each model is fitted on depends only on N and the seed (:mod:`lwec_tasks.stages.base_clusterings`);
 the executor gathers those rows from the partitions, fits the models and assigns every partition. ECI comes
-from the pairwise contingency tables summed over the partitions.
+from the pairwise contingency tables, counted over the microclusters (distinct label rows, found per partition
+and merged).
 """
 
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
@@ -15,7 +18,14 @@ from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.base_clusterings import base_plan, fit_base_model
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import add_tables, pair_tables, split_entropy_terms
+from lwec_tasks.stages.reductions import (
+    add_tables,
+    merge_microclusters,
+    microcluster_index,
+    microcluster_pair_tables,
+    microclusters_of,
+    split_entropy_terms,
+)
 
 #: Rows kept (a seeded uniform sample) for the cluster map, at most.
 PICTURE_SAMPLE = 2_000
@@ -24,12 +34,13 @@ PICTURE_SAMPLE = 2_000
 class PartitionedEnsemble:
     """The base clusterings: ``codes`` (futures of (M, n_p) int32 per-column codes) and what the local
     Ensemble knows about its clusters (``ks``, ``offsets``, ``cluster_sizes``, ``cluster_label``,
-    ``cluster_column``); ``n_microclusters`` once they are counted; for the cluster map ``sample`` (S,) the
-    sorted table positions of a seeded sample of S ≤ :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d)
-    their features as clustered."""
+    ``cluster_column``); ``n_microclusters`` and ``micro`` (:class:`FoundMicroclusters`) once they are found;
+    for the cluster map ``sample`` (S,) the sorted table positions of a seeded sample of S ≤
+    :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d) their features as clustered."""
 
     def __init__(self, **values):
         self.n_microclusters = None
+        self.micro = None
         self.__dict__.update(values)
 
     @property
@@ -113,14 +124,38 @@ def picture_positions(positions: np.ndarray, seed: int | None) -> np.ndarray:
     return np.asarray(positions, dtype=np.int64)[np.sort(chosen)]
 
 
+class FoundMicroclusters:
+    """The merged microcluster table (a future of :class:`~lwec_tasks.stages.reductions.Microclusters`), its size
+    and each partition's row → microcluster index (futures of (n_p,) int64)."""
+
+    def __init__(self, table, size: int, index: list):
+        self.table, self.size, self.index = table, size, index
+
+
+def find_microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log) -> FoundMicroclusters:
+    """The distinct label rows with their counts (a group-by per partition, merged by a tree reduction) and
+    each row's microcluster; kept as ``ensemble.micro``."""
+    session = table.session
+    located = session.map(microclusters_of, ensemble.codes, name="microclusters", radices=np.diff(ensemble.offsets))
+    Progress(log, "microclusters").wait(located, rows=table.counts)
+    parts = session.map(operator.itemgetter(0), located, name="microcluster-table")
+    merged = tree_reduce(session, parts, merge_microclusters, "microclusters-merge")
+    size = int(session.submit(len, merged, name="count").result())
+    index = session.map(microcluster_index, located, name="micro-index", table=merged)
+    ensemble.n_microclusters = size
+    ensemble.micro = FoundMicroclusters(merged, size, index)
+    log.info("Found %d microclusters (distinct label rows) among %d rows", size, table.n_rows)
+    return ensemble.micro
+
+
 def reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: float,
                 log) -> tuple[np.ndarray, np.ndarray]:
-    """(uncertainty H^Π, ECI) of every base cluster, from the summed pairwise contingency tables."""
+    """(uncertainty H^Π, ECI) of every base cluster, from the pairwise contingency tables counted over the
+    microclusters (:func:`find_microclusters`, which the consensus then uses)."""
     session = table.session
-    tables = session.map(pair_tables, ensemble.codes, name="contingency", ks=ensemble.ks)
-    total = tree_reduce(session, tables, add_tables, "contingency-sum")
-    terms = session.submit(split_entropy_terms, total, ensemble.offsets, ensemble.cluster_sizes, name="entropies")
-    Progress(log, "contingency tables").wait(tables, rows=table.counts)
+    micro = find_microclusters(table, ensemble, log)
+    tables = session.submit(microcluster_pair_tables, micro.table, ensemble.ks, name="contingency")
+    terms = session.submit(split_entropy_terms, tables, ensemble.offsets, ensemble.cluster_sizes, name="entropies")
     uncertainty = terms.result().sum(axis=0)
     eci = eci_from_uncertainty(uncertainty, theta, ensemble.n_columns)
     log.info("ECI (θ=%g) over %d clusters: min %.3f, median %.3f, max %.3f", theta, len(eci), eci.min(),

@@ -21,9 +21,7 @@ import pandas as pd
 import sqlalchemy as sa
 from threadpoolctl import threadpool_limits
 
-from lwec_tasks.core import pair_kernels
 from lwec_tasks.core.label_placement import canonical_labels
-from lwec_tasks.core.pair_kernels import object_degrees
 from lwec_tasks.io.catalog import SourceTable, describe_source
 from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import mask_url, open_shared_engine
@@ -189,12 +187,6 @@ def column_sizes(codes_t: np.ndarray, ks: np.ndarray) -> list[np.ndarray]:
 def compact_codes(codes_t: np.ndarray, lookups: list[np.ndarray]) -> np.ndarray:
     """Renumber each column's labels to 0..n_m − 1 (drops labels no row has) with per-column lookups."""
     return np.stack([lookup[codes_t[m]] for m, lookup in enumerate(lookups)]).astype(np.int32)
-
-
-def graph_blocks(codes_t: np.ndarray, offsets: np.ndarray, eci: np.ndarray) -> list:
-    """The partition's share of the cluster graph (:func:`lwec_tasks.core.pair_kernels.graph_blocks` with
-    1/dx, dx = Σ_m ECI of each row's cluster in column m); the lists sum element-wise over partitions."""
-    return pair_kernels.graph_blocks(codes_t, offsets, 1.0 / object_degrees(codes_t, offsets, eci))
 
 
 def take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from lwec_tasks.core.pair_kernels import column_pairs, pair_table, row_split_entropy
+from lwec_tasks.core.pair_kernels import column_pairs, graph_blocks, object_degrees, pair_table, row_split_entropy
 
 # --- column moments (standardisation, k-means tolerance) ---------------------------------------------------
 
@@ -144,16 +144,19 @@ def row_keys(codes_t: np.ndarray, radices: np.ndarray | None) -> np.ndarray | No
     return keys
 
 
-def microclusters_of(codes_t: np.ndarray, radices: np.ndarray | None = None) -> Microclusters:
-    """The distinct rows of the (M, n) codes with their counts; ``radices`` (M,) the clusters per column
-    (optional: with them, rows are found by integer keys, several times faster)."""
+def microclusters_of(codes_t: np.ndarray, radices: np.ndarray | None = None) -> tuple[Microclusters, np.ndarray]:
+    """The distinct rows of the (M, n) codes with their counts, and each row's index into them, (n,) int64;
+    ``radices`` (M,) the clusters per column (optional: with them, rows are found by integer keys, several
+    times faster)."""
     keys = row_keys(codes_t, radices)
     if keys is None:
-        rows, counts = np.unique(np.ascontiguousarray(codes_t.T), axis=0, return_counts=True)
-        return Microclusters(rows.astype(np.int32), counts.astype(np.int64))
-    unique, first, counts = np.unique(keys, return_index=True, return_counts=True)
-    return Microclusters(np.ascontiguousarray(codes_t[:, first].T, dtype=np.int32), counts.astype(np.int64),
-                         np.asarray(radices), unique)
+        rows, inverse, counts = np.unique(np.ascontiguousarray(codes_t.T), axis=0, return_inverse=True,
+                                          return_counts=True)
+        return Microclusters(rows.astype(np.int32), counts.astype(np.int64)), inverse.ravel().astype(np.int64)
+    unique, first, inverse, counts = np.unique(keys, return_index=True, return_inverse=True, return_counts=True)
+    table = Microclusters(np.ascontiguousarray(codes_t[:, first].T, dtype=np.int32), counts.astype(np.int64),
+                          np.asarray(radices), unique)
+    return table, inverse.astype(np.int64)
 
 
 def merge_microclusters(*parts: Microclusters) -> Microclusters:
@@ -175,11 +178,28 @@ def _row_records(rows: np.ndarray) -> np.ndarray:
     return rows.view(np.dtype([(f"c{m}", np.int32) for m in range(rows.shape[1])])).ravel()
 
 
-def microcluster_index(codes_t: np.ndarray, table: Microclusters) -> np.ndarray:
-    """(n,) index into ``table`` of each row of the (M, n) codes (every row must be in the table)."""
-    if table.keys is not None:
-        return np.searchsorted(table.keys, row_keys(codes_t, table.radices)).astype(np.int64)
-    return np.searchsorted(_row_records(table.rows), _row_records(codes_t.T)).astype(np.int64)
+def microcluster_index(located: tuple[Microclusters, np.ndarray], table: Microclusters) -> np.ndarray:
+    """(n,) index into the merged ``table`` of each row of a partition, from that partition's own microclusters
+    and rows' indices into them (``located``, as :func:`microclusters_of` returns them)."""
+    own, inverse = located
+    if table.keys is not None and own.keys is not None:
+        places = np.searchsorted(table.keys, own.keys)
+    else:
+        places = np.searchsorted(_row_records(table.rows), _row_records(own.rows))
+    return places[inverse]
+
+
+def microcluster_pair_tables(table: Microclusters, ks: np.ndarray) -> list[sp.csr_matrix]:
+    """The pairwise contingency tables of the objects (:func:`pair_tables`), counted over the microclusters:
+    each distinct label row stands for its count of objects, so the tables equal those of all the rows."""
+    return pair_tables(np.ascontiguousarray(table.rows.T), ks, table.counts)
+
+
+def microcluster_graph_blocks(table: Microclusters, offsets: np.ndarray, eci: np.ndarray) -> list:
+    """The cluster graph's sums over all objects (:func:`lwec_tasks.core.pair_kernels.graph_blocks`), counted
+    over the microclusters: the objects of one distinct label row share 1/dx, dx = Σ_m ECI of their clusters."""
+    codes_t = np.ascontiguousarray(table.rows.T)
+    return graph_blocks(codes_t, offsets, table.counts / object_degrees(codes_t, offsets, eci))
 
 
 # --- agreement with ground truth from a contingency table -----------------------------------------------------

@@ -21,7 +21,9 @@ from lwec_tasks.stages.reductions import (
     add_tables,
     agreement_from_contingency,
     merge_microclusters,
+    microcluster_graph_blocks,
     microcluster_index,
+    microcluster_pair_tables,
     microclusters_of,
     pair_table,
     pair_tables,
@@ -53,11 +55,24 @@ def test_uncertainty_from_summed_partition_tables_is_bit_identical(ensemble):
     np.testing.assert_array_equal(terms.sum(axis=0), ensemble_uncertainty(ensemble))
 
 
-def test_cluster_graph_from_partition_blocks_equals_the_local_one(ensemble):
+def test_contingency_tables_counted_over_the_microclusters_are_those_of_the_rows(ensemble):
+    ks = ensemble.n_clusters_per_column
+    merged = merge_microclusters(*[microclusters_of(c, ks)[0] for c in chunks(ensemble)])
+    over_micro = microcluster_pair_tables(merged, ks)
+    over_rows = pair_tables(np.ascontiguousarray(ensemble.codes.T), ks)
+    for table, expected in zip(over_micro, over_rows):
+        assert table.dtype == np.int64
+        np.testing.assert_array_equal(table.toarray(), expected.toarray())
+    terms = split_entropy_terms(over_micro, ensemble.offsets, ensemble.cluster_sizes)
+    np.testing.assert_array_equal(terms.sum(axis=0), ensemble_uncertainty(ensemble))
+
+
+def test_cluster_graph_over_the_merged_microclusters_equals_the_local_one(ensemble):
     eci = np.linspace(0.2, 1.0, ensemble.n_clusters_total)
-    parts = [part.graph_blocks(c, ensemble.offsets, eci) for c in chunks(ensemble)]
+    radices = ensemble.n_clusters_per_column
+    merged = merge_microclusters(*[microclusters_of(c, radices)[0] for c in chunks(ensemble)])
     factors = np.sqrt(eci / ensemble.cluster_sizes)
-    graph = sparse_cluster_graph(add_tables(*parts), ensemble.offsets, factors)
+    graph = sparse_cluster_graph(microcluster_graph_blocks(merged, ensemble.offsets, eci), ensemble.offsets, factors)
     local, _ = normalised_cluster_graph(ensemble, eci)
     np.testing.assert_allclose(graph.toarray(), local, rtol=1e-12, atol=1e-15)
 
@@ -75,11 +90,12 @@ def test_pair_table_dense_and_sparse_counting_agree(k_b):
 @pytest.mark.parametrize("by_keys", [True, False], ids=["integer-keys", "row-records"])
 def test_microclusters_merge_in_the_local_order_and_index_every_row(ensemble, by_keys):
     radices = ensemble.n_clusters_per_column if by_keys else None
-    merged = merge_microclusters(*[microclusters_of(c, radices) for c in chunks(ensemble)])
+    located = [microclusters_of(c, radices) for c in chunks(ensemble)]
+    merged = merge_microclusters(*[table for table, _ in located])
     assert (merged.keys is not None) == by_keys
     np.testing.assert_array_equal(merged.counts, ensemble.microcluster_sizes)
     np.testing.assert_array_equal(merged.rows, ensemble.codes[ensemble.microcluster_representative])
-    index = np.concatenate([microcluster_index(c, merged) for c in chunks(ensemble)])
+    index = np.concatenate([microcluster_index(own, merged) for own in located])
     np.testing.assert_array_equal(index, ensemble.microcluster_of)
 
 
@@ -94,13 +110,14 @@ def test_lwea_on_microclusters_with_row_mapping_equals_lwea():
     X, _ = make_blobs(3000, n_features=4, centers=4, cluster_std=3, random_state=2)
     ensemble = Ensemble(generate_base_clusterings(StandardScaler().fit_transform(X), 6, random_state=3))
     codes = chunks_of(ensemble, [0, 1000, 1700, 3000])
-    merged = merge_microclusters(*[microclusters_of(c) for c in codes])
+    located = [microclusters_of(c) for c in codes]
+    merged = merge_microclusters(*[table for table, _ in located])
     eci = ensemble_eci(ensemble, 0.05)
     offsets = np.array([0, 1000, 1700])
     for k in (4, 8, 12):
         leaf, split, kept, linkage = lwea_on_microclusters(merged, ensemble.offsets, eci, k, ensemble.n_objects)
         np.testing.assert_allclose(linkage, microcluster_linkage(ensemble, eci))  # the dendrogram figure's input
-        index = [microcluster_index(c, merged) for c in codes]
+        index = [microcluster_index(own, merged) for own in located]
         counts = np.array([part.split_counts(i, split) for i in index]).reshape(len(codes), len(split))
         before = np.vstack([np.zeros((1, len(split)), np.int64), np.cumsum(counts, axis=0)[:-1]])
         raw = np.concatenate([part.lwea_raw_ids(i, leaf, split, kept, before[p], offsets[p], len(merged))
@@ -243,13 +260,17 @@ def test_integer_keys_find_the_same_microclusters_as_row_comparison(data):
     codes_t = np.stack([rng.integers(0, min(r, 4), n) for r in radices]).astype(np.int32)
     cut = data.draw(st.integers(0, n))
     parts = [codes_t[:, :cut], codes_t[:, cut:]]
-    by_keys = merge_microclusters(*[microclusters_of(c, radices) for c in parts])
-    by_rows = merge_microclusters(*[microclusters_of(c) for c in parts])
+    keyed = [microclusters_of(c, radices) for c in parts]
+    compared = [microclusters_of(c) for c in parts]
+    by_keys = merge_microclusters(*[table for table, _ in keyed])
+    by_rows = merge_microclusters(*[table for table, _ in compared])
     np.testing.assert_array_equal(by_keys.rows, by_rows.rows)
     np.testing.assert_array_equal(by_keys.counts, by_rows.counts)
     assert (by_keys.keys is None) == (np.prod(radices.astype(float)) >= 2.0**62)
-    for c in parts:
-        np.testing.assert_array_equal(microcluster_index(c, by_keys), microcluster_index(c, by_rows))
+    for own_keyed, own_compared, c in zip(keyed, compared, parts):
+        index = microcluster_index(own_keyed, by_keys)
+        np.testing.assert_array_equal(index, microcluster_index(own_compared, by_rows))
+        np.testing.assert_array_equal(by_rows.rows[index], c.T)  # every row points at its own label row
 
 
 def test_progress_logs_no_timing_for_work_the_in_process_executor_has_already_done():
