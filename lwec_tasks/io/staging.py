@@ -8,8 +8,10 @@ while the rows arrive (:mod:`lwec_tasks.io.run_tables`), elsewhere the rows
 table — from the flow or from Dask workers, each in one transaction. They are
 invisible until :func:`finish_run` publishes the run in one transaction
 (attaching its table as a partition of the rows table, replacing the earlier
-run of its run key, pruning old runs) — or finds it unchanged and drops it.
-:func:`discard_run` removes a run that failed.
+run of its run key, pruning old runs). :func:`discard_run` removes a run
+that failed. A rerun first asks :func:`published_run_matching` which stored
+run may already hold its labels; when they are all there, nothing is written
+and only :func:`prune_unchanged_run` applies.
 
 Rows are appended by ADBC bulk ingestion — ``adbc-driver-postgresql``
 (binary ``COPY``) for PostgreSQL, ``adbc-driver-sqlite`` for SQLite files —
@@ -32,6 +34,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled
+from lwec_tasks.io.catalog import NARROW, labels_layout
 from lwec_tasks.io.connection import open_shared_engine
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
@@ -259,29 +262,43 @@ def copy_staged(engine: sa.Engine, pending: PendingRun) -> None:
         connection.execute(statement)
 
 
-def run_unchanged(connection: sa.Connection, pending: PendingRun, run: RunMetadata, n_rows: int) -> bool:
-    """Whether the published run of ``run.run_key`` has ``run``'s parameters (k, method, θ, M, seed, source
-    table) and exactly the pending run's ``n_rows`` (id, label) rows, which must all be appended. One small
-    query on the runs table; the rows are compared (one join in the database) only when the parameters and
-    the row count agree. Changes nothing."""
-    runs = runs_clause(pending.output_table)
-    stored = (runs.c.k, runs.c.method, runs.c.theta, runs.c.ensemble_size, runs.c.seed, runs.c.source_table,
-              runs.c.row_count)
+def published_run_matching(engine: sa.Engine, output_table: str, run: RunMetadata, n_rows: int) -> int | None:
+    """The number (the runs table's ``run``) of the published run of ``run.run_key`` in ``output_table`` when it
+    has ``run``'s parameters (k, method, θ, M, seed, source table) and ``n_rows`` rows: the one run a rerun may
+    find its labels in, to be compared row by row before anything is written. None otherwise, also when the
+    storage does not exist yet or is a wide table of an earlier release. One small query on the runs table;
+    changes nothing."""
+    with database_errors(engine, f"read the runs of table {output_table!r}"), engine.connect() as connection:
+        if labels_layout(connection, output_table) != NARROW:
+            return None
+        runs = runs_clause(output_table)
+        stored = (runs.c.k, runs.c.method, runs.c.theta, runs.c.ensemble_size, runs.c.seed, runs.c.source_table,
+                  runs.c.row_count)
+        earlier = connection.execute(sa.select(runs.c.run, *stored).where(
+            runs.c.run_key == run.run_key, published_runs(runs)).limit(2)).all()
     wanted = (int(run.k), run.method, float(run.theta), int(run.ensemble_size),
               None if run.seed is None else int(run.seed), run.source_table, n_rows)
-    earlier = connection.execute(sa.select(runs.c.run, *stored).where(
-        runs.c.run_key == run.run_key, published_runs(runs)).limit(2)).all()
     if len(earlier) != 1 or tuple(earlier[0][1:]) != wanted:
-        return False
-    old = rows_clause(pending.output_table).alias("old")
-    new = rows_clause(pending.output_table, pending.rows).alias("new")
-    same = (sa.select(sa.func.count()).select_from(old.join(new, old.c.id == new.c.id))
-            .where(old.c.run == earlier[0].run, new.c.run == pending.run, old.c.label == new.c.label))
-    return connection.execute(same).scalar_one() == n_rows
+        return None
+    return int(earlier[0].run)
+
+
+def prune_unchanged_run(engine: sa.Engine, output_table: str, run: RunMetadata, keep_runs: int | None) -> list[str]:
+    """What a rerun whose labels are stored already (:func:`published_run_matching`, then compared) changes
+    instead of writing them: with ``keep_runs`` (None: nothing) the runs of ``run.source_table`` beyond the
+    ``keep_runs`` most recent, the stored run of ``run.run_key`` among them, are deleted in one transaction
+    taken as :func:`finish_run` takes it (:func:`lwec_tasks.io.history.prune_runs`). Returns the deleted run
+    keys, most recent first."""
+    if keep_runs is None:
+        return []
+    keep_runs = check_keep(keep_runs, "keep_runs")
+    with database_errors(engine, f"delete old runs from table {output_table!r}"), engine.begin() as connection:
+        begin_writing(connection, output_table)
+        return prune_runs(connection, output_table, run.source_table, keep_runs, keep_run_key=run.run_key)
 
 
 def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expected_rows: int, appended: int,
-               keep_runs: int | None = None, skip_unchanged: bool = False) -> tuple[int, list[str]]:
+               keep_runs: int | None = None) -> tuple[int, list[str]]:
     """Publish the pending run in one transaction: the rows its appends reported, ``appended``, must equal
     ``expected_rows`` (else RuntimeError, nothing changes); the earlier run of ``run.run_key`` is deleted
     (and unpublished runs of that key begun before this one, left by writers that never finished), the run
@@ -289,10 +306,6 @@ def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expecte
     stamped ``written_at`` now, and with ``keep_runs`` (default None: keep every run) the runs of
     ``run.source_table`` beyond the ``keep_runs`` most recent, this one included, are deleted
     (:func:`lwec_tasks.io.history.prune_runs`).
-
-    With ``skip_unchanged`` (default False), when the published run of this run key already holds exactly
-    these rows with the same parameters (a rerun), the pending run is dropped instead, nothing else changes
-    but the pruning, and 0 rows are reported.
 
     Returns (rows published, run keys deleted by the pruning, most recent first). A staging table
     (:attr:`PendingRun.staged`) is copied into the run's table first and left for the caller to drop. On
@@ -315,24 +328,19 @@ def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expecte
         index_run_rows(connection, pending.output_table, pending.run)  # not under the lock of begin_writing
     with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
         begin_writing(connection, pending.output_table)
-        inserted = appended
         # Earlier attempts at this run key that never finished (a killed process) go too.
         abandoned = connection.execute(sa.select(runs.c.run).where(
             runs.c.run_key == run.run_key, runs.c.published == sa.false(), runs.c.run < pending.run)).scalars().all()
         delete_runs(connection, pending.output_table, list(abandoned))
-        if skip_unchanged and run_unchanged(connection, pending, run, inserted):
-            delete_runs(connection, pending.output_table, [pending.run])
-            inserted = 0
-        else:
-            earlier = connection.execute(sa.select(runs.c.run).where(
-                runs.c.run_key == run.run_key, published_runs(runs))).scalars().all()
-            delete_runs(connection, pending.output_table, list(earlier))
-            attach_run_rows(connection, pending.output_table, pending.run)
-            connection.execute(sa.update(runs).where(runs.c.run == pending.run).values(
-                published=True, row_count=inserted, written_at=run.column_values()["written_at"]))
+        earlier = connection.execute(sa.select(runs.c.run).where(
+            runs.c.run_key == run.run_key, published_runs(runs))).scalars().all()
+        delete_runs(connection, pending.output_table, list(earlier))
+        attach_run_rows(connection, pending.output_table, pending.run)
+        connection.execute(sa.update(runs).where(runs.c.run == pending.run).values(
+            published=True, row_count=appended, written_at=run.column_values()["written_at"]))
         pruned = [] if keep_runs is None else prune_runs(connection, pending.output_table, run.source_table,
                                                          keep_runs, keep_run_key=run.run_key)
-    return inserted, pruned
+    return appended, pruned
 
 
 def discard_run(engine: sa.Engine, pending: PendingRun) -> None:

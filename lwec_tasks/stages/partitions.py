@@ -274,6 +274,32 @@ def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarra
     return PreviousOverlap(earlier, counts)
 
 
+def stored_labels_equal(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, stored: SourceTable,
+                        run: int) -> bool:
+    """Whether run ``run`` of the labels' rows table ``stored`` (reflected once by the flow) holds in the
+    partition's id range exactly the partition's (n,) ids with their (n,) ``labels``, no more, no fewer. Its
+    rows are read by the fast path, as the partition itself was read, and matched by id (:func:`matchable_ids`);
+    the row order does not matter."""
+    table = stored.table
+    engine = open_shared_engine(spec.database_url)
+    try:
+        stored_rows = read_rows(engine, stored, ["id", "label"], exact_columns=["id"], where=[
+            table.c.run == run, *id_range(table, "id", spec.low, spec.high)])
+    finally:
+        engine.dispose()
+    if len(stored_rows) != len(keys.ids):
+        return False
+    if not len(stored_rows):
+        return True
+    ids, stored_ids = matchable_ids(keys.ids, stored_rows["id"].to_numpy())
+    # Ids are unique on both sides: with equal counts, every stored id found means the same set of ids.
+    positions = pd.Index(ids).get_indexer(pd.Index(stored_ids))
+    if (positions < 0).any():
+        return False
+    return bool(np.array_equal(np.asarray(labels, dtype=np.int64)[positions],
+                               stored_rows["label"].to_numpy(dtype=np.int64)))
+
+
 def matchable_ids(ids: np.ndarray, earlier_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Both runs' ids (N,) and (M,) in a form the matching compares: as they are when they are numbers or
     strings; otherwise (``uuid`` values, decimals, integers beyond 64 bits) both as their canonical text,

@@ -9,8 +9,17 @@ import sqlalchemy as sa
 
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import ensure_latest_view, open_engine
+from lwec_tasks.io.catalog import describe_source
+from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.io.run_metadata import RunMetadata
-from lwec_tasks.io.staging import begin_run, discard_run, drop_table_quietly, finish_run
+from lwec_tasks.io.staging import (
+    begin_run,
+    discard_run,
+    drop_table_quietly,
+    finish_run,
+    prune_unchanged_run,
+    published_run_matching,
+)
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.read import PartitionedTable
 
@@ -25,42 +34,74 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str, run: 
     Afterwards the view ``<output_table>_latest`` is created if missing.
 
     When the labels table already holds exactly these rows under this run key, with the same parameters
-    (a rerun after a failure further on, e.g. at the MLflow step), the new rows are dropped and 0 is returned.
+    (a rerun after a failure further on, e.g. at the MLflow step; :func:`labels_already_stored`), nothing is
+    written, only the pruning of ``keep_runs`` applies, and 0 is returned.
     """
-    session = table.session
-    id_type = table.id_type if table.id_type is not None else sa.BigInteger()
     engine = open_engine(table.database_url)
     started = time.perf_counter()
     try:
-        pending = begin_run(engine, output_table, id_type, run)
-        try:
-            append = partial(part.write_partition, table.database_url, pending.target)
-            if engine.dialect.name == "sqlite":  # one writer at a time: in this process, one partition after another
-                writes = [session.submit(append, keys, values, pending.append_run, name="write")
-                          for keys, values in zip(table.keys, labels)]
-            else:
-                writes = session.map(append, table.keys, labels, run=pending.append_run, name="write")
-            Progress(log, "write labels").wait(writes, rows=table.counts, settle=True)
-            appended = sum(session.gather(writes))
-            written, pruned = finish_run(engine, pending, run, table.n_rows, appended, keep_runs=keep_runs,
-                                         skip_unchanged=True)
-        except BaseException:
-            discard_run(engine, pending)
-            raise
-        if pending.staged:
-            drop_table_quietly(engine, pending.target)
-        elapsed = time.perf_counter() - started
-        if not written:
-            log.info("Labels for run key %r already in table %r; not rewritten (checked in %.2f s)", run.run_key,
-                     output_table, elapsed)
+        if labels_already_stored(table, labels, output_table, run, engine, log):
+            written = 0
+            pruned = prune_unchanged_run(engine, output_table, run, keep_runs)
+            log.info("Labels for run key %r already in table %r; not rewritten (checked in %.2f s)%s", run.run_key,
+                     output_table, time.perf_counter() - started, pruned_note(pruned, run, keep_runs))
         else:
+            written, pruned = append_and_publish(table, labels, output_table, run, engine, log, keep_runs)
+            elapsed = time.perf_counter() - started
             log.info("Wrote %d labels to table %r in %.2f s (%.0f rows/s; run key %r, an earlier run of this key "
                      "replaced in one transaction)%s", written, output_table, elapsed,
-                     written / max(elapsed, 1e-9), run.run_key,
-                     f"; deleted {len(pruned)} run(s) of {run.source_table!r} beyond the latest {keep_runs}"
-                     if pruned else "")
+                     written / max(elapsed, 1e-9), run.run_key, pruned_note(pruned, run, keep_runs))
         view = ensure_latest_view(engine, output_table)
     finally:
         engine.dispose()
     log.info("View %r shows the latest run of each source table in %r", view, output_table)
     return written
+
+
+def labels_already_stored(table: PartitionedTable, labels: list, output_table: str, run: RunMetadata,
+                          engine: sa.Engine, log) -> bool:
+    """Whether the published run of ``run.run_key`` in ``output_table`` holds exactly the partitions' ``labels``
+    (one handle of (n_p,) ids per partition) with ``run``'s parameters. One small query on the runs table
+    (:func:`lwec_tasks.io.staging.published_run_matching`) decides for a new run key or other parameters;
+    only when they agree does each partition read that run's rows of its id range and compare them
+    (:func:`lwec_tasks.stages.partitions.stored_labels_equal`). Changes nothing."""
+    stored_run = published_run_matching(engine, output_table, run, table.n_rows)
+    if stored_run is None:
+        return False
+    stored = describe_source(engine, str(storage_names(output_table).rows))
+    equal = table.session.map(part.stored_labels_equal, table.specs, table.keys, labels, name="compare-stored",
+                              stored=stored, run=stored_run)
+    Progress(log, f"compare with the stored labels of run key {run.run_key!r}").wait(equal, rows=table.counts)
+    return all(table.session.gather(equal))
+
+
+def append_and_publish(table: PartitionedTable, labels: list, output_table: str, run: RunMetadata,
+                       engine: sa.Engine, log, keep_runs: int | None) -> tuple[int, list[str]]:
+    """Append the partitions' ``labels`` under a new run and publish it (:func:`write_labels`); returns (rows
+    published, run keys deleted by the pruning). On failure the new run is discarded and the error raised."""
+    session = table.session
+    id_type = table.id_type if table.id_type is not None else sa.BigInteger()
+    pending = begin_run(engine, output_table, id_type, run)
+    try:
+        append = partial(part.write_partition, table.database_url, pending.target)
+        if engine.dialect.name == "sqlite":  # one writer at a time: in this process, one partition after another
+            writes = [session.submit(append, keys, values, pending.append_run, name="write")
+                      for keys, values in zip(table.keys, labels)]
+        else:
+            writes = session.map(append, table.keys, labels, run=pending.append_run, name="write")
+        Progress(log, "write labels").wait(writes, rows=table.counts, settle=True)
+        appended = sum(session.gather(writes))
+        published = finish_run(engine, pending, run, table.n_rows, appended, keep_runs=keep_runs)
+    except BaseException:
+        discard_run(engine, pending)
+        raise
+    if pending.staged:
+        drop_table_quietly(engine, pending.target)
+    return published
+
+
+def pruned_note(pruned: list[str], run: RunMetadata, keep_runs: int | None) -> str:
+    """The end of the write's log line naming the runs the pruning deleted; empty when none."""
+    if not pruned:
+        return ""
+    return f"; deleted {len(pruned)} run(s) of {run.source_table!r} beyond the latest {keep_runs}"

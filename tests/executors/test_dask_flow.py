@@ -201,6 +201,9 @@ def test_a_failing_worker_leaves_the_labels_table_as_it_was(prefect_server, mlfl
         assert connection.exec_driver_sql("select count(*) from kept_labels_rows").scalar_one() == 20_000
         assert connection.exec_driver_sql("select count(*) from kept_labels_runs").scalar_one() == 1
     engine.dispose()
+    # Rerun as it was: the workers find the stored labels in their id ranges, and nothing is written.
+    assert consensus_flow(**parameters)["rows_written"] == 0
+    assert labels_of(small_table, "kept_labels", "kept").equals(before)
 
 
 def test_lwea_beyond_a_workers_memory_is_refused(prefect_server, mlflow_store, dask_scheduler, dask_client,

@@ -1,6 +1,6 @@
 """The labels storage (a runs table, a rows table, the views ``<labels>`` and ``<labels>_latest``) on SQLite files and
 the PostgreSQL test server: queries of the wide table of earlier releases give the same rows after its conversion,
-which keeps every row in one transaction; runs are replaced, pruned, left unchanged and tagged with MLflow ids."""
+which keeps every row in one transaction; runs are replaced, pruned and tagged with MLflow ids."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from lwec_tasks.io.history import (
     record_mlflow_run,
 )
 from lwec_tasks.io.label_storage import VIEW_COLUMNS, storage_names
-from lwec_tasks.io.staging import begin_run, finish_run
+from lwec_tasks.io.staging import begin_run
 
 assert HISTORY_WIDE == WIDE
 
@@ -219,24 +219,6 @@ def test_a_rerun_replaces_its_run_and_pruning_leaves_no_rows_behind(engine, tabl
     assert prune_runs(engine, name, "features", keep=1) == ["b"]
     assert [key for _, key, _, _ in stored_runs(engine, name)] == ["a"]
     assert [(id_, label) for _, id_, label in stored_rows(engine, name)] == [(4, 2)]
-
-
-def test_an_unchanged_rerun_keeps_the_stored_run(engine, tables):
-    name = tables()
-    rows = rows_for("nightly", np.arange(50), np.arange(50) % 3)
-    write_labels(engine, name, rows)
-    runs, contents = stored_runs(engine, name), stored_rows(engine, name)
-    pending = begin_run(engine, name, sa.BigInteger(), rows)
-    from lwec_tasks.io.staging import append_to
-
-    append_to(engine, pending.target, rows.ids[::-1], rows.labels[::-1], pending.append_run)
-    assert finish_run(engine, pending, rows, 50, 50, skip_unchanged=True) == (0, [])
-    assert stored_runs(engine, name) == runs and stored_rows(engine, name) == contents
-    changed = rows_for("nightly", np.arange(50), (np.arange(50) + 1) % 3)
-    pending = begin_run(engine, name, sa.BigInteger(), changed)
-    append_to(engine, pending.target, changed.ids, changed.labels, pending.append_run)
-    assert finish_run(engine, pending, changed, 50, 50, skip_unchanged=True) == (50, [])
-    assert [run for run, *_ in stored_runs(engine, name)] == [pending.run]
 
 
 def test_an_unpublished_run_is_invisible(engine, tables):
