@@ -9,8 +9,9 @@ the database server's own work is not counted) of the whole read and summary, of
 alone (the Arrow table, :func:`lwec_tasks.io.bulk_read._read_postgres` / ``_read_sqlite``) and of the
 rest: the frame, the feature matrix, the checks and the moments, which is lwec's own share.
 
-With ``--numpy`` it also times the pure numpy steps on a random (rows, features) matrix: column-wise
-copies into a row-major matrix, the row-wise finite check and :meth:`Moments.of`.
+With ``--numpy`` it also times the pure numpy steps on a random (rows, features) matrix, each next to the
+plain numpy way: the feature matrix (against column-wise copies), the finite check (against
+``np.isfinite(X).all(axis=1)``) and :meth:`Moments.of` (against numpy's mean and squared deviations).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ import re
 import time
 
 import numpy as np
+import pandas as pd
 import sqlalchemy as sa
 
 from lwec_tasks.io import bulk_read
 from lwec_tasks.io.catalog import describe_source
+from lwec_tasks.io.features import feature_matrix
 from lwec_tasks.stages import partitions
 from lwec_tasks.stages.reductions import Moments
 
@@ -105,8 +108,12 @@ def time_numpy(n_rows: int, n_features: int, repeats: int = 5) -> None:
         for j, column in enumerate(columns):
             matrix[:, j] = column
 
+    frame = pd.DataFrame({f"f{j}": column for j, column in enumerate(columns)}, copy=False)
     clock("column-wise copies into (n, d)", column_copies)
+    clock("feature_matrix (blocks of rows)", lambda: feature_matrix(frame, list(frame.columns)))
     clock("np.isfinite(X).all(axis=1)", lambda: np.isfinite(X).all(axis=1))
+    clock("finite_rows (column sums first)", lambda: partitions.finite_rows(X))
+    clock("X.mean, ((X - mean) ** 2).sum", lambda: ((X - X.mean(axis=0)) ** 2).sum(axis=0))
     clock("Moments.of(X)", lambda: Moments.of(X))
 
 
