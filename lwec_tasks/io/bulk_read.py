@@ -174,7 +174,8 @@ def _frame(arrow, columns: Sequence[str], uuids: Collection[str], chunk_size: in
             data[name] = column.to_pandas()
         elif pa.types.is_integer(kind) or pa.types.is_float64(kind):
             values = column.to_pandas().to_numpy()  # integers with NULLs: float64 with NaN, as pandas reads them
-            data[name] = values.astype(np.int64) if values.dtype.kind in "iu" else values
+            # int64 columns as they are (no second copy), narrower ones widened as pandas reads them
+            data[name] = values.astype(np.int64, copy=False) if values.dtype.kind in "iu" else values
         else:
             return None
     return pd.DataFrame(data, copy=False)

@@ -25,11 +25,11 @@ from lwec_tasks.core.label_placement import canonical_labels
 from lwec_tasks.io.catalog import SourceTable, describe_source
 from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import mask_url, open_shared_engine
-from lwec_tasks.io.features import id_values, numeric_column
+from lwec_tasks.io.features import feature_matrix, id_values
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
-from lwec_tasks.stages.reductions import Moments
+from lwec_tasks.stages.reductions import Moments, column_sums
 
 
 @dataclass(frozen=True)
@@ -126,9 +126,7 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
                           exact_columns=[spec.id_column] if spec.id_column else [], where=where)
     finally:
         engine.dispose()
-    X = np.empty((len(frame), len(spec.feature_columns)))
-    for j, name in enumerate(spec.feature_columns):
-        X[:, j] = numeric_column(frame[name], name)
+    X = feature_matrix(frame, spec.feature_columns)
     if spec.id_column is None:
         ids = np.arange(len(frame), dtype=np.int64)
     else:
@@ -138,16 +136,31 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
     base_labels = tuple(canonical_labels(frame[name].to_numpy()) for name in spec.base_columns)
     del frame
     n_read = len(X)
-    finite = np.isfinite(X).all(axis=1)
-    if finite.all():
+    finite = finite_rows(X)
+    if finite is None:
         nan_counts = inf_counts = np.zeros(X.shape[1], dtype=np.int64)
+        n_nonfinite = 0
     else:
         nan_counts, inf_counts = np.isnan(X).sum(axis=0), np.isinf(X).sum(axis=0)
-    if spec.drop_nonfinite and not finite.all():
-        X, ids = X[finite], ids[finite]
-        truth = truth[finite] if truth is not None else None
-    return PartitionRows(ids, truth, np.ascontiguousarray(X), n_read, n_read - len(X), int(n_read - finite.sum()),
-                         nan_counts, inf_counts, distinct, base_labels)
+        n_nonfinite = int(n_read - finite.sum())
+        if spec.drop_nonfinite:
+            X, ids = X[finite], ids[finite]
+            truth = truth[finite] if truth is not None else None
+    return PartitionRows(ids, truth, X, n_read, n_read - len(X), n_nonfinite, nan_counts, inf_counts, distinct,
+                         base_labels)
+
+
+def finite_rows(X: np.ndarray) -> np.ndarray | None:
+    """(n,) bool, whether each row of the row-major float64 X (n, d) is finite throughout; None when all are.
+
+    A NaN or ±inf makes its column's sum NaN or ±inf, so finite column sums (one pass, no temporary) show
+    that every value is finite; only otherwise (a non-finite value, or finite ones whose sum overflows) are
+    the rows checked one by one.
+    """
+    if np.isfinite(column_sums(X)).all():
+        return None
+    finite = np.isfinite(X).all(axis=1)
+    return None if finite.all() else finite
 
 
 def summarise(rows: PartitionRows) -> PartitionSummary:

@@ -30,8 +30,19 @@ class Moments:
 
     @classmethod
     def of(cls, X: np.ndarray) -> Moments:
+        """The moments of the rows of X (n, d): mean = X.mean(axis=0), M2 = ((X - mean) ** 2).sum(axis=0).
+
+        A row-major float64 X of two or more columns (a partition's features) is summed by
+        :func:`column_sums` and :func:`squared_deviation_sums`, one pass each without numpy's two (n, d)
+        temporaries: they add the rows in order, as numpy does along the first axis of such an array, so the
+        values are the same bit for bit. numpy sums a single column (or a column-major array) pairwise;
+        those go through numpy itself.
+        """
         if len(X) == 0:
             return cls(0, np.zeros(X.shape[1]), np.zeros(X.shape[1]))
+        if X.dtype == np.float64 and X.ndim == 2 and X.shape[1] > 1 and X.flags.c_contiguous:
+            mean = column_sums(X) / len(X)
+            return cls(len(X), mean, squared_deviation_sums(X, mean))
         mean = X.mean(axis=0)
         return cls(len(X), mean, ((X - mean) ** 2).sum(axis=0))
 
@@ -49,6 +60,29 @@ class Moments:
     def variance(self) -> np.ndarray:
         """Population variance (ddof 0), as scikit-learn's scalers and k-means use."""
         return self.m2 / self.n
+
+
+@numba.njit(cache=True)
+def column_sums(X: np.ndarray) -> np.ndarray:
+    """(d,) sum of each column of the row-major (n, d) X, adding the rows in order from 0.0 (numpy's
+    ``X.sum(axis=0)`` on such an array when d > 1, bit for bit)."""
+    sums = np.zeros(X.shape[1])
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            sums[j] += X[i, j]
+    return sums
+
+
+@numba.njit(cache=True)
+def squared_deviation_sums(X: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """(d,) Σ_i (X[i, j] − mean[j])² of the row-major (n, d) X, adding the rows in order (numpy's
+    ``((X - mean) ** 2).sum(axis=0)`` when d > 1, bit for bit, without its temporaries)."""
+    sums = np.zeros(X.shape[1])
+    for i in range(X.shape[0]):
+        for j in range(X.shape[1]):
+            deviation = X[i, j] - mean[j]
+            sums[j] += deviation * deviation
+    return sums
 
 
 def standard_scale(moments: Moments) -> np.ndarray:
