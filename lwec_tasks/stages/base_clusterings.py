@@ -15,10 +15,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn import config_context
 from sklearn.cluster import KMeans
 from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core import base_clusterings as local_rule
+from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.seeds import base_seed, derived_seed
 
 
@@ -66,9 +68,15 @@ def fit_base_model(sample: np.ndarray, k: int, seed: int, *, rows: np.ndarray, p
 
 
 def assign_base_labels(X: np.ndarray, models: list[KMeans]) -> np.ndarray:
-    """(M, n) int32: each row's nearest centre in every model; X is (n, d) standardised."""
+    """(M, n) int32: each row's nearest centre in every model; X is (n, d) standardised, finite (LwecInputError
+    otherwise)."""
+    # X is checked once here rather than by each of the M predicts (a pass over X each); a sum of finite
+    # values is finite unless it overflows.
+    if not np.isfinite(X.sum()) and not np.isfinite(X).all():
+        raise LwecInputError("standardised features hold a NaN or ±inf value; the base clusterings cannot "
+                             "assign such rows")
     codes = np.empty((len(models), len(X)), dtype=np.int32)
-    with threadpool_limits(1):
+    with threadpool_limits(1), config_context(assume_finite=True):
         for m, model in enumerate(models):
             codes[m] = model.predict(X)
     return codes

@@ -203,6 +203,20 @@ def test_base_clusterings_from_partitions_equal_the_local_ones(monkeypatch, n_ro
     assert (len(positions) < n_rows) == (n_rows > 1000)
 
 
+def test_assignment_refuses_non_finite_rows_and_takes_finite_rows_whose_sum_overflows():
+    from sklearn.cluster import KMeans
+
+    from lwec_tasks.core.errors import LwecInputError
+
+    X = np.array([[0.0, 1.0], [1.0, 0.0], [5.0, 5.0], [6.0, 5.0]])
+    model = KMeans(2, n_init=1, random_state=0).fit(X)
+    huge = np.array([[1e308, 0.0], [1e308, 0.0], [0.0, 1.0]])  # finite, but the sum overflows to inf
+    np.testing.assert_array_equal(assign_base_labels(huge, [model])[0], model.predict(huge))
+    for bad in (np.nan, np.inf):
+        with pytest.raises(LwecInputError, match="NaN or ±inf"):
+            assign_base_labels(np.vstack([X, [bad, 0.0]]), [model])
+
+
 @settings(max_examples=40, deadline=None)
 @given(n_rows=st.integers(2, 5000), n_clusterings=st.integers(1, 6), seed=st.integers(0, 2**31),
        large_n=st.integers(1, 200))
