@@ -7,9 +7,10 @@ import numpy as np
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import open_engine
 from lwec_tasks.io.catalog import describe_source
+from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.consensus import PartitionedLabels
-from lwec_tasks.stages.planning import earlier_run_ids
+from lwec_tasks.stages.planning import earlier_run
 from lwec_tasks.stages.read import PartitionedTable
 
 
@@ -28,9 +29,10 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
     """Renumber the labels to agree with the source table's latest earlier run in ``output_table``, as the
     library does (:func:`lwec_tasks.core.renumber.match_clusters`), without the ids leaving the partitions.
 
-    The flow process finds the earlier run's key and cluster ids (two small queries); each worker reads the
-    earlier labels of its own id range and returns its (k × k_earlier) overlap counts; the flow sums them,
-    matches the clusters and the workers apply the (k,) renaming. Returns the renumbered labels (sizes
+    The flow process finds the earlier run (small queries on the runs table); each worker reads the earlier
+    labels of its own id range and returns them with its (k × k_earlier) overlap counts; the ranges cover
+    every id, so the labels met are the earlier run's cluster ids. The flow sums the counts, matches the
+    clusters and the workers apply the (k,) renaming. Returns the renumbered labels (sizes
     indexed by the new ids) and the ids; unchanged labels when there is no earlier run.
     """
     from lwec_tasks.core.renumber import ids_per_cluster, match_clusters
@@ -39,18 +41,20 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
     k = len(labels.sizes)
     engine = open_engine(table.database_url)
     try:
-        earlier = earlier_run_ids(engine, output_table, source_table, run_key)
-        stored = None if earlier is None else describe_source(engine, output_table)
+        earlier = earlier_run(engine, output_table, source_table, run_key)
+        if earlier is not None:
+            stored = describe_source(engine, str(storage_names(output_table).rows) if earlier.run is not None
+                                     else output_table)
     finally:
         engine.dispose()
     if earlier is None:
         log.info("No earlier run of table %r in %r: cluster ids are 0..%d", source_table, output_table, k - 1)
         return labels, StableIds(np.arange(k, dtype=np.int64))
     overlaps = session.map(part.previous_overlap, table.specs, table.keys, labels.labels, name="earlier-overlap",
-                           stored=stored, run_key=earlier.run_key, k=k)
+                           stored=stored, earlier=earlier, k=k)
     Progress(log, f"overlap with run {earlier.run_key!r}").wait(overlaps, rows=table.counts)
     parts = session.gather(overlaps)
-    previous_ids = np.union1d(earlier.cluster_ids, np.concatenate([p.earlier for p in parts] + [np.zeros(0, int)]))
+    previous_ids = np.unique(np.concatenate([p.earlier for p in parts] + [np.zeros(0, np.int64)]))
     overlap = np.zeros((k, len(previous_ids)), dtype=np.int64)
     for p in parts:
         overlap[:, np.searchsorted(previous_ids, p.earlier)] += p.counts

@@ -29,6 +29,7 @@ from lwec_tasks.io.features import feature_matrix, id_values
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
+from lwec_tasks.stages.planning import EarlierRun
 from lwec_tasks.stages.reductions import Moments, column_sums
 
 
@@ -257,34 +258,43 @@ def place_partition(rows: PartitionRows, placement) -> np.ndarray:
 @dataclass(frozen=True)
 class PreviousOverlap:
     """A partition's objects by (new label, earlier run's label): ``counts`` (k, u) for the ``earlier`` (u,)
-    sorted distinct earlier labels met in the partition; objects the earlier run lacks are not counted."""
+    sorted distinct labels the earlier run gives in the partition's id range; objects the earlier run lacks,
+    and earlier objects the table no longer holds, are not counted."""
 
     earlier: np.ndarray
     counts: np.ndarray
 
 
-def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, stored: SourceTable, run_key: str,
-                     k: int) -> PreviousOverlap:
-    """Read the earlier run's labels of the partition's id range from the labels table ``stored`` (reflected
-    once by the flow) by the fast path, as the partition itself was read, and count the objects per (new label
-    in 0..k−1, earlier label) pair, matching objects by id."""
+def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, stored: SourceTable,
+                     earlier: EarlierRun, k: int) -> PreviousOverlap:
+    """Read the earlier run's labels of the partition's id range by the fast path, as the partition itself was
+    read, and count the objects per (new label in 0..k−1, earlier label) pair, matching objects by id.
+
+    ``stored`` (reflected once by the flow) is the labels' rows table, read by the run's number (PostgreSQL
+    then reads that run's own table), or for a wide labels table of an earlier release that table, read by run
+    key and source table."""
     table = stored.table
+    if earlier.run is not None:
+        which = [table.c.run == earlier.run]
+    else:
+        which = [table.c.run_key == earlier.run_key, table.c.source_table == spec.table]
     engine = open_shared_engine(spec.database_url)
     try:
-        earlier_rows = read_rows(engine, stored, ["id", "label"], exact_columns=["id"], where=[
-            table.c.run_key == run_key, table.c.source_table == spec.table,
-            *id_range(table, "id", spec.low, spec.high)])
+        earlier_rows = read_rows(engine, stored, ["id", "label"], exact_columns=["id"],
+                                 where=[*which, *id_range(table, "id", spec.low, spec.high)])
     finally:
         engine.dispose()
-    if not len(earlier_rows) or not len(keys.ids):
+    if not len(earlier_rows):
         return PreviousOverlap(np.zeros(0, dtype=np.int64), np.zeros((k, 0), dtype=np.int64))
+    earlier_labels, codes = np.unique(earlier_rows["label"].to_numpy(dtype=np.int64), return_inverse=True)
+    if not len(keys.ids):
+        return PreviousOverlap(earlier_labels, np.zeros((k, len(earlier_labels)), dtype=np.int64))
     ids, earlier_ids = matchable_ids(keys.ids, earlier_rows["id"].to_numpy())
     where = pd.Index(ids).get_indexer(pd.Index(earlier_ids))
     found = where >= 0
-    earlier, codes = np.unique(earlier_rows["label"].to_numpy(dtype=np.int64)[found], return_inverse=True)
     new = np.asarray(labels, dtype=np.int64)[where[found]]
-    counts = np.bincount(new * len(earlier) + codes, minlength=k * len(earlier)).reshape(k, len(earlier))
-    return PreviousOverlap(earlier, counts)
+    counts = np.bincount(new * len(earlier_labels) + codes[found], minlength=k * len(earlier_labels))
+    return PreviousOverlap(earlier_labels, counts.reshape(k, len(earlier_labels)))
 
 
 def stored_labels_equal(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, stored: SourceTable,

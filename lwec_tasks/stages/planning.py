@@ -1,4 +1,4 @@
-"""The flow's side of the database: id-range partition bounds and the earlier run's cluster ids.
+"""The flow's side of the database: id-range partition bounds and the earlier run.
 
 Statements are built with SQLAlchemy Core from reflected or validated names; nothing is pasted into SQL.
 """
@@ -9,7 +9,6 @@ import math
 import os
 from dataclasses import dataclass
 
-import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
@@ -80,22 +79,22 @@ def absolute_sqlite_url(database_url: str) -> str:
 
 
 @dataclass(frozen=True)
-class EarlierRunIds:
-    """The source table's latest earlier run in the labels table: its key and the (sorted) cluster ids it uses."""
+class EarlierRun:
+    """The source table's latest earlier run in the labels table: its key, and its number in the runs table
+    (``run``) when the labels are stored narrow (None for a wide labels table of an earlier release)."""
 
     run_key: str
-    cluster_ids: np.ndarray
+    run: int | None
 
 
-def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
-                    exclude_run_key: str) -> EarlierRunIds | None:
+def earlier_run(engine: sa.Engine, labels_table: str, source_table: str, exclude_run_key: str) -> EarlierRun | None:
     """The most recent run of ``source_table`` in ``labels_table`` other than ``exclude_run_key`` (recency as
-    :func:`lwec_tasks.io.history.runs_by_recency` orders runs), with its distinct labels; None when the table
-    does not exist or holds no such run. Two small queries: one row, then one row per cluster."""
-    from lwec_tasks.io.catalog import labels_layout
-    from lwec_tasks.io.history import labels_table_clause, runs_by_recency
+    :func:`lwec_tasks.io.history.runs_by_recency` orders runs); None when the table does not exist or holds no
+    such run. One or two small queries."""
+    from lwec_tasks.io.catalog import NARROW, labels_layout
+    from lwec_tasks.io.history import runs_by_recency
+    from lwec_tasks.io.label_storage import published_runs, runs_clause
 
-    table = labels_table_clause(labels_table)
     try:
         with engine.connect() as connection:
             layout = labels_layout(connection, labels_table)
@@ -105,9 +104,11 @@ def earlier_run_ids(engine: sa.Engine, labels_table: str, source_table: str,
                                          .limit(1)).scalar()
             if run_key is None:
                 return None
-            labels = connection.execute(
-                sa.select(table.c.label).where(table.c.run_key == run_key, table.c.source_table == source_table)
-                .distinct()).scalars().all()
+            if layout != NARROW:
+                return EarlierRun(run_key, None)
+            runs = runs_clause(labels_table)
+            number = connection.execute(sa.select(runs.c.run).where(
+                runs.c.run_key == run_key, published_runs(runs))).scalar_one()
     except sa.exc.DBAPIError as error:
-        raise database_error(engine, error, "read the earlier run's cluster ids") from None
-    return EarlierRunIds(run_key, np.unique(np.asarray(labels, dtype=np.int64)))
+        raise database_error(engine, error, "find the earlier run") from None
+    return EarlierRun(run_key, int(number))

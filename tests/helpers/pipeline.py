@@ -192,11 +192,11 @@ class EarlierRun:
 
 def latest_earlier_run(engine: sa.Engine, labels_table: str, source_table: str,
                        exclude_run_key: str) -> EarlierRun | None:
-    """The run the stable ids align to (the pipeline's :func:`earlier_run_ids`), with its rows read plainly."""
+    """The run the stable ids align to (the pipeline's :func:`earlier_run`), with its rows read plainly."""
     from lwec_tasks.io.history import labels_table_clause
-    from lwec_tasks.stages.planning import earlier_run_ids
+    from lwec_tasks.stages.planning import earlier_run
 
-    earlier = earlier_run_ids(engine, labels_table, source_table, exclude_run_key)
+    earlier = earlier_run(engine, labels_table, source_table, exclude_run_key)
     if earlier is None:
         return None
     table = labels_table_clause(labels_table)

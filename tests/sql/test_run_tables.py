@@ -23,7 +23,7 @@ from lwec_tasks.io.label_storage import VIEW_COLUMNS, storage_names
 from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_tables import run_rows_name
 from lwec_tasks.io.staging import append_to, begin_run
-from lwec_tasks.stages.planning import earlier_run_ids
+from lwec_tasks.stages.planning import earlier_run
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -190,8 +190,8 @@ def test_the_rows_table_of_the_release_before_is_partitioned_by_the_next_write(p
         every_row = sorted(connection.execute(sa.select(stored)).all())
     assert len(every_row) == n + n // 2 + 7
     before = answers(engine, out, keys)
-    earlier = earlier_run_ids(engine, out, "features", exclude_run_key="new")
-    assert (earlier.run_key, earlier.cluster_ids.tolist()) == ("a", [0, 1, 2])
+    earlier = earlier_run(engine, out, "features", exclude_run_key="new")
+    assert (earlier.run_key, earlier.run) == ("a", published(engine, out)["a"])
 
     write_labels(engine, out, rows_for("new", ids[:3], [2, 1, 0], source="third"), id_type=id_type)
     kind_after, partitions, tables = layout(engine, out)
@@ -207,8 +207,8 @@ def test_the_rows_table_of_the_release_before_is_partitioned_by_the_next_write(p
     after = answers(engine, out, keys)
     assert after[0] == before[0] + [row for row in after[0] if row[0] == "new"]
     assert [row for row in after[1] if row[0] != "new"] == before[1] and after[2] == before[2]
-    again = earlier_run_ids(engine, out, "features", exclude_run_key="new")
-    assert (again.run_key, again.cluster_ids.tolist()) == ("a", [0, 1, 2])
+    again = earlier_run(engine, out, "features", exclude_run_key="new")
+    assert (again.run_key, again.run) == ("a", published(engine, out)["a"])
 
     write_labels(engine, out, rows_for("a", ids[:2], [1, 1]), id_type=id_type)  # replaces a and the unfinished a
     one_partition_per_run(engine, out)
