@@ -85,6 +85,25 @@ def test_ids_align_to_a_run_in_a_wide_labels_table_of_an_earlier_release(blobs, 
     assert second["id_agreement"] == pytest.approx(agreement)
 
 
+def test_fresh_ids_skip_an_id_the_earlier_run_gave_only_to_rows_since_deleted(blobs, mlflow_store):
+    """The earlier run's cluster ids are the labels its rows carry, also rows the source table no longer
+    holds: a new cluster without a partner never takes one of them."""
+    url, frame = blobs
+    first = run(url, mlflow_store, seed=3)
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:  # the earlier run also labelled two rows, since deleted, with id 4
+        number = connection.exec_driver_sql(f"SELECT run FROM {first['output_table']}_runs").scalar_one()
+        gone = int(frame["id"].max()) + 1
+        connection.exec_driver_sql(f"INSERT INTO {first['output_table']}_rows (run, id, label) VALUES "
+                                   f"({number}, {gone}, 4), ({number}, {gone + 1}, 4)")
+    engine.dispose()
+
+    second = run(url, mlflow_store, seed=4, n_clusters=6)
+    later = read_labels(url, second["output_table"], second["run_key"])["label"]
+    assert second["ids_aligned_to"] == first["run_key"]
+    assert 4 not in set(later) and set(later) >= {5, 6}  # two partnerless clusters: 5 and 6, not 4
+
+
 def test_stable_ids_off_writes_the_consensus_numbering(blobs, mlflow_store):
     url, frame = blobs
     run(url, mlflow_store, seed=3)
