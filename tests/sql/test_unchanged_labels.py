@@ -92,7 +92,8 @@ class Source:
         id_type, make_ids = ID_KINDS[id_kind]
         self.ids = make_ids(N_ROWS)
         values = np.random.default_rng(0).normal(size=(N_ROWS, 2))
-        table = sa.Table(self.name, sa.MetaData(), sa.Column("id", id_type, primary_key=True),
+        # autoincrement=False: SQLAlchemy 2.0 would make a Numeric(20, 0) key an integer serial column
+        table = sa.Table(self.name, sa.MetaData(), sa.Column("id", id_type, primary_key=True, autoincrement=False),
                          sa.Column("f0", sa.Float), sa.Column("f1", sa.Float))
         self.engine = open_engine(url)
         with self.engine.begin() as connection:
