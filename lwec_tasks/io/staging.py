@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import decimal
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 import sqlalchemy as sa
@@ -343,6 +345,21 @@ def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expecte
     return appended, pruned
 
 
+def publish_appended(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expected_rows: int,
+                     append: Callable[[], int], keep_runs: int | None = None) -> tuple[int, list[str]]:
+    """Append the rows under the pending run (``append()`` returns how many it appended) and publish it
+    (:func:`finish_run`); on any failure the pending run is removed (:func:`discard_run`) and the error raised.
+    A staging table is dropped afterwards. Returns what :func:`finish_run` returns."""
+    try:
+        published = finish_run(engine, pending, run, expected_rows, append(), keep_runs=keep_runs)
+    except BaseException:
+        discard_run(engine, pending)
+        raise
+    if pending.staged:
+        drop_table_quietly(engine, pending.target)
+    return published
+
+
 def discard_run(engine: sa.Engine, pending: PendingRun) -> None:
     """Remove the pending run's rows (on PostgreSQL its table) and its runs-table row (and the storage, if this
     write created it and no run is left); drop its staging table. Best effort: errors are swallowed (the
@@ -385,12 +402,5 @@ def write_labels(
     if ids.shape != labels.shape or ids.ndim != 1:
         raise LwecInputError(f"ids {ids.shape} and labels {labels.shape} must be equal-length vectors")
     pending = begin_run(engine, table_name, id_key_type(ids, id_type), rows)
-    try:
-        appended = append_to(engine, pending.target, ids, labels, run=pending.append_run)
-        written = finish_run(engine, pending, rows, len(ids), appended, keep_runs)[0]
-    except BaseException:
-        discard_run(engine, pending)
-        raise
-    if pending.staged:
-        drop_table_quietly(engine, pending.target)
-    return written
+    append = partial(append_to, engine, pending.target, ids, labels, run=pending.append_run)
+    return publish_appended(engine, pending, rows, len(ids), append, keep_runs)[0]

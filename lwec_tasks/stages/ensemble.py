@@ -39,9 +39,12 @@ class PartitionedEnsemble:
     :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d) their features as clustered."""
 
     def __init__(self, **values):
-        self.n_microclusters = None
         self.micro = None
         self.__dict__.update(values)
+
+    @property
+    def n_microclusters(self) -> int | None:
+        return None if self.micro is None else self.micro.size
 
     @property
     def n_columns(self) -> int:
@@ -142,7 +145,6 @@ def find_microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, l
     merged = tree_reduce(session, parts, merge_microclusters, "microclusters-merge")
     size = int(session.submit(len, merged, name="count").result())
     index = session.map(microcluster_index, located, name="micro-index", table=merged)
-    ensemble.n_microclusters = size
     ensemble.micro = FoundMicroclusters(merged, size, index)
     log.info("Found %d microclusters (distinct label rows) among %d rows", size, table.n_rows)
     return ensemble.micro

@@ -267,8 +267,8 @@ class PreviousOverlap:
 
 def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, stored: SourceTable,
                      earlier: EarlierRun, k: int) -> PreviousOverlap:
-    """Read the earlier run's labels of the partition's id range by the fast path, as the partition itself was
-    read, and count the objects per (new label in 0..k−1, earlier label) pair, matching objects by id.
+    """Read the earlier run's labels of the partition's id range (:func:`stored_run_rows`) and count the
+    objects per (new label in 0..k−1, earlier label) pair, matching objects by id.
 
     ``stored`` (reflected once by the flow) is the labels' rows table, read by the run's number (PostgreSQL
     then reads that run's own table), or for a wide labels table of an earlier release that table, read by run
@@ -278,19 +278,13 @@ def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarra
         which = [table.c.run == earlier.run]
     else:
         which = [table.c.run_key == earlier.run_key, table.c.source_table == spec.table]
-    engine = open_shared_engine(spec.database_url)
-    try:
-        earlier_rows = read_rows(engine, stored, ["id", "label"], exact_columns=["id"],
-                                 where=[*which, *id_range(table, "id", spec.low, spec.high)])
-    finally:
-        engine.dispose()
+    earlier_rows = stored_run_rows(spec, stored, which)
     if not len(earlier_rows):
         return PreviousOverlap(np.zeros(0, dtype=np.int64), np.zeros((k, 0), dtype=np.int64))
     earlier_labels, codes = np.unique(earlier_rows["label"].to_numpy(dtype=np.int64), return_inverse=True)
     if not len(keys.ids):
         return PreviousOverlap(earlier_labels, np.zeros((k, len(earlier_labels)), dtype=np.int64))
-    ids, earlier_ids = matchable_ids(keys.ids, earlier_rows["id"].to_numpy())
-    where = pd.Index(ids).get_indexer(pd.Index(earlier_ids))
+    where = positions_of(keys.ids, earlier_rows["id"].to_numpy())
     found = where >= 0
     new = np.asarray(labels, dtype=np.int64)[where[found]]
     counts = np.bincount(new * len(earlier_labels) + codes[found], minlength=k * len(earlier_labels))
@@ -300,27 +294,37 @@ def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarra
 def stored_labels_equal(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarray, stored: SourceTable,
                         run: int) -> bool:
     """Whether run ``run`` of the labels' rows table ``stored`` (reflected once by the flow) holds in the
-    partition's id range exactly the partition's (n,) ids with their (n,) ``labels``, no more, no fewer. Its
-    rows are read by the fast path, as the partition itself was read, and matched by id (:func:`matchable_ids`);
-    the row order does not matter."""
-    table = stored.table
-    engine = open_shared_engine(spec.database_url)
-    try:
-        stored_rows = read_rows(engine, stored, ["id", "label"], exact_columns=["id"], where=[
-            table.c.run == run, *id_range(table, "id", spec.low, spec.high)])
-    finally:
-        engine.dispose()
+    partition's id range exactly the partition's (n,) ids with their (n,) ``labels``, no more, no fewer
+    (:func:`stored_run_rows`, matched by id); the row order does not matter."""
+    stored_rows = stored_run_rows(spec, stored, [stored.table.c.run == run])
     if len(stored_rows) != len(keys.ids):
         return False
     if not len(stored_rows):
         return True
-    ids, stored_ids = matchable_ids(keys.ids, stored_rows["id"].to_numpy())
     # Ids are unique on both sides: with equal counts, every stored id found means the same set of ids.
-    positions = pd.Index(ids).get_indexer(pd.Index(stored_ids))
+    positions = positions_of(keys.ids, stored_rows["id"].to_numpy())
     if (positions < 0).any():
         return False
     return bool(np.array_equal(np.asarray(labels, dtype=np.int64)[positions],
                                stored_rows["label"].to_numpy(dtype=np.int64)))
+
+
+def stored_run_rows(spec: PartitionSpec, stored: SourceTable, which: list) -> pd.DataFrame:
+    """The (id, label) rows of the labels table ``stored`` that the ``which`` clauses select, in the partition's
+    id range, read by the fast path as the partition itself was read (ids exactly)."""
+    engine = open_shared_engine(spec.database_url)
+    try:
+        return read_rows(engine, stored, ["id", "label"], exact_columns=["id"],
+                         where=[*which, *id_range(stored.table, "id", spec.low, spec.high)])
+    finally:
+        engine.dispose()
+
+
+def positions_of(ids: np.ndarray, stored_ids: np.ndarray) -> np.ndarray:
+    """(M,) position in the partition's unique (N,) ``ids`` of each of the (M,) ``stored_ids``, −1 where absent;
+    both compared as :func:`matchable_ids` makes them."""
+    ids, stored_ids = matchable_ids(ids, stored_ids)
+    return pd.Index(ids).get_indexer(pd.Index(stored_ids))
 
 
 def matchable_ids(ids: np.ndarray, earlier_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

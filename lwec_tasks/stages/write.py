@@ -12,14 +12,7 @@ from lwec_tasks.io import ensure_latest_view, open_engine
 from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.io.run_metadata import RunMetadata
-from lwec_tasks.io.staging import (
-    begin_run,
-    discard_run,
-    drop_table_quietly,
-    finish_run,
-    prune_unchanged_run,
-    published_run_matching,
-)
+from lwec_tasks.io.staging import begin_run, prune_unchanged_run, publish_appended, published_run_matching
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.read import PartitionedTable
 
@@ -82,22 +75,18 @@ def append_and_publish(table: PartitionedTable, labels: list, output_table: str,
     session = table.session
     id_type = table.id_type if table.id_type is not None else sa.BigInteger()
     pending = begin_run(engine, output_table, id_type, run)
-    try:
-        append = partial(part.write_partition, table.database_url, pending.target)
+
+    def append() -> int:
+        write = partial(part.write_partition, table.database_url, pending.target)
         if engine.dialect.name == "sqlite":  # one writer at a time: in this process, one partition after another
-            writes = [session.submit(append, keys, values, pending.append_run, name="write")
+            writes = [session.submit(write, keys, values, pending.append_run, name="write")
                       for keys, values in zip(table.keys, labels)]
         else:
-            writes = session.map(append, table.keys, labels, run=pending.append_run, name="write")
+            writes = session.map(write, table.keys, labels, run=pending.append_run, name="write")
         Progress(log, "write labels").wait(writes, rows=table.counts, settle=True)
-        appended = sum(session.gather(writes))
-        published = finish_run(engine, pending, run, table.n_rows, appended, keep_runs=keep_runs)
-    except BaseException:
-        discard_run(engine, pending)
-        raise
-    if pending.staged:
-        drop_table_quietly(engine, pending.target)
-    return published
+        return sum(session.gather(writes))
+
+    return publish_appended(engine, pending, run, table.n_rows, append, keep_runs)
 
 
 def pruned_note(pruned: list[str], run: RunMetadata, keep_runs: int | None) -> str:
