@@ -10,7 +10,10 @@ everything the command printed. Here:
   :meth:`TemporaryServer.hand_to_prefect` waits for it to answer and makes it the process's Prefect API, and
   :meth:`TemporaryServer.stop` stops it (after sending Prefect's pending logs and events to it) as soon as the
   flow is done, so the command's own last words, its summary or its error, come last;
-- :func:`stopped_when_done` does the same for a temporary server Prefect started itself.
+- :func:`stopped_when_done` does the same for a temporary server Prefect started itself;
+- :meth:`TemporaryServer.serving` runs a flow without heartbeats: they tell a lasting server that a run's
+  process died, and this server dies with the process (Prefect's engine also waits up to a second at the end
+  of a run for its heartbeat thread, which sleeps in one-second steps).
 """
 
 from __future__ import annotations
@@ -99,6 +102,15 @@ class TemporaryServer:
         os.environ.update({"PREFECT_API_URL": self.api_url, "PREFECT_UI_URL": ""})
         refresh_global_settings_context()
         self.handed = True
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Hand the server to Prefect (:meth:`hand_to_prefect`) and run the block's flow without heartbeats."""
+        from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+        self.hand_to_prefect()
+        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+            yield
 
     def stop(self) -> None:
         """Send Prefect's pending logs and events to the server (once it was handed to Prefect), stop it, and

@@ -15,6 +15,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 
 from lwec_tasks.cli.request_options import add_request_options, request_parameters
 
@@ -107,7 +108,8 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
     database URL names a Prefect block or secret, which only Prefect can read: then it runs once Prefect's
     API answers. ``check_services`` (e.g. the MLflow store) follow, then the Dask scheduler at
     ``parameters["dask_address"]``, if any. Then, without a Prefect API URL, a
-    temporary Prefect server starts in the background while ``load_flow`` imports the flow; with one, that
+    temporary Prefect server starts in the background while ``load_flow`` imports the flow, and serves it
+    (:meth:`~lwec_tasks.cli.prefect_server.TemporaryServer.serving`); with one, that
     API is asked whether it answers. The temporary server is stopped when the flow is done; ``verbose``
     keeps Prefect's tracebacks on the console. Returns the flow's result.
     """
@@ -134,13 +136,12 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
 
                 check_inputs()
             flow = load_flow()
-            if server is not None:
-                server.hand_to_prefect()
             if not verbose:
                 from lwec_tasks.cli.console import hide_tracebacks_on_console
 
                 hide_tracebacks_on_console()
-            return flow(**_credentials_out_of_parameters(parameters))
+            with nullcontext() if server is None else server.serving():
+                return flow(**_credentials_out_of_parameters(parameters))
     finally:
         if server is not None:
             server.stop()

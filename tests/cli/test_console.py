@@ -92,3 +92,30 @@ def test_a_server_running_before_is_left_alone(fake_prefect_server):
     with server_module.stopped_when_done():
         pass
     assert fake_prefect_server.stopped == 0 and fake_prefect_server.running
+
+
+@pytest.mark.slow
+def test_a_flow_the_temporary_server_serves_sends_no_heartbeats(tmp_path, monkeypatch):
+    """The server dies with the command, so nothing could watch the heartbeats; Prefect's engine would also wait
+    up to a second for its heartbeat thread at the end of the run."""
+    import os
+
+    from prefect import flow
+    from prefect.settings import get_current_settings
+
+    @flow
+    def heartbeat_setting() -> tuple:
+        settings = get_current_settings()
+        return settings.flows.heartbeat_frequency, settings.api.url
+
+    default = get_current_settings().flows.heartbeat_frequency
+    environment = {**os.environ, **server_module.SERVER_ENVIRONMENT, "PREFECT_HOME": str(tmp_path)}
+    monkeypatch.setattr(server_module, "DRAIN_SECONDS", 1)
+    server = server_module.TemporaryServer(environment, startup_timeout=120)
+    try:
+        with server.serving():
+            frequency, api_url = heartbeat_setting()
+    finally:
+        server.stop()
+    assert frequency is None and api_url == server.api_url
+    assert default is not None and get_current_settings().flows.heartbeat_frequency == default
