@@ -1,7 +1,7 @@
 """The consensus clustering flow: a database table in, labels table and MLflow run out.
 
     load features → base clusterings → ECI → LWEA | LWGP (k given or chosen) → stable cluster ids
-    → write labels → labelling model → log to MLflow (figures, model) → summary
+    → write labels (figures drawn meanwhile) → labelling model → log to MLflow (figures, model) → summary
 
 One code path: every stage runs over partitions of the table on an executor, in this process (the
 default, a thread per core) or on the Dask cluster at ``dask_address``. Every parameter is checked before
@@ -24,6 +24,7 @@ from lwec_tasks.io import mask_url
 from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
 from lwec_tasks.request import ConsensusRequest, document_parameters
+from lwec_tasks.stages.consensus import sample_labels
 from lwec_tasks.tasks.stages import (
     build_labelling_model,
     cluster_reliability,
@@ -34,7 +35,7 @@ from lwec_tasks.tasks.stages import (
     write_label_rows,
 )
 from lwec_tasks.tasks.summary import publish_summary
-from lwec_tasks.tasks.track import RunFacts, log_to_mlflow
+from lwec_tasks.tasks.track import RunFacts, draw_figures, log_to_mlflow, prepare_tracking
 
 FLOW_NAME = "lwec-consensus"
 
@@ -82,8 +83,16 @@ def consensus_flow(
         reliability = cluster_reliability(table, ensemble, theta)
         labels = consensus(table, ensemble, reliability, request)
         labels, stable = stable_cluster_ids(table, labels, request)
-        written = write_label_rows(table, labels, request)
+        shown = sample_labels(table, labels, ensemble.sample)
+        prepare_tracking()
+        # The figures are drawn while the labels are written; MLflow is contacted after.
+        writing = write_label_rows.submit(table, labels, request)
+        try:
+            figures = draw_figures(request, reliability, ensemble, labels, shown)
+        finally:
+            writing.wait()
+        written = writing.result()
         model = build_labelling_model(table, ensemble, labels, reliability, request)
-        facts = RunFacts(executor, table, ensemble, labels, stable, model)
+        facts = RunFacts(executor, table, ensemble, labels, stable, model, figures)
     tracked = log_to_mlflow(request, facts, reliability, return_state=True)
     return publish_summary(request, facts, written, allow_failure(tracked))

@@ -106,10 +106,11 @@ class TemporaryServer:
     @contextmanager
     def serving(self) -> Iterator[None]:
         """Hand the server to Prefect (:meth:`hand_to_prefect`) and run the block's flow without heartbeats."""
-        from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+        from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
         self.hand_to_prefect()
-        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        # The API URL too: a settings context entered earlier (a test harness's) would otherwise be copied as is.
+        with temporary_settings(updates={PREFECT_API_URL: self.api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
             yield
 
     def stop(self) -> None:
@@ -170,12 +171,6 @@ def start_temporary_server() -> TemporaryServer | None:
 
 #: The server :func:`start_temporary_server` started last.
 _STARTED: TemporaryServer | None = None
-
-
-def temporary_server_booting() -> bool:
-    """Whether a temporary server started by :func:`start_temporary_server` runs and has not been handed to
-    Prefect yet (this process will wait for it)."""
-    return _STARTED is not None and not _STARTED.handed and _STARTED.process.poll() is None
 
 
 @contextmanager

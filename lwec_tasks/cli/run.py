@@ -5,8 +5,9 @@ from :class:`~lwec_tasks.request.ConsensusRequest`.
 Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
 server started for this process. The parameters, the table and the services
 the run needs are checked before that (:func:`run_checked_flow`), and a
-failure is the last line printed. While that server starts, an in-process run
-reads its table (:func:`lwec_tasks.stages.read.read_ahead`).
+failure is the last line printed. While the flow is imported (and that server
+starts), an in-process run reads its table
+(:func:`lwec_tasks.stages.read.start_read_ahead`).
 """
 
 from __future__ import annotations
@@ -79,20 +80,18 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
 
     def consensus_flow():
+        read = None
+        if not request.dask_address and not needs_prefect_to_resolve(request.database_url):
+            from lwec_tasks.stages.read import start_read_ahead
+
+            read = start_read_ahead(request)  # the flow's load task takes the table
+        # While the table is read (and a temporary server starts): every run logs a model and figures.
         from flows.consensus import consensus_flow
-        from lwec_tasks.cli.prefect_server import temporary_server_booting
+        from lwec_tasks.tasks.track import prepare_tracking
 
-        if temporary_server_booting():
-            # Every run logs a model and figures to MLflow: import them while the temporary server boots
-            # (otherwise when the run is logged; never in another thread, as imports racing with the
-            # stages' own lazy imports can meet half-initialised modules).
-            import lwec_tasks.tracking.figures
-            import lwec_tasks.tracking.model  # noqa: F401
-
-            if not request.dask_address:
-                from lwec_tasks.stages.read import read_ahead
-
-                read_ahead(request)  # the flow's load task takes the table
+        prepare_tracking()
+        if read is not None:
+            read()  # bad input met by the read is raised here, before the flow run starts
         return consensus_flow
 
     return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,

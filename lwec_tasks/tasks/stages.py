@@ -44,7 +44,7 @@ def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
 
     The checks are :func:`lwec_tasks.preflight.plan_consensus_read`'s (the command line runs them before
     Prefect starts, and :func:`lwec_tasks.preflight.consensus_read_plan` reuses their plan). A table the command
-    line read while Prefect's temporary server started (:func:`lwec_tasks.stages.read.read_ahead`) is taken as
+    line read while it started up (:func:`lwec_tasks.stages.read.start_read_ahead`) is taken as
     it is, its read's seconds counted as this stage's. Nothing is written. Raises
     :class:`~lwec_tasks.core.errors.LwecInputError` on bad input and
     :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the database does not answer.

@@ -10,7 +10,7 @@ from prefect.runtime import deployment, flow_run
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.stages.consensus import PartitionedLabels, sample_labels
+from lwec_tasks.stages.consensus import PartitionedLabels
 from lwec_tasks.stages.ensemble import PartitionedEnsemble
 from lwec_tasks.stages.identities import StableIds
 from lwec_tasks.stages.read import PartitionedTable
@@ -27,14 +27,13 @@ INPUT_EXAMPLE_ROWS = 5
 class RunFacts:
     """The small facts of a finished run that the MLflow run and the summary report.
 
-    For the figures: ``sample_rows`` (S, d) the cluster map's rows (S ≤ 2,000, as clustered) and
-    ``sample_labels`` (S,) their written labels, gathered from the partitions after the stable ids;
-    ``linkage`` LWEA's dendrogram over the microclusters ((Ñ − 1, 4); None for LWGP); ``selection`` the
-    automatic choice of k (None when k was given).
+    ``figures`` maps artifact names to the PNG bytes of the run's figures (:func:`draw_figures`);
+    ``sample_rows`` (S, d) are the cluster map's rows (S ≤ 2,000, as clustered), whose first rows are the
+    model's input example; ``selection`` is the automatic choice of k (None when k was given).
     """
 
     def __init__(self, executor, table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                 stable: StableIds, model: tuple[Placement, float]):
+                 stable: StableIds, model: tuple[Placement, float], figures: dict[str, bytes]):
         self.executor = executor.name
         self.scheduler = executor.address
         self.n_workers = executor.n_workers
@@ -55,8 +54,7 @@ class RunFacts:
         self.stable = stable
         self.placement, self.model_given_back = model
         self.sample_rows = ensemble.sample_rows
-        self.sample_labels = sample_labels(table, labels, ensemble.sample)
-        self.linkage = labels.linkage
+        self.figures = figures
 
     def input_example(self) -> pd.DataFrame:
         """A few sampled training rows as raw feature values (the standardisation undone); base labels seen in
@@ -64,6 +62,37 @@ class RunFacts:
         from lwec_tasks.tracking.model import example_frame
 
         return example_frame(self.placement, self.sample_rows, INPUT_EXAMPLE_ROWS)
+
+
+def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliability, ensemble: PartitionedEnsemble,
+                 labels: PartitionedLabels, shown_labels: np.ndarray) -> dict[str, bytes]:
+    """Artifact name → PNG bytes of the run's figures (:func:`~lwec_tasks.tracking.figures.consensus_figures`);
+    ``shown_labels`` (S,) are the written labels of the cluster map's rows.
+
+    Contacts no store, and imports nothing after :func:`prepare_tracking`: the flow draws while the labels are
+    written.
+    """
+    from lwec_tasks.tracking.figures import consensus_figures, png_bytes
+
+    figures = consensus_figures(request.method, request.theta, cluster_reliability.eci, labels.sizes,
+                                ensemble.sample_rows, shown_labels, labels.k, labels.linkage, labels.selection)
+    return {name: png_bytes(figure) for name, figure in figures.items()}
+
+
+def prepare_tracking() -> None:
+    """Import what :func:`draw_figures` and :func:`log_to_mlflow` use (MLflow, matplotlib's PNG drawing) and do
+    MLflow's own first-log work (:func:`~lwec_tasks.tracking.model.prepare_model_logging`). Contacts no store.
+
+    ``lwec run`` calls it while its table is read; the flow calls it (quick by then) before the labels are
+    written beside the figures being drawn, as imports in two threads at once can meet half-initialised modules.
+    """
+    from matplotlib.backends import backend_agg  # noqa: F401 - what Figure.savefig draws with
+    from PIL import Image
+
+    from lwec_tasks.tracking.model import prepare_model_logging
+
+    Image.preinit()  # the image formats Pillow loads on its first save
+    prepare_model_logging()
 
 
 @tracking_task("log-to-mlflow")
@@ -75,7 +104,6 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     write. Returns ``{"run_id", "url" (its page in the MLflow UI), "model_uri" (the labelling model),
     "figures" (artifact URI of each figure)}``.
     """
-    from lwec_tasks.tracking.figures import consensus_figures
     from lwec_tasks.tracking.model import active_run_in, log_placement_model
     from lwec_tasks.tracking.runs import run_writer
 
@@ -126,10 +154,8 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
                                                n_rows_read=facts.n_rows_read))
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         writer.log_dict(run_id, location, "labels_location.json")
-        figures = consensus_figures(request.method, request.theta, eci, facts.sizes, facts.sample_rows,
-                                    facts.sample_labels, facts.k, facts.linkage, facts.selection)
-        for name, figure in figures.items():
-            writer.log_figure(run_id, figure, f"figures/{name}")
+        figures = facts.figures
+        writer.log_files(run_id, figures, "figures")
         with active_run_in(tracking_uri, run_id):
             uri = log_placement_model(facts.placement, facts.input_example(), request.register_model)
         writer.finish(run_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import textwrap
 
 import numpy as np
@@ -33,6 +34,13 @@ def consensus_figures(method: str, theta: float, eci: np.ndarray, sizes: np.ndar
         figures["k_selection.png"] = k_selection_figure(selection.ks, selection.scores, selection.k,
                                                         selection.criterion, method)
     return figures
+
+
+def png_bytes(figure: Figure) -> bytes:
+    """``figure`` drawn as PNG (matplotlib's defaults, as MLflow's ``log_figure`` saves it)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
 
 
 def eci_figure(eci: np.ndarray, theta: float) -> Figure:

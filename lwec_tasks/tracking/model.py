@@ -120,6 +120,20 @@ def pip_requirements() -> list[str]:
     ]
 
 
+def prepare_model_logging() -> None:
+    """Do now what MLflow's first model log in a process does before it writes anything, so that the log itself is
+    quick: read the run context (the command's git information) and map the installed distributions (the
+    model's requirements are checked against them; a scan of every installed distribution). Contacts no store."""
+    from mlflow.tracking.context.registry import resolve_tags
+
+    resolve_tags()
+    try:  # MLflow's own cache, kept for the process; without it the model log scans the distributions itself
+        from mlflow.utils.requirements_utils import _init_modules_to_packages_map
+    except ImportError:
+        return
+    _init_modules_to_packages_map()
+
+
 def model_uri(run_id: str) -> str:
     """The URI of the model logged in run ``run_id``: ``runs:/<run id>/model``."""
     return f"runs:/{run_id}/{MODEL_NAME}"

@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -27,9 +26,6 @@ from lwec_tasks.tracking.dataset import SourceTable, dataset_input
 from lwec_tasks.tracking.failures import failure_reason, store_did_not_answer
 from lwec_tasks.tracking.limits import check_database_store, is_http_store
 from lwec_tasks.tracking.store import TrackingError, experiment_id, mask_uri, tracking_client
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 #: MLflow caps a param value at 6000 characters; longer values are cut to this.
 MAX_PARAM_LENGTH = 500
@@ -82,8 +78,12 @@ class RunWriter:
             directory = str(Path(artifact_file).parent)
             self.client.log_artifact(run_id, str(path), None if directory == "." else directory)
 
-    def log_figure(self, run_id: str, figure: Figure, artifact_file: str) -> None:
-        self.client.log_figure(run_id, figure, artifact_file)
+    def log_files(self, run_id: str, files: Mapping[str, bytes], directory: str) -> None:
+        """Artifacts ``directory/<name>`` holding the bytes of ``files`` (name → content), in one upload."""
+        with tempfile.TemporaryDirectory(prefix="lwec-artifact-") as scratch:
+            for name, content in files.items():
+                Path(scratch, name).write_bytes(content)
+            self.client.log_artifacts(run_id, scratch, directory)
 
     def log_dataset(self, run_id: str, table: SourceTable) -> None:
         """Record ``table`` as the run's dataset input with context ``training``."""

@@ -75,7 +75,7 @@ def test_demo_as_a_program_prints_its_whole_outcome_and_leaves_no_server_behind(
     printed = done.stdout.strip().splitlines()
     assert printed[0].startswith("Built table 'iris'") and printed[-1].strip().startswith("dendrogram.png: ")
     assert Path(printed[-1].split(": ", 1)[1]).is_file()
-    assert "was read before the flow run started, while Prefect's temporary server started" in done.stderr
+    assert "was read before the flow run started, while the command started up" in done.stderr
     (address,) = {line.split("Temporary server on ")[1].split()[0] for line in done.stderr.splitlines()
                   if "Temporary server on " in line}
     host, port = address.removeprefix("http://").split(":")

@@ -95,3 +95,39 @@ def test_a_failure_of_the_database_is_left_to_the_load_task(sqlite_url, monkeypa
     monkeypatch.setattr(read_stage, "read_partitions", unreachable)
     read_stage.read_ahead(ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3))
     assert read_stage._READ_AHEAD == {}
+
+
+READ_IN_THE_BACKGROUND = """
+import sys, threading
+from lwec_tasks.preflight import check_consensus_request
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.stages import read as read_stage
+
+request = ConsensusRequest(**{parameters!r})
+check_consensus_request(request)  # as the command does before the read
+off_main = []
+sys.addaudithook(lambda event, args: off_main.append(args[0])
+                 if event == "import" and threading.current_thread() is not threading.main_thread() else None)
+wait = read_stage.start_read_ahead(request)
+wait()
+((table, _),) = read_stage._READ_AHEAD.values()
+print("rows", table.n_rows, "partitions", table.n_partitions)
+print("imported off the main thread:", sorted(set(off_main)))
+"""
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_a_read_in_the_background_imports_nothing_while_the_command_imports_the_flow(database, tmp_path, request):
+    """Imports in two threads at once can meet half-initialised modules: what the read imports is imported
+    before its thread starts. Checked in a fresh interpreter, where nothing was imported by other tests."""
+    import subprocess
+    import sys
+
+    url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "postgres_url")
+    write_blobs_table(url, n=50_000)
+    parameters = blobs_run_parameters(url, str(tmp_path / "mlruns"), "background")
+    done = subprocess.run([sys.executable, "-c", READ_IN_THE_BACKGROUND.format(parameters=parameters)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "rows 50000 partitions" in done.stdout and "partitions 1\n" not in done.stdout
+    assert "imported off the main thread: []" in done.stdout, done.stdout

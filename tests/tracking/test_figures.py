@@ -95,3 +95,37 @@ def test_k_selection_marks_the_chosen_k():
     marks = [line for line in axes.get_lines() if line.get_label() == "chosen k = 4"]
     assert len(marks) == 1 and marks[0].get_xdata()[0] == 4
     np.testing.assert_array_equal(axes.get_lines()[0].get_ydata(), np.sin(ks))
+
+
+DRAW_AFTER_PREPARING = """
+import sys
+import types
+
+import numpy as np
+from scipy.cluster.hierarchy import linkage
+
+from lwec_tasks.tasks.track import prepare_tracking
+from lwec_tasks.tracking.figures import consensus_figures, png_bytes
+
+prepare_tracking()
+imported = []
+sys.addaudithook(lambda event, args: imported.append(args[0]) if event == "import" else None)
+rng = np.random.default_rng(0)
+rows = rng.standard_normal((60, 3))
+selection = types.SimpleNamespace(ks=np.arange(2, 6), scores=rng.random(4), k=3, criterion="silhouette")
+figures = consensus_figures("lwea", 0.4, rng.random(20), np.array([20, 25, 15]), rows, rng.integers(0, 3, 60), 3,
+                            linkage(rows, "average"), selection)
+drawn = [png_bytes(figure) for figure in figures.values()]
+print(len(drawn), "figures drawn; imported:", sorted(set(imported)))
+"""
+
+
+def test_after_the_tracking_is_prepared_drawing_the_figures_imports_nothing():
+    """The flow draws while another thread writes the labels; imports in two threads at once can meet
+    half-initialised modules. Checked in a fresh interpreter, where nothing was imported by other tests."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", DRAW_AFTER_PREPARING], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "5 figures drawn; imported: []" in done.stdout, done.stdout

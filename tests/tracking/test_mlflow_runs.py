@@ -16,7 +16,7 @@ from lwec_tasks.tracking import (
     resolve_tracking_uri,
     run_writer,
 )
-from lwec_tasks.tracking.figures import cluster_size_bars
+from lwec_tasks.tracking.figures import cluster_size_bars, png_bytes
 
 
 def test_a_logged_run_reads_back_complete(mlflow_store, tmp_path):
@@ -29,8 +29,9 @@ def test_a_logged_run_reads_back_complete(mlflow_store, tmp_path):
                                   tags={"prefect.flow_run_id": "abc"})
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         writer.log_dict(run_id, {"output_table": "labels", "rows": 5}, "labels_location.json")
-        writer.log_figure(run_id, eci_figure(np.array([0.9, 0.2]), 0.4), "figures/eci_distribution.png")
-        writer.log_figure(run_id, cluster_size_bars(np.bincount(labels), "lwea"), "figures/cluster_sizes.png")
+        drawn = {"eci_distribution.png": png_bytes(eci_figure(np.array([0.9, 0.2]), 0.4)),
+                 "cluster_sizes.png": png_bytes(cluster_size_bars(np.bincount(labels), "lwea"))}
+        writer.log_files(run_id, drawn, "figures")
         writer.finish(run_id)
     client = MlflowClient(mlflow_store)
     run = client.get_run(run_id)
@@ -43,6 +44,10 @@ def test_a_logged_run_reads_back_complete(mlflow_store, tmp_path):
     files = {a.path for a in client.list_artifacts(run_id)} | {a.path for a in client.list_artifacts(run_id, "figures")}
     assert files >= {"labels_location.json", "eci_per_cluster.csv", "figures",
                      "figures/eci_distribution.png", "figures/cluster_sizes.png"}
+    stored = client.download_artifacts(run_id, "figures/eci_distribution.png", str(tmp_path))
+    assert Path(stored).read_bytes() == drawn["eci_distribution.png"]
+    assert drawn["eci_distribution.png"].startswith(b"\x89PNG")
+
     table = pd.read_csv(client.download_artifacts(run_id, "eci_per_cluster.csv", str(tmp_path)))
     assert table.to_dict("list") == clusters.to_dict("list")
     (tmp_path / "figures").mkdir()
