@@ -91,11 +91,10 @@ def model_signature(placement: Placement):
     from mlflow.types import ColSpec, Schema
 
     if isinstance(placement, LabelPlacement):
-        return ModelSignature(
-            inputs=Schema([ColSpec("long" if all(isinstance(v, int) for v in values) else "string", name)
-                           for name, values in zip(placement.feature_columns, placement.base_values)]),
-            outputs=Schema([ColSpec("long")]))
-    return ModelSignature(inputs=Schema([ColSpec("double", name) for name in placement.feature_columns]),
+        types = ["long" if all(isinstance(v, int) for v in values) else "string" for values in placement.base_values]
+    else:
+        types = ["double"] * len(placement.feature_columns)
+    return ModelSignature(inputs=Schema([ColSpec(kind, name) for kind, name in zip(types, placement.feature_columns)]),
                           outputs=Schema([ColSpec("long")]))
 
 
