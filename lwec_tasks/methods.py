@@ -47,12 +47,11 @@ def _baseline(name: str) -> Callable:
 
 @dataclass(frozen=True)
 class Method:
-    """A consensus method: paper name, function, whether it uses θ / randomness / runs in the pipeline."""
+    """A consensus method: paper name, function, whether it uses θ, a summary, whether it runs in the pipeline."""
 
     name: str
     function: Callable
     uses_theta: bool
-    randomised: bool
     summary: str
     pipeline: bool = False
 
@@ -65,17 +64,15 @@ class Method:
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        Method("LWEA", _lwea, True, False, "average linkage on the locally weighted co-association matrix",
-               pipeline=True),
-        Method("LWGP", _lwgp, True, True, "Tcut on the locally weighted object–cluster bipartite graph",
-               pipeline=True),
-        Method("EAC", _baseline("eac"), False, False, "average linkage on the co-association matrix"),
-        Method("WEAC", _baseline("weac"), False, False, "average linkage on the NCAI-weighted co-association matrix"),
-        Method("HBGF", _baseline("hbgf"), False, True, "Tcut on the unweighted object–cluster bipartite graph"),
-        Method("CSPA", _baseline("cspa"), False, True, "METIS on the co-association graph"),
-        Method("MCLA", _baseline("mcla"), False, True, "METIS on the cluster Jaccard graph, then majority association"),
-        Method("SEC", _baseline("sec"), False, True, "spectral ensemble clustering as weighted k-means"),
-        Method("KCC", _baseline("kcc"), False, True, "k-means consensus with the categorical utility"),
+        Method("LWEA", _lwea, True, "average linkage on the locally weighted co-association matrix", pipeline=True),
+        Method("LWGP", _lwgp, True, "Tcut on the locally weighted object–cluster bipartite graph", pipeline=True),
+        Method("EAC", _baseline("eac"), False, "average linkage on the co-association matrix"),
+        Method("WEAC", _baseline("weac"), False, "average linkage on the NCAI-weighted co-association matrix"),
+        Method("HBGF", _baseline("hbgf"), False, "Tcut on the unweighted object–cluster bipartite graph"),
+        Method("CSPA", _baseline("cspa"), False, "METIS on the co-association graph"),
+        Method("MCLA", _baseline("mcla"), False, "METIS on the cluster Jaccard graph, then majority association"),
+        Method("SEC", _baseline("sec"), False, "spectral ensemble clustering as weighted k-means"),
+        Method("KCC", _baseline("kcc"), False, "k-means consensus with the categorical utility"),
     )
 }
 
@@ -117,10 +114,7 @@ def parse_methods(text: str | list[str]) -> list[Method]:
     if unknown:
         raise LwecInputError(f"unknown method(s) {', '.join(repr(n) for n in unknown)}; "
                              f"known methods: {', '.join(METHODS)}")
-    seen: dict[str, Method] = {}
-    for n in names:
-        seen.setdefault(n.upper(), METHODS[n.upper()])
-    return list(seen.values())
+    return [METHODS[name] for name in dict.fromkeys(n.upper() for n in names)]
 
 
 def run_method(method: Method | str, labels, n_clusters, theta: float = DEFAULT_THETA, random_state=None):

@@ -128,20 +128,6 @@ optional_address = _must_be("a scheduler address such as tcp://10.0.0.5:8786, or
 _missing_labels = _must_be("'error' or 'own_cluster'", lambda value: value in ("error", "own_cluster"))
 
 
-def base_columns_ensemble(data: Any) -> Any:
-    """The parameters with ``ensemble_size`` set to the number of ``base_columns`` (when given); refuses
-    ``feature_columns`` and ``base_columns`` together."""
-    if not isinstance(data, dict) or data.get("base_columns") is None:
-        return data
-    if data.get("feature_columns") is not None:
-        raise LwecInputError("feature_columns and base_columns were both given: base_columns are the base "
-                             "clusterings and no features are read, so pass one of them")
-    columns = _columns("base_columns", data["base_columns"])
-    if not columns:
-        raise LwecInputError("base_columns is empty; name at least one label column or leave it unset")
-    return {**data, "ensemble_size": len(columns)}
-
-
 def _checked(check):
     return BeforeValidator(_named(check))
 
@@ -221,7 +207,17 @@ class ConsensusRequest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _base_columns_are_the_ensemble(cls, data: Any) -> Any:
-        return base_columns_ensemble(data)
+        """The parameters with ``ensemble_size`` set to the number of ``base_columns`` (when given); refuses
+        ``feature_columns`` and ``base_columns`` together."""
+        if not isinstance(data, dict) or data.get("base_columns") is None:
+            return data
+        if data.get("feature_columns") is not None:
+            raise LwecInputError("feature_columns and base_columns were both given: base_columns are the base "
+                                 "clusterings and no features are read, so pass one of them")
+        columns = _columns("base_columns", data["base_columns"])
+        if not columns:
+            raise LwecInputError("base_columns is empty; name at least one label column or leave it unset")
+        return {**data, "ensemble_size": len(columns)}
 
     @model_validator(mode="after")
     def _latest_view_name_fits(self) -> ConsensusRequest:

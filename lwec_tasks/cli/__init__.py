@@ -39,13 +39,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"lwec {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in modules:
-        try:
-            module = importlib.import_module(f"lwec_tasks.cli.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"lwec_tasks.cli.{name}":
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(f"lwec_tasks.cli.{name}").register(subparsers)
     return parser
 
 

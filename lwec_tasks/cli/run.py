@@ -113,7 +113,7 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
     keeps Prefect's tracebacks on the console. Returns the flow's result.
     """
     from lwec_tasks.cli.prefect_server import start_temporary_server, stopped_when_done
-    from lwec_tasks.cli.services import check_dask_scheduler, check_prefect_api
+    from lwec_tasks.cli.services import CHECK_TIMEOUT_SECONDS, check_prefect_api
 
     resolved_by_prefect = needs_prefect_to_resolve(parameters["database_url"])
     if not resolved_by_prefect:
@@ -121,7 +121,9 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
     for check in check_services:
         check()
     if parameters.get("dask_address"):
-        check_dask_scheduler(parameters["dask_address"])
+        from lwec_tasks.executors.dask import check_scheduler
+
+        check_scheduler(parameters["dask_address"], CHECK_TIMEOUT_SECONDS)
     # Boots while the flow's modules are imported (seconds either way); None when a Prefect API is configured.
     server = start_temporary_server()
     try:

@@ -1,6 +1,7 @@
 """The services a command's flow needs, checked before the flow starts.
 
-A Prefect API that does not answer, or a Dask scheduler that does not, is
+A Prefect API that does not answer, or a Dask scheduler that does not
+(:func:`lwec_tasks.executors.dask.check_scheduler`, given :data:`CHECK_TIMEOUT_SECONDS`), is
 reported within seconds as a :class:`ConnectionError` whose one-line message
 names the service and its address (credentials masked), instead of after the
 flow engine's own retries. An MLflow file store that the installed MLflow
@@ -40,14 +41,6 @@ def check_prefect_api(timeout: float = CHECK_TIMEOUT_SECONDS) -> None:
         raise PrefectApiUnreachableError(
             f"cannot reach the Prefect API at {mask_url(url)} (PREFECT_API_URL): {reason}; start it with "
             "`prefect server start`, or unset PREFECT_API_URL to run against a temporary local server")
-
-
-def check_dask_scheduler(address: str, timeout: float = CHECK_TIMEOUT_SECONDS) -> None:
-    """Raise :class:`~lwec_tasks.executors.dask.DaskUnreachableError` unless the scheduler at ``address``
-    answers within ``timeout`` s (its workers are awaited later, by the flow)."""
-    from lwec_tasks.executors.dask import check_scheduler
-
-    check_scheduler(address, timeout)
 
 
 def check_tracking_store(tracking_uri: str | None) -> None:

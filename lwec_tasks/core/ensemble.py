@@ -259,9 +259,7 @@ def _integer_column(column: np.ndarray, name: str) -> np.ndarray:
     for i, value in enumerate(column):
         if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
             raise LwecInputError(f"labels {name!r} has a missing value (None/NaN) at row {i}")
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-            raise LwecInputError(f"labels {name!r} holds a non-integer label {value!r} at row {i}")
-        if value != int(value):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) or value != int(value):
             raise LwecInputError(f"labels {name!r} holds a non-integer label {value!r} at row {i}")
         if not -(2**63) <= int(value) < 2**63:
             raise LwecInputError(

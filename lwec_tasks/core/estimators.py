@@ -6,37 +6,40 @@ from sklearn.base import BaseEstimator, ClusterMixin
 
 from lwec_tasks.core.auto_k import auto_consensus, is_auto
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci, ensemble_uncertainty
-from lwec_tasks.core.ensemble import Ensemble, as_ensemble
+from lwec_tasks.core.ensemble import as_ensemble
 from lwec_tasks.core.lwea import lwea
 from lwec_tasks.core.lwgp import lwgp
 from lwec_tasks.core.validation import check_theta
 
 
 class _LocallyWeightedConsensus(ClusterMixin, BaseEstimator):
-    """Shared fit logic: encode once, compute H^Π and ECI, then the consensus."""
+    """Shared fit logic: encode once, compute H^Π and ECI, then the consensus of ``_method``."""
 
-    def _encode(self, X) -> Ensemble:
+    _method: str
+
+    def fit(self, X, y=None):
+        """Fit on an (N, M) label matrix of base clusterings: sets ``labels_``, ``n_clusters_`` and
+        ``k_selection_`` (None unless n_clusters="auto") besides the ensemble's attributes."""
         check_theta(self.theta)
         ensemble = as_ensemble(X)
         self.n_features_in_ = ensemble.n_columns
         self.cluster_uncertainty_ = ensemble_uncertainty(ensemble).copy()
         self.eci_ = ensemble_eci(ensemble, float(self.theta))
         self.n_microclusters_ = ensemble.n_microclusters
-        return ensemble
-
-    def _consensus(self, ensemble: Ensemble, method: str, random_state=None) -> None:
-        """Set ``labels_``, ``n_clusters_`` and ``k_selection_`` (None unless n_clusters="auto")."""
+        random_state = getattr(self, "random_state", None)  # LWEA has none
         if is_auto(self.n_clusters):
             self.k_selection_, self.labels_ = auto_consensus(
-                ensemble, method, float(self.theta), random_state=random_state
+                ensemble, self._method, float(self.theta), random_state=random_state
             )
             self.n_clusters_ = self.k_selection_.k
-            return
-        function = lwea if method == "lwea" else lwgp
-        extra = {} if method == "lwea" else {"random_state": random_state}
-        self.labels_ = function(ensemble, self.n_clusters, theta=self.theta, **extra)
+            return self
+        if self._method == "lwea":
+            self.labels_ = lwea(ensemble, self.n_clusters, theta=self.theta)
+        else:
+            self.labels_ = lwgp(ensemble, self.n_clusters, theta=self.theta, random_state=random_state)
         self.k_selection_ = None
         self.n_clusters_ = self.n_clusters
+        return self
 
     def fit_predict(self, X, y=None):
         """Fit on the (N, M) label matrix ``X`` and return ``labels_``."""
@@ -65,14 +68,11 @@ class LWEA(_LocallyWeightedConsensus):
     n_features_in_ : int, the number of base clusterings M
     """
 
+    _method = "lwea"
+
     def __init__(self, n_clusters=2, theta: float = DEFAULT_THETA):
         self.n_clusters = n_clusters
         self.theta = theta
-
-    def fit(self, X, y=None):
-        """Fit on an (N, M) label matrix of base clusterings."""
-        self._consensus(self._encode(X), "lwea")
-        return self
 
 
 class LWGP(_LocallyWeightedConsensus):
@@ -91,12 +91,9 @@ class LWGP(_LocallyWeightedConsensus):
     n_features_in_ : as :class:`LWEA`
     """
 
+    _method = "lwgp"
+
     def __init__(self, n_clusters=2, theta: float = DEFAULT_THETA, random_state=None):
         self.n_clusters = n_clusters
         self.theta = theta
         self.random_state = random_state
-
-    def fit(self, X, y=None):
-        """Fit on an (N, M) label matrix of base clusterings."""
-        self._consensus(self._encode(X), "lwgp", self.random_state)
-        return self

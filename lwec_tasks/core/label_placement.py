@@ -108,6 +108,7 @@ class LabelPlacement(Placement):
 
     base_values: tuple[tuple, ...] = ()
     _unseen: Placement | None = dataclasses.field(default=None, init=False, repr=False)
+    column_kind = "base"
 
     def metadata(self) -> dict:
         return {**super().metadata(), "base_columns": list(self.feature_columns)}
@@ -156,12 +157,7 @@ class LabelPlacement(Placement):
 
     def predict_frame(self, frame: pd.DataFrame) -> np.ndarray:
         """:meth:`predict` on the base columns of ``frame`` (others ignored); (n,) int64 ids."""
-        frame = pd.DataFrame(frame).rename(columns=str)
-        missing = [name for name in self.feature_columns if name not in frame.columns]
-        if missing:
-            raise LwecInputError(f"the input lacks base column(s) {missing}; the model needs "
-                                 f"{list(self.feature_columns)}")
-        return self.predict(frame[list(self.feature_columns)].to_numpy(dtype=object))
+        return self.predict(self.input_columns(frame).to_numpy(dtype=object))
 
     def example_frame(self, n_rows: int = 5) -> pd.DataFrame:
         """Up to ``n_rows`` rows of base labels seen in fitting (each column's values in code order, repeated)."""

@@ -140,6 +140,8 @@ class Placement:
     n_clusters: int
     seed: int | None = None
     _lookup: pd.MultiIndex | None = field(default=None, init=False, repr=False)
+    #: What the model's input columns are, in messages.
+    column_kind = "feature"
 
     def __post_init__(self):
         object.__setattr__(self, "feature_columns", tuple(str(c) for c in self.feature_columns))
@@ -248,6 +250,16 @@ class Placement:
             found = which >= 0
             labels[found] = self.state["micro_labels"][which[found]]
         return labels
+
+    def input_columns(self, frame: pd.DataFrame, what: str = "the input") -> pd.DataFrame:
+        """The ``feature_columns`` of ``frame`` (column names as text), in order; others are dropped. Raises
+        :class:`LwecInputError` naming the columns ``what`` (``frame``, in the message) lacks."""
+        frame = pd.DataFrame(frame).rename(columns=str)
+        missing = [name for name in self.feature_columns if name not in frame.columns]
+        if missing:
+            raise LwecInputError(f"{what} lacks {self.column_kind} column(s) {missing}; the model needs "
+                                 f"{list(self.feature_columns)}")
+        return frame[list(self.feature_columns)]
 
     def _check_rows(self, X) -> np.ndarray:
         X = np.asarray(X)

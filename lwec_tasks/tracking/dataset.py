@@ -49,13 +49,9 @@ class SourceTable:
     n_rows: int
     n_rows_read: int | None = None
 
-    @property
-    def masked_database(self) -> str:
-        return mask_url(self.database)
-
     def source(self) -> dict[str, str]:
         """``{"url": masked database, "table": table}``: the dataset's source."""
-        return {"url": self.masked_database, "table": self.table}
+        return {"url": mask_url(self.database), "table": self.table}
 
     def profile(self) -> dict:
         """Row and feature counts, database (masked) and table."""
@@ -63,7 +59,7 @@ class SourceTable:
             "num_rows": int(self.n_rows),
             "num_rows_read": int(self.n_rows if self.n_rows_read is None else self.n_rows_read),
             "num_features": len(self.feature_columns),
-            "database": self.masked_database,
+            "database": mask_url(self.database),
             "table": self.table,
         }
 

@@ -74,7 +74,7 @@ def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
     """
     if isinstance(placement, LabelPlacement):
         return placement.predict_frame(frame)
-    frame = feature_frame(placement, frame, "the input")
+    frame = placement.input_columns(frame)
     values = np.empty((len(frame), len(placement.feature_columns)))
     for j, name in enumerate(placement.feature_columns):
         try:
@@ -84,17 +84,6 @@ def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
     return placement.predict(values)
 
 
-def feature_frame(placement: Placement, frame: pd.DataFrame, what: str) -> pd.DataFrame:
-    """The feature columns of ``frame`` (column names as text) in the model's order; raises
-    :class:`LwecInputError` naming the feature columns ``what`` (``frame``, in the message) lacks."""
-    frame = pd.DataFrame(frame).rename(columns=str)
-    missing = [name for name in placement.feature_columns if name not in frame.columns]
-    if missing:
-        raise LwecInputError(f"{what} lacks feature column(s) {missing}; the model needs "
-                             f"{list(placement.feature_columns)}")
-    return frame[list(placement.feature_columns)]
-
-
 def model_signature(placement: Placement):
     """Inputs: every feature column as double (base columns: long, or string when a column holds text);
     output: long (the cluster id)."""
@@ -102,11 +91,10 @@ def model_signature(placement: Placement):
     from mlflow.types import ColSpec, Schema
 
     if isinstance(placement, LabelPlacement):
-        return ModelSignature(
-            inputs=Schema([ColSpec("long" if all(isinstance(v, int) for v in values) else "string", name)
-                           for name, values in zip(placement.feature_columns, placement.base_values)]),
-            outputs=Schema([ColSpec("long")]))
-    return ModelSignature(inputs=Schema([ColSpec("double", name) for name in placement.feature_columns]),
+        types = ["long" if all(isinstance(v, int) for v in values) else "string" for values in placement.base_values]
+    else:
+        types = ["double"] * len(placement.feature_columns)
+    return ModelSignature(inputs=Schema([ColSpec(kind, name) for kind, name in zip(types, placement.feature_columns)]),
                           outputs=Schema([ColSpec("long")]))
 
 
@@ -165,7 +153,7 @@ def log_placement_model(placement: Placement, input_example: pd.DataFrame | None
         raise LwecInputError("log_placement_model needs an active MLflow run (mlflow.start_run())")
     if input_example is None:
         input_example = example_frame(placement)
-    example = feature_frame(placement, input_example, "input_example").head(5)
+    example = placement.input_columns(input_example, "input_example").head(5)
     if not isinstance(placement, LabelPlacement):  # base labels stay as they are
         example = example.astype(np.float64)
     with tempfile.TemporaryDirectory(prefix="lwec-model-") as scratch:
