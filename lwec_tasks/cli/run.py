@@ -6,8 +6,8 @@ Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
 server started for this process. The parameters, the table and the services
 the run needs are checked before that (:func:`run_checked_flow`), and a
 failure is the last line printed. While the flow is imported (and that server
-starts), an in-process run reads its table
-(:func:`lwec_tasks.stages.read.start_read_ahead`).
+starts), an in-process run reads its table and generates its base clusterings
+(:mod:`lwec_tasks.stages.ahead`).
 """
 
 from __future__ import annotations
@@ -80,18 +80,18 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
 
     def consensus_flow():
-        read = None
+        wait_for_work = None
         if not request.dask_address and not needs_prefect_to_resolve(request.database_url):
-            from lwec_tasks.stages.read import start_read_ahead
+            from lwec_tasks.stages.ahead import start_work_ahead
 
-            read = start_read_ahead(request)  # the flow's load task takes the table
+            wait_for_work = start_work_ahead(request)  # the flow's first tasks take the table and base clusterings
         # While the table is read (and a temporary server starts): every run logs a model and figures.
         from flows.consensus import consensus_flow
         from lwec_tasks.tasks.track import prepare_tracking
 
         prepare_tracking()
-        if read is not None:
-            read()  # bad input met by the read is raised here, before the flow run starts
+        if wait_for_work is not None:
+            wait_for_work()  # bad input met by the read is raised here, before the flow run starts
         return consensus_flow
 
     return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,

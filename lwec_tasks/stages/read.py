@@ -8,24 +8,19 @@ read as one partition sorted by every column read; its ids are the row positions
 
 from __future__ import annotations
 
-import logging
-import threading
 import time
-from collections.abc import Callable
-from contextlib import closing
 
 import numpy as np
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.executors.in_process import InProcess
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import check_label_table, id_key_type, mask_url, open_engine
 from lwec_tasks.io.connection import resolve_database_url
 from lwec_tasks.io.features import nonfinite_counts_message, useless_columns_message
-from lwec_tasks.preflight import consensus_read_plan, request_key
+from lwec_tasks.preflight import consensus_read_plan
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition_count
-from lwec_tasks.stages.reductions import Moments, column_sums, squared_deviation_sums, standard_scale
+from lwec_tasks.stages.reductions import Moments, standard_scale
 
 
 class PartitionedTable:
@@ -36,7 +31,7 @@ class PartitionedTable:
     PartitionRows, released once the base clusterings are assigned); ``keys`` (handles of PartitionKeys);
     ``counts`` (rows per partition); ``offsets`` (position of each partition's first row); ``n_rows``,
     ``n_read``, ``n_dropped``; ``mean``, ``scale`` (standardisation); ``seconds``; ``read_ahead`` (read
-    before its run started, by :func:`read_ahead`).
+    before its run started, :mod:`lwec_tasks.stages.ahead`).
     """
 
     def __init__(self, **values):
@@ -54,9 +49,6 @@ def load_table(session, request, log) -> PartitionedTable:
     column, a feature column without a finite value, non-finite values unless ``drop_nonfinite``,
     duplicate or missing ids, too few rows).
     """
-    ahead = _READ_AHEAD.pop(request_key(request), None)
-    if ahead is not None:
-        return _taken_over(ahead, session, request.table, log)
     started = time.perf_counter()
     k_min = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
     engine = open_engine(request.database_url)
@@ -83,99 +75,6 @@ def load_table(session, request, log) -> PartitionedTable:
              table.n_read / max(table.seconds, 1e-9), table.n_partitions, "s" if table.n_partitions != 1 else "",
              plan.id_column or "row position", plan.label_column or "none",
              f"; dropped {table.n_dropped} rows with non-finite features" if table.n_dropped else "")
-    return table
-
-
-def read_ahead(request) -> None:
-    """Read the table of ``request`` now, in this process, and keep it for the load task of its run.
-
-    For a command, which would otherwise wait for its imports and Prefect's temporary server to start
-    (:func:`start_read_ahead`): the read and the start overlap. The next :func:`load_table` of the same request
-    (:func:`~lwec_tasks.preflight.request_key`) takes the table and logs the read's lines to its run. Bad input
-    raises :class:`LwecInputError` at once; any other failure is left for the load task to meet again, with its
-    retries, and nothing is kept.
-    """
-    _READ_AHEAD.clear()  # one table at most
-    held = _HeldLines()
-    log = logging.Logger("lwec.read_ahead")  # not registered: its lines go only to ``held``
-    log.addHandler(held)
-    try:
-        with closing(InProcess()) as executor:
-            table = load_table(executor, request, log)
-    except LwecInputError:
-        raise
-    except Exception:  # noqa: BLE001 - the load task reads again and reports what it meets
-        return
-    table.read_ahead = True
-    _READ_AHEAD[request_key(request)] = (table, held.records)
-
-
-def start_read_ahead(request) -> Callable[[], None]:
-    """:func:`read_ahead` of ``request`` on a thread of its own, while this thread goes on (importing the flow,
-    waiting for a Prefect server); returns the function that waits for the read and raises its
-    :class:`LwecInputError`, if any.
-
-    What the read imports is imported here first (:func:`import_what_a_read_uses`): the read then imports
-    nothing while this thread imports, as imports in two threads at once can meet half-initialised modules.
-    """
-    import_what_a_read_uses(request.database_url)
-    refused: list[LwecInputError] = []
-
-    def read() -> None:
-        try:
-            read_ahead(request)
-        except LwecInputError as error:
-            refused.append(error)
-
-    reader = threading.Thread(target=read, name="lwec-read-ahead", daemon=True)
-    reader.start()
-
-    def wait() -> None:
-        reader.join()
-        if refused:
-            raise refused[0]
-
-    return wait
-
-
-def import_what_a_read_uses(database_url: str) -> None:
-    """Import the database's ADBC driver with pyarrow (what it imports on first use included) and load the
-    compiled loops of a partition's summary, as a read of a table at ``database_url`` would."""
-    import pyarrow.pandas_compat  # noqa: F401 - imported by the first Arrow → pandas conversion
-
-    from lwec_tasks.io.bulk_read import adbc_connector
-
-    engine = open_engine(database_url)
-    try:
-        adbc_connector(engine, read_only=True)
-    finally:
-        engine.dispose()
-    rows = np.zeros((1, 1))
-    squared_deviation_sums(rows, column_sums(rows))
-
-
-#: The table :func:`read_ahead` read last, by request, with the log lines of its read.
-_READ_AHEAD: dict[str, tuple[PartitionedTable, list[logging.LogRecord]]] = {}
-
-
-class _HeldLines(logging.Handler):
-    """Keeps the log records it is given."""
-
-    def __init__(self):
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-def _taken_over(ahead: tuple, session, table_name: str, log) -> PartitionedTable:
-    """The table read ahead, its partitions now the executor ``session``'s, its read's lines logged to ``log``."""
-    table, records = ahead
-    log.info("Table %r was read before the flow run started, while the command started up", table_name)
-    for record in records:
-        log.log(record.levelno, "%s", record.getMessage())
-    table.session = session  # in-process partitions are plain values: any in-process executor serves them
     return table
 
 

@@ -18,6 +18,7 @@ from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.stages.ahead import taken_ensemble, taken_table
 from lwec_tasks.stages.base_columns import base_column_ensemble, label_model
 from lwec_tasks.stages.consensus import PartitionedLabels, consensus_labels
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, base_clusterings, reliability
@@ -44,24 +45,30 @@ def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
 
     The checks are :func:`lwec_tasks.preflight.plan_consensus_read`'s (the command line runs them before
     Prefect starts, and :func:`lwec_tasks.preflight.consensus_read_plan` reuses their plan). A table the command
-    line read while it started up (:func:`lwec_tasks.stages.read.start_read_ahead`) is taken as
-    it is, its read's seconds counted as this stage's. Nothing is written. Raises
-    :class:`~lwec_tasks.core.errors.LwecInputError` on bad input and
-    :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the database does not answer.
+    line read while it started up (:mod:`lwec_tasks.stages.ahead`) is taken as it is, its read's seconds
+    counted as this stage's. Nothing is written. Raises :class:`~lwec_tasks.core.errors.LwecInputError` on bad
+    input and :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the database does not answer.
     """
-    table = load_table(executor, request, get_run_logger())
-    if table.read_ahead:
+    table = taken_table(request, executor, get_run_logger())
+    if table is not None:
         add_stage_seconds("load", table.seconds)
-    return table
+        return table
+    return load_table(executor, request, get_run_logger())
 
 
 @task(name="generate-base-clusterings", cache_policy=NO_CACHE)
 @timed_stage("generate")
 def generate_ensemble(table: PartitionedTable, request: ConsensusRequest) -> PartitionedEnsemble:
-    """M k-means base clusterings: fitted on the library's rows (all, or a seeded sample), every row assigned;
+    """M k-means base clusterings: fitted on the library's rows (all, or a seeded sample), every row assigned
+    (or taken as the command line generated them before the run started, :mod:`lwec_tasks.stages.ahead`);
     with ``request.base_columns`` the clusterings those label columns hold."""
     if request.base_columns is not None:
         return base_column_ensemble(table, request.missing_labels, request.seed, get_run_logger())
+    taken = taken_ensemble(request, table, get_run_logger())
+    if taken is not None:
+        ensemble, seconds = taken
+        add_stage_seconds("generate", seconds)
+        return ensemble
     return base_clusterings(table, request.ensemble_size, request.seed, get_run_logger())
 
 
