@@ -7,7 +7,8 @@ The masking functions (:func:`mask_url`, :func:`url_has_credentials`) live in
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -105,6 +106,16 @@ def open_shared_engine(database_url: str) -> sa.Engine:
         database_url = url.update_query_dict({"timeout": str(SQLITE_LOCK_WAIT_SECONDS)}).render_as_string(
             hide_password=False)
     return open_engine(database_url)
+
+
+@contextmanager
+def opened_engine(database_url: str, *, shared: bool = False) -> Iterator[sa.Engine]:
+    """:func:`open_engine` (``shared``: :func:`open_shared_engine`) for the block, disposed of when it ends."""
+    engine = open_shared_engine(database_url) if shared else open_engine(database_url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def missing_driver_message(database_url: str, url: sa.URL, module: str) -> str:

@@ -37,7 +37,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled
 from lwec_tasks.io.catalog import NARROW, labels_layout
-from lwec_tasks.io.connection import open_shared_engine
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
 from lwec_tasks.io.label_storage import published_runs, rows_clause, runs_clause, runs_table, storage_names
@@ -126,11 +126,8 @@ def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.nda
     a long lock wait (:func:`~lwec_tasks.io.connection.open_shared_engine`), as workers write to one file in
     turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
     """
-    engine = open_shared_engine(database_url)
-    try:
+    with opened_engine(database_url, shared=True) as engine:
         return append_to(engine, table, ids, labels, run)
-    finally:
-        engine.dispose()
 
 
 def append_to(engine: sa.Engine, table_name: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> int:

@@ -16,7 +16,8 @@ from prefect.runtime import flow_run
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.placement import Placement
-from lwec_tasks.io import mask_url, open_engine
+from lwec_tasks.io import mask_url
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.preflight import plan_assign_read
@@ -74,11 +75,8 @@ def read_rows_to_label(executor, database_url: str, table: str, feature_columns:
     """
     started = time.perf_counter()
     log = get_run_logger()
-    engine = open_engine(database_url)
-    try:
+    with opened_engine(database_url) as engine:
         planned = plan_assign_read(engine, table, feature_columns, id_column, output_table, base_columns)
-    finally:
-        engine.dispose()
     rows, summaries = read_partitions(executor, database_url, table, planned, DEFAULT_CHUNK_SIZE, False, log)
     n_bad = sum(s.n_nonfinite for s in summaries)
     if n_bad:
