@@ -327,12 +327,9 @@ def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expecte
         index_run_rows(connection, pending.output_table, pending.run)  # not under the lock of begin_writing
     with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
         begin_writing(connection, pending.output_table)
-        # Earlier attempts at this run key that never finished (a killed process) go too.
-        abandoned = connection.execute(sa.select(runs.c.run).where(
-            runs.c.run_key == run.run_key, runs.c.published == sa.false(), runs.c.run < pending.run)).scalars().all()
-        delete_runs(connection, pending.output_table, list(abandoned))
+        # The published run of this run key, and earlier attempts at it that never finished (a killed process).
         earlier = connection.execute(sa.select(runs.c.run).where(
-            runs.c.run_key == run.run_key, published_runs(runs))).scalars().all()
+            runs.c.run_key == run.run_key, sa.or_(published_runs(runs), runs.c.run < pending.run))).scalars().all()
         delete_runs(connection, pending.output_table, list(earlier))
         attach_run_rows(connection, pending.output_table, pending.run)
         connection.execute(sa.update(runs).where(runs.c.run == pending.run).values(
