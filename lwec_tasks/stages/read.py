@@ -9,8 +9,10 @@ read as one partition sorted by every column read; its ids are the row positions
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from contextlib import closing
+from logging.handlers import BufferingHandler
 
 import numpy as np
 
@@ -90,7 +92,7 @@ def read_ahead(request) -> None:
     any other failure is left for the load task to meet again, with its retries, and nothing is kept.
     """
     _READ_AHEAD.clear()  # one table at most
-    held = _HeldLines()
+    held = BufferingHandler(capacity=sys.maxsize)  # keeps every record, in ``held.buffer``
     log = logging.Logger("lwec.read_ahead")  # not registered: its lines go only to ``held``
     log.addHandler(held)
     try:
@@ -101,22 +103,11 @@ def read_ahead(request) -> None:
     except Exception:  # noqa: BLE001 - the load task reads again and reports what it meets
         return
     table.read_ahead = True
-    _READ_AHEAD[request_key(request)] = (table, held.records)
+    _READ_AHEAD[request_key(request)] = (table, held.buffer)
 
 
 #: The table :func:`read_ahead` read last, by request, with the log lines of its read.
 _READ_AHEAD: dict[str, tuple[PartitionedTable, list[logging.LogRecord]]] = {}
-
-
-class _HeldLines(logging.Handler):
-    """Keeps the log records it is given."""
-
-    def __init__(self):
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
 
 def _taken_over(ahead: tuple, session, table_name: str, log) -> PartitionedTable:
