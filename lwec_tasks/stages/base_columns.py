@@ -14,12 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.label_placement import LabelPlacement, label_codes, label_order, sorted_labels
+from lwec_tasks.core.label_placement import label_codes, label_order, sorted_labels
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.preflight import missing_labels_message
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows, picture_positions
-from lwec_tasks.stages.model import labelling_model
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import add_tables
 
@@ -78,11 +77,3 @@ def base_column_ensemble(table: PartitionedTable, missing_labels: str, seed: int
              "%d–%d; %d missing labels as clusters of their own)", len(ks), table.n_rows, list(names),
              ensemble.n_clusters_total, int(ks.min()), int(ks.max()), int(missing.sum()))
     return ensemble
-
-
-def label_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels, eci: np.ndarray, method: str,
-                theta: float, n_clusters: int, seed: int | None, log) -> tuple[LabelPlacement, float]:
-    """The labelling model of a run on base columns: :func:`~lwec_tasks.stages.model.labelling_model`'s
-    :class:`LabelPlacement` over the code centres, with each column's label values."""
-    return labelling_model(table, ensemble, labels, eci, method, theta, n_clusters, seed, False, log,
-                           base_values=tuple(tuple(d) for d in ensemble.dictionaries))

@@ -36,10 +36,12 @@ class PartitionedEnsemble:
     Ensemble knows about its clusters (``ks``, ``offsets``, ``cluster_sizes``, ``cluster_label``,
     ``cluster_column``); ``n_microclusters`` and ``micro`` (:class:`FoundMicroclusters`) once they are found;
     for the cluster map ``sample`` (S,) the sorted table positions of a seeded sample of S ≤
-    :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d) their features as clustered."""
+    :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d) their features as clustered; ``dictionaries`` each
+    base column's label values in code order, for an ensemble read from label columns (else None)."""
 
     def __init__(self, **values):
         self.micro = None
+        self.dictionaries = None
         self.__dict__.update(values)
 
     @property
