@@ -10,6 +10,7 @@ offending column. The column plan itself
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -132,8 +133,6 @@ def _uniform_ids(values: np.ndarray, name: str) -> np.ndarray:
             "ids must all be integers or all text"
         )
     if found == ["integer"]:
-        try:
+        with contextlib.suppress(OverflowError):
             return values.astype(np.int64)
-        except OverflowError:
-            return values
     return values
