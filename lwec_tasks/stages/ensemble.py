@@ -71,7 +71,7 @@ def gather_rows(session, parts: list, positions: np.ndarray, offsets: np.ndarray
         local = local_positions(positions, offsets, p)
         if len(local):
             pieces.append(session.submit(take, data, local, name=name, **kwargs))
-    return session.submit(part.concatenate, *pieces, name=f"{name}-concat")
+    return session.submit(np.concatenate, pieces, name=f"{name}-concat")  # the futures in the list are resolved
 
 
 def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log) -> PartitionedEnsemble:
@@ -87,7 +87,7 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
     rows = gather_rows(session, table.rows, positions, table.offsets, part.standardised_rows, "base-sample",
                         mean=table.mean, scale=table.scale)
     picture = picture_positions(positions, seed)
-    picture_rows = session.submit(part.take, rows, np.searchsorted(positions, picture), name="picture-rows")
+    picture_rows = session.submit(operator.getitem, rows, np.searchsorted(positions, picture), name="picture-rows")
     shared_positions = session.share(positions)
     models = session.map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), name="fit-base",
                          rows=rows, positions=shared_positions)

@@ -200,14 +200,6 @@ def compact_codes(codes_t: np.ndarray, lookups: list[np.ndarray]) -> np.ndarray:
     return np.stack([lookup[codes_t[m]] for m, lookup in enumerate(lookups)]).astype(np.int32)
 
 
-def take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    return array[positions]
-
-
-def concatenate(*parts: np.ndarray) -> np.ndarray:
-    return np.concatenate(parts)
-
-
 def lookup(index: np.ndarray, values: np.ndarray) -> np.ndarray:
     return values[index]
 
