@@ -67,11 +67,8 @@ def base_column_ensemble(table: PartitionedTable, missing_labels: str, seed: int
     sample = picture_positions(np.arange(table.n_rows), seed)
     sample_rows = gather_rows(session, codes, sample, table.offsets, part.code_rows, "picture-codes").result()
     ensemble = PartitionedEnsemble(
-        codes=codes, ks=ks, offsets=np.concatenate([[0], np.cumsum(ks)]).astype(np.int64),
-        cluster_sizes=np.concatenate(sizes).astype(np.int64),
-        cluster_label=np.concatenate([np.arange(k) for k in ks]).astype(np.int64),
-        cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows,
-        models=None, sample=sample,
+        codes=codes, ks=ks, cluster_sizes=np.concatenate(sizes).astype(np.int64),
+        cluster_label=np.concatenate([np.arange(k) for k in ks]).astype(np.int64), models=None, sample=sample,
         sample_rows=np.asarray(sample_rows, dtype=np.float64), dictionaries=dictionaries)
     log.info("Read %d base clusterings of %d objects from columns %s: %d clusters in total (k per clustering "
              "%d–%d; %d missing labels as clusters of their own)", len(ks), table.n_rows, list(names),
