@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -95,10 +96,9 @@ def place_rows(placement: Placement, rows: PartitionedTable) -> tuple[list, dict
     started = time.perf_counter()
     session = rows.session
     labels = session.map(part.place_partition, rows.rows, name="place", placement=session.share(placement))
-    counts: dict[int, int] = {}
+    counts = Counter()
     for ids, n in session.gather(session.map(np.unique, labels, name="label-counts", return_counts=True)):
-        for cluster, count in zip(ids.tolist(), n.tolist()):
-            counts[cluster] = counts.get(cluster, 0) + count
+        counts.update(dict(zip(ids.tolist(), n.tolist())))
     seconds = time.perf_counter() - started
     get_run_logger().info("Placed %d rows in %.2f s (%.0f rows/s)", rows.n_rows, seconds,
                           rows.n_rows / max(seconds, 1e-9))
