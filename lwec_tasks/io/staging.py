@@ -25,6 +25,7 @@ and quoted by the dialect or driver, never pasted.
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import uuid
 from collections.abc import Callable
@@ -109,11 +110,8 @@ def create_staging_table(engine: sa.Engine, name: str, id_type: sa.types.TypeEng
 def drop_table_quietly(engine: sa.Engine, name: str) -> None:
     """Drop ``name`` if it exists; errors are swallowed (best effort)."""
     parsed = parse_table_name(name, "table")
-    try:
-        with engine.begin() as connection:
-            sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema).drop(connection, checkfirst=True)
-    except sa.exc.SQLAlchemyError:
-        pass
+    with contextlib.suppress(sa.exc.SQLAlchemyError), engine.begin() as connection:
+        sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema).drop(connection, checkfirst=True)
 
 
 def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> int:
@@ -359,15 +357,12 @@ def discard_run(engine: sa.Engine, pending: PendingRun) -> None:
     write created it and no run is left); drop its staging table. Best effort: errors are swallowed (the
     original one is what matters)."""
     runs = runs_clause(pending.output_table)
-    try:
-        with engine.begin() as connection:
-            begin_writing(connection, pending.output_table)
-            drop_run_rows(connection, pending.output_table, [pending.run])
-            connection.execute(sa.delete(runs).where(runs.c.run == pending.run, runs.c.published == sa.false()))
-            if pending.created and connection.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one() == 0:
-                drop_storage(connection, pending.output_table)
-    except sa.exc.SQLAlchemyError:
-        pass
+    with contextlib.suppress(sa.exc.SQLAlchemyError), engine.begin() as connection:
+        begin_writing(connection, pending.output_table)
+        drop_run_rows(connection, pending.output_table, [pending.run])
+        connection.execute(sa.delete(runs).where(runs.c.run == pending.run, runs.c.published == sa.false()))
+        if pending.created and connection.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one() == 0:
+            drop_storage(connection, pending.output_table)
     if pending.staged:
         drop_table_quietly(engine, pending.target)
 
