@@ -121,7 +121,7 @@ def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.nda
     takes ``run`` (:attr:`PendingRun.append_run`; None: the column's default), or a staging table (``run``
     None). For the flow's process
     and Dask workers alike: ``database_url`` is resolved (no ``env:``/``block:`` reference); SQLite files get
-    a long lock wait (:func:`~lwec_tasks.io.connection.open_shared_engine`), as workers write to one file in
+    a long lock wait (:func:`~lwec_tasks.io.connection.opened_engine`), as workers write to one file in
     turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
     """
     with opened_engine(database_url, shared=True) as engine:
