@@ -93,8 +93,6 @@ def looks_like_label(name: str) -> bool:
 def looks_like_key(name: str) -> bool:
     """Whether a column name reads like a key (``key``, ``customer_key``, ``order_id``, ``orderId``, ``pk``)."""
     words = _words(name)
-    if not words:
-        return False
     return "".join(words) in KEY_LIKE_NAMES or (len(words) > 1 and words[-1] in KEY_LIKE_LAST_WORDS)
 
 
