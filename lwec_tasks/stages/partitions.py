@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_limits
 from lwec_tasks.core.label_placement import canonical_labels
 from lwec_tasks.io.catalog import SourceTable, describe_source
 from lwec_tasks.io.columns import unique_integer_columns
-from lwec_tasks.io.connection import mask_url, opened_engine
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.features import feature_matrix, id_values
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import append_labels
@@ -55,9 +55,6 @@ class PartitionSpec:
     source: Any = field(default=None, repr=False, compare=False)
     #: label columns read as base clusterings (``PartitionRows.base_labels``)
     base_columns: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        return f"partition {self.index} of {self.table!r} in {mask_url(self.database_url)}"
 
 
 @dataclass
