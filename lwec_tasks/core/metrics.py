@@ -55,9 +55,13 @@ def partition_scores(labels_a: np.ndarray, labels_b: np.ndarray) -> tuple[float,
 
 def coded_partition_scores(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
     """:func:`partition_scores` of two labelings already coded 0..k−1, every code used (as ``np.unique`` codes)."""
-    n = len(a)
     table = np.bincount(a * (int(b.max()) + 1) + b).astype(np.float64)
-    sizes_a, sizes_b = np.bincount(a).astype(np.float64), np.bincount(b).astype(np.float64)
+    return contingency_scores(table, np.bincount(a).astype(np.float64), np.bincount(b).astype(np.float64), len(a))
+
+
+def contingency_scores(table: np.ndarray, sizes_a: np.ndarray, sizes_b: np.ndarray, n: int) -> tuple[float, float]:
+    """:func:`partition_scores` of two labelings of ``n`` objects from the float64 cells of their contingency table
+    (any shape) and their class sizes ``sizes_a``, ``sizes_b``; empty cells and classes count for nothing."""
     h_a, h_b = _entropy(sizes_a, n), _entropy(sizes_b, n)
     if max(h_a, h_b) <= 0.0:
         return 1.0, 1.0  # both labelings are a single cluster (scikit-learn's convention)

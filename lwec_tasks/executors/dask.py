@@ -72,19 +72,16 @@ def connect(address: str, timeout: float | None = None) -> Iterator[DaskSession]
     :data:`WORKER_WAIT_SECONDS` when it has no workers; :class:`LwecInputError` when ``distributed`` is not
     installed here or the workers cannot import ``lwec``.
     """
-    client = _open_client(address, timeout)
-    shown = mask_url(address)
-    try:
+    with _open_client(address, timeout) as client:
         try:
             client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
         except Exception:  # noqa: BLE001 - distributed raises TimeoutError or its own wrappers
+            shown = mask_url(address)
             raise DaskUnreachableError(
                 f"the Dask scheduler at {shown!r} has no workers (waited {WORKER_WAIT_SECONDS} s); "
                 f"start some with `dask worker {shown}`") from None
         check_workers(client, address)
         yield DaskSession(client, address)
-    finally:
-        client.close()
 
 
 def check_scheduler(address: str, timeout: float | None = None) -> None:

@@ -73,9 +73,7 @@ class InProcess:
         return [Done(future.result(), name) for future in running]
 
     def gather(self, handles):
-        if isinstance(handles, Done):
-            return handles.result()
-        return [h.result() if isinstance(h, Done) else h for h in handles]
+        return _resolved(handles)
 
     def share(self, value):
         return value

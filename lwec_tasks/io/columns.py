@@ -93,8 +93,6 @@ def looks_like_label(name: str) -> bool:
 def looks_like_key(name: str) -> bool:
     """Whether a column name reads like a key (``key``, ``customer_key``, ``order_id``, ``orderId``, ``pk``)."""
     words = _words(name)
-    if not words:
-        return False
     return "".join(words) in KEY_LIKE_NAMES or (len(words) > 1 and words[-1] in KEY_LIKE_LAST_WORDS)
 
 
@@ -169,7 +167,8 @@ def plan_columns(
             raise LwecInputError(f"feature_columns {clashing} are also the id or label column")
         empty = [name for name in chosen if name in all_null]
         if empty:
-            raise LwecInputError(_all_null_message(table, chosen, empty))
+            raise LwecInputError(unusable_features_message(chosen, empty, ("is", "are"),
+                                                           f"NULL in every row of table {table!r}"))
         # Explicit columns are checked value by value in prepare_features: SQLite
         # columns may be untyped, and text holding numbers is accepted.
     left_out = tuple((name, _reason(name, id_column, label_column, feature_columns, kinds, all_null))
@@ -190,13 +189,17 @@ def _reason(name, id_column, label_column, feature_columns, kinds, all_null) -> 
     return _NOT_NUMERIC.get(kind, f"not numeric ({kind})" if kind else "not numeric")
 
 
-def _all_null_message(table: str, chosen: Sequence[str], empty: Sequence[str]) -> str:
-    rest = [name for name in chosen if name not in empty]
-    these = f"column {empty[0]!r} is" if len(empty) == 1 else f"columns {list(empty)} are"
-    advice = (f"leave it out: feature_columns={rest}" if rest and len(empty) == 1
-              else f"leave them out: feature_columns={rest}" if rest
-              else "choose other feature_columns")
-    return f"feature {these} NULL in every row of table {table!r}; {advice}"
+def unusable_features_message(names: Sequence[str], unusable: Sequence[str], verbs: tuple[str, str],
+                              problem: str) -> str:
+    """``feature column 'a' <verb> <problem>; leave it out: feature_columns=[...]`` for the ``unusable`` ones among
+    the feature columns ``names`` (``verbs``: the verb for one column and for several, e.g. ("is", "are")); the
+    advice is to choose other feature columns when none is left."""
+    rest = [name for name in names if name not in unusable]
+    one, many = verbs
+    these = f"column {unusable[0]!r} {one}" if len(unusable) == 1 else f"columns {list(unusable)} {many}"
+    advice = f"leave {'it' if len(unusable) == 1 else 'them'} out: feature_columns={rest}" if rest \
+        else "choose other feature_columns"
+    return f"feature {these} {problem}; {advice}"
 
 
 def require_columns(columns: Sequence[str], names: Sequence[str], parameter: str, table: str) -> None:

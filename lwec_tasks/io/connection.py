@@ -7,7 +7,8 @@ The masking functions (:func:`mask_url`, :func:`url_has_credentials`) live in
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import sqlalchemy as sa
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
@@ -97,14 +98,23 @@ def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT) ->
 SQLITE_LOCK_WAIT_SECONDS = 600
 
 
-def open_shared_engine(database_url: str) -> sa.Engine:
-    """:func:`open_engine` for one of several tasks working on the same database at once (partitions on
-    threads or Dask workers): a SQLite file gets a long lock wait, since its writers take turns."""
-    url = sa.make_url(database_url)
-    if url.get_backend_name() == "sqlite" and "timeout" not in url.query:
-        database_url = url.update_query_dict({"timeout": str(SQLITE_LOCK_WAIT_SECONDS)}).render_as_string(
-            hide_password=False)
-    return open_engine(database_url)
+@contextmanager
+def opened_engine(database_url: str, *, shared: bool = False) -> Iterator[sa.Engine]:
+    """:func:`open_engine` for the block, disposed of when it ends.
+
+    ``shared``: for one of several tasks working on the same database at once (partitions on threads or Dask
+    workers; ``database_url`` resolved): a SQLite file gets a long lock wait, since its writers take turns.
+    """
+    if shared:
+        url = sa.make_url(database_url)
+        if url.get_backend_name() == "sqlite" and "timeout" not in url.query:
+            database_url = url.update_query_dict({"timeout": str(SQLITE_LOCK_WAIT_SECONDS)}).render_as_string(
+                hide_password=False)
+    engine = open_engine(database_url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
 
 
 def missing_driver_message(database_url: str, url: sa.URL, module: str) -> str:

@@ -61,12 +61,9 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
 
 def is_connection_failure(error: BaseException) -> bool:
     """Whether ``error`` (a SQLAlchemy ``DBAPIError`` or a driver exception) means the database did not answer."""
-    if isinstance(error, sa.exc.DBAPIError):
-        if error.connection_invalidated:
-            return True
-        original = error.orig if error.orig is not None else error
-    else:
-        original = error
+    if isinstance(error, sa.exc.DBAPIError) and error.connection_invalidated:
+        return True
+    original = error.orig if isinstance(error, sa.exc.DBAPIError) and error.orig is not None else error
     sqlstate = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None)
     if sqlstate:
         return sqlstate.startswith("08") or sqlstate in _UNAVAILABLE_SQLSTATES
@@ -130,9 +127,7 @@ def database_errors(engine: sa.Engine | sa.Connection | str, action: str) -> Ite
     """
     try:
         yield
-    except sa.exc.DBAPIError as error:
-        raise database_error(engine, error, action) from None
     except Exception as error:
-        if _driver(error) != "adbc_driver_manager":
+        if not isinstance(error, sa.exc.DBAPIError) and _driver(error) != "adbc_driver_manager":
             raise
         raise database_error(engine, error, action) from None

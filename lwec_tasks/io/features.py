@@ -10,12 +10,14 @@ offending column. The column plan itself
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.columns import unusable_features_message
 
 
 def numeric_column(series: pd.Series, name: str) -> np.ndarray:
@@ -69,11 +71,8 @@ def feature_matrix(frame: pd.DataFrame, names: Sequence[str]) -> np.ndarray:
 
 def useless_columns_message(table: str, names: Sequence[str], useless: Sequence[str]) -> str:
     """Columns without one finite value: dropping rows would drop every row, so the advice is to leave them out."""
-    rest = [name for name in names if name not in useless]
-    these = f"column {useless[0]!r} has" if len(useless) == 1 else f"columns {list(useless)} have"
-    advice = f"leave {'it' if len(useless) == 1 else 'them'} out: feature_columns={rest}" if rest \
-        else "choose other feature_columns"
-    return f"feature {these} no finite value in any row of table {table!r} (all NULL, NaN or infinite); {advice}"
+    return unusable_features_message(names, useless, ("has", "have"),
+                                     f"no finite value in any row of table {table!r} (all NULL, NaN or infinite)")
 
 
 def nonfinite_counts_message(names: Sequence[str], nan_counts, inf_counts, n_rows: int) -> str:
@@ -134,8 +133,6 @@ def _uniform_ids(values: np.ndarray, name: str) -> np.ndarray:
             "ids must all be integers or all text"
         )
     if found == ["integer"]:
-        try:
+        with contextlib.suppress(OverflowError):
             return values.astype(np.int64)
-        except OverflowError:
-            return values
     return values

@@ -52,12 +52,12 @@ def storage_names(output_table: str | TableName) -> StorageNames:
                                 for suffix in (RUNS_SUFFIX, ROWS_SUFFIX)))
 
 
-def runs_table(output_table: str | TableName, metadata: sa.MetaData | None = None) -> sa.Table:
+def runs_table(output_table: str | TableName) -> sa.Table:
     """The runs table of ``output_table`` (``run`` is assigned by the database and never reused)."""
     name = storage_names(output_table).runs
     return sa.Table(
         name.name,
-        metadata if metadata is not None else sa.MetaData(),
+        sa.MetaData(),
         sa.Column("run", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column("run_key", sa.String(64), nullable=False),
         sa.Column("source_table", sa.String(255), nullable=False),
@@ -77,14 +77,13 @@ def runs_table(output_table: str | TableName, metadata: sa.MetaData | None = Non
     )
 
 
-def rows_table(output_table: str | TableName, id_type: sa.types.TypeEngine,
-               metadata: sa.MetaData | None = None) -> sa.Table:
+def rows_table(output_table: str | TableName, id_type: sa.types.TypeEngine) -> sa.Table:
     """The rows table of ``output_table``: ``(run, id, label)`` keyed by ``(run, id)``; ``id_type`` mirrors the
     source's id column. PostgreSQL: ``PARTITION BY LIST (run)`` (:mod:`lwec_tasks.io.run_tables`)."""
     name = storage_names(output_table).rows
     return sa.Table(
         name.name,
-        metadata if metadata is not None else sa.MetaData(),
+        sa.MetaData(),
         sa.Column("run", sa.BigInteger, primary_key=True, autoincrement=False),
         sa.Column("id", id_type, primary_key=True, autoincrement=False),
         sa.Column("label", sa.Integer, nullable=False),

@@ -69,9 +69,7 @@ def parse_table_name(text: str | TableName, parameter: str = "table") -> TableNa
             f"{parameter}={text!r} has {len(parts)} dot-separated parts; give table or schema.table, and write a "
             'name that contains a dot in double quotes: "my.table" or analytics."my.table"'
         )
-    if len(parts) == 1:
-        return TableName(parts[0])
-    return TableName(parts[1], parts[0])
+    return TableName(*reversed(parts))  # parts: [name] or [schema, name]
 
 
 #: One part: in double quotes (``""`` inside stands for one quote), or not starting with a quote and without dots.

@@ -25,9 +25,6 @@ from lwec_tasks.io.identifiers import run_table_name
 from lwec_tasks.io.label_storage import rows_clause, runs_clause, storage_names
 from lwec_tasks.io.names import TableName
 
-#: Between the rows table's name and the run in a run's table name: in no name lwec gives anything else.
-RUN_MARK = "$"
-
 
 def partitioned(dialect: sa.Dialect) -> bool:
     """Whether ``dialect``'s rows table is partitioned by run, each run a table of its own (PostgreSQL)."""

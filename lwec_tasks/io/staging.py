@@ -25,6 +25,7 @@ and quoted by the dialect or driver, never pasted.
 
 from __future__ import annotations
 
+import contextlib
 import decimal
 import uuid
 from collections.abc import Callable
@@ -37,7 +38,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled
 from lwec_tasks.io.catalog import NARROW, labels_layout
-from lwec_tasks.io.connection import open_shared_engine
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
 from lwec_tasks.io.label_storage import published_runs, rows_clause, runs_clause, runs_table, storage_names
@@ -109,11 +110,8 @@ def create_staging_table(engine: sa.Engine, name: str, id_type: sa.types.TypeEng
 def drop_table_quietly(engine: sa.Engine, name: str) -> None:
     """Drop ``name`` if it exists; errors are swallowed (best effort)."""
     parsed = parse_table_name(name, "table")
-    try:
-        with engine.begin() as connection:
-            sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema).drop(connection, checkfirst=True)
-    except sa.exc.SQLAlchemyError:
-        pass
+    with contextlib.suppress(sa.exc.SQLAlchemyError), engine.begin() as connection:
+        sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema).drop(connection, checkfirst=True)
 
 
 def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> int:
@@ -123,14 +121,11 @@ def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.nda
     takes ``run`` (:attr:`PendingRun.append_run`; None: the column's default), or a staging table (``run``
     None). For the flow's process
     and Dask workers alike: ``database_url`` is resolved (no ``env:``/``block:`` reference); SQLite files get
-    a long lock wait (:func:`~lwec_tasks.io.connection.open_shared_engine`), as workers write to one file in
+    a long lock wait (:func:`~lwec_tasks.io.connection.opened_engine`), as workers write to one file in
     turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
     """
-    engine = open_shared_engine(database_url)
-    try:
+    with opened_engine(database_url, shared=True) as engine:
         return append_to(engine, table, ids, labels, run)
-    finally:
-        engine.dispose()
 
 
 def append_to(engine: sa.Engine, table_name: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> int:
@@ -330,12 +325,9 @@ def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expecte
         index_run_rows(connection, pending.output_table, pending.run)  # not under the lock of begin_writing
     with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
         begin_writing(connection, pending.output_table)
-        # Earlier attempts at this run key that never finished (a killed process) go too.
-        abandoned = connection.execute(sa.select(runs.c.run).where(
-            runs.c.run_key == run.run_key, runs.c.published == sa.false(), runs.c.run < pending.run)).scalars().all()
-        delete_runs(connection, pending.output_table, list(abandoned))
+        # The published run of this run key, and earlier attempts at it that never finished (a killed process).
         earlier = connection.execute(sa.select(runs.c.run).where(
-            runs.c.run_key == run.run_key, published_runs(runs))).scalars().all()
+            runs.c.run_key == run.run_key, sa.or_(published_runs(runs), runs.c.run < pending.run))).scalars().all()
         delete_runs(connection, pending.output_table, list(earlier))
         attach_run_rows(connection, pending.output_table, pending.run)
         connection.execute(sa.update(runs).where(runs.c.run == pending.run).values(
@@ -365,15 +357,12 @@ def discard_run(engine: sa.Engine, pending: PendingRun) -> None:
     write created it and no run is left); drop its staging table. Best effort: errors are swallowed (the
     original one is what matters)."""
     runs = runs_clause(pending.output_table)
-    try:
-        with engine.begin() as connection:
-            begin_writing(connection, pending.output_table)
-            drop_run_rows(connection, pending.output_table, [pending.run])
-            connection.execute(sa.delete(runs).where(runs.c.run == pending.run, runs.c.published == sa.false()))
-            if pending.created and connection.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one() == 0:
-                drop_storage(connection, pending.output_table)
-    except sa.exc.SQLAlchemyError:
-        pass
+    with contextlib.suppress(sa.exc.SQLAlchemyError), engine.begin() as connection:
+        begin_writing(connection, pending.output_table)
+        drop_run_rows(connection, pending.output_table, [pending.run])
+        connection.execute(sa.delete(runs).where(runs.c.run == pending.run, runs.c.published == sa.false()))
+        if pending.created and connection.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one() == 0:
+            drop_storage(connection, pending.output_table)
     if pending.staged:
         drop_table_quietly(engine, pending.target)
 

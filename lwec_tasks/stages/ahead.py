@@ -14,17 +14,19 @@ imports in two threads at once can meet half-initialised modules.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
+from logging.handlers import BufferingHandler
 
 import numpy as np
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.executors.in_process import InProcess
-from lwec_tasks.io import open_engine
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.preflight import request_key
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, base_clusterings
 from lwec_tasks.stages.read import PartitionedTable, load_table
@@ -106,11 +108,8 @@ def import_what_the_work_uses(database_url: str) -> None:
     from lwec_tasks.io.bulk_read import adbc_connector
     from lwec_tasks.stages.base_clusterings import assign_base_labels, fit_base_model
 
-    engine = open_engine(database_url)
-    try:
+    with opened_engine(database_url) as engine:
         adbc_connector(engine, read_only=True)
-    finally:
-        engine.dispose()
     rows = np.arange(8.0).reshape(4, 2)
     squared_deviation_sums(rows, column_sums(rows))
     model = fit_base_model(np.arange(4), 2, 0, rows=rows, positions=np.arange(4))
@@ -147,20 +146,9 @@ def _replay(records: list[logging.LogRecord], log) -> None:
         log.log(record.levelno, "%s", record.getMessage())
 
 
-class _HeldLines(logging.Handler):
-    """Keeps the log records it is given."""
-
-    def __init__(self):
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
 def _held_logger() -> tuple[logging.Logger, list[logging.LogRecord]]:
     """A logger whose lines go only to the returned list (it is not registered with :mod:`logging`)."""
-    held = _HeldLines()
+    held = BufferingHandler(capacity=sys.maxsize)  # keeps every record, in ``held.buffer``
     log = logging.Logger("lwec.ahead")
     log.addHandler(held)
-    return log, held.records
+    return log, held.buffer

@@ -14,12 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.label_placement import LabelPlacement, label_codes, label_order, sorted_labels
+from lwec_tasks.core.label_placement import label_codes, label_order, sorted_labels
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.preflight import missing_labels_message
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows, picture_positions
-from lwec_tasks.stages.model import labelling_model
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import add_tables
 
@@ -68,21 +67,10 @@ def base_column_ensemble(table: PartitionedTable, missing_labels: str, seed: int
     sample = picture_positions(np.arange(table.n_rows), seed)
     sample_rows = gather_rows(session, codes, sample, table.offsets, part.code_rows, "picture-codes").result()
     ensemble = PartitionedEnsemble(
-        codes=codes, ks=ks, offsets=np.concatenate([[0], np.cumsum(ks)]).astype(np.int64),
-        cluster_sizes=np.concatenate(sizes).astype(np.int64),
-        cluster_label=np.concatenate([np.arange(k) for k in ks]).astype(np.int64),
-        cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows,
-        models=None, sample=sample,
+        codes=codes, ks=ks, cluster_sizes=np.concatenate(sizes).astype(np.int64),
+        cluster_label=np.concatenate([np.arange(k) for k in ks]).astype(np.int64), models=None, sample=sample,
         sample_rows=np.asarray(sample_rows, dtype=np.float64), dictionaries=dictionaries)
     log.info("Read %d base clusterings of %d objects from columns %s: %d clusters in total (k per clustering "
              "%d–%d; %d missing labels as clusters of their own)", len(ks), table.n_rows, list(names),
              ensemble.n_clusters_total, int(ks.min()), int(ks.max()), int(missing.sum()))
     return ensemble
-
-
-def label_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels, eci: np.ndarray, method: str,
-                theta: float, n_clusters: int, seed: int | None, log) -> tuple[LabelPlacement, float]:
-    """The labelling model of a run on base columns: :func:`~lwec_tasks.stages.model.labelling_model`'s
-    :class:`LabelPlacement` over the code centres, with each column's label values."""
-    return labelling_model(table, ensemble, labels, eci, method, theta, n_clusters, seed, False, log,
-                           base_values=tuple(tuple(d) for d in ensemble.dictionaries))

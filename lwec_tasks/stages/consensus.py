@@ -52,7 +52,7 @@ def sample_labels(table: PartitionedTable, labels: PartitionedLabels, positions:
     """The labels at sorted table ``positions`` (the cluster map's rows), taken from the partitions; (S,)."""
     if len(positions) == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.asarray(gather_rows(table.session, labels.labels, positions, table.offsets, part.take,
+    return np.asarray(gather_rows(table.session, labels.labels, positions, table.offsets, operator.getitem,
                                    "picture-labels").result(), dtype=np.int64)
 
 

@@ -33,14 +33,18 @@ PICTURE_SAMPLE = 2_000
 
 class PartitionedEnsemble:
     """The base clusterings: ``codes`` (futures of (M, n_p) int32 per-column codes) and what the local
-    Ensemble knows about its clusters (``ks``, ``offsets``, ``cluster_sizes``, ``cluster_label``,
-    ``cluster_column``); ``n_microclusters`` and ``micro`` (:class:`FoundMicroclusters`) once they are found;
-    for the cluster map ``sample`` (S,) the sorted table positions of a seeded sample of S ≤
-    :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d) their features as clustered."""
+    Ensemble knows about its clusters (``ks``, ``cluster_sizes``, ``cluster_label``; ``offsets`` and
+    ``cluster_column`` follow from ``ks``); ``n_microclusters`` and ``micro`` (:class:`FoundMicroclusters`) once
+    they are found; for the cluster map ``sample`` (S,) the sorted table positions of a seeded sample of S ≤
+    :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d) their features as clustered; ``dictionaries`` each
+    base column's label values in code order, for an ensemble read from label columns (else None)."""
 
     def __init__(self, **values):
         self.micro = None
+        self.dictionaries = None
         self.__dict__.update(values)
+        self.offsets = np.concatenate([[0], np.cumsum(self.ks)]).astype(np.int64)
+        self.cluster_column = np.repeat(np.arange(len(self.ks)), self.ks)
 
     @property
     def n_microclusters(self) -> int | None:
@@ -69,7 +73,7 @@ def gather_rows(session, parts: list, positions: np.ndarray, offsets: np.ndarray
         local = local_positions(positions, offsets, p)
         if len(local):
             pieces.append(session.submit(take, data, local, name=name, **kwargs))
-    return session.submit(part.concatenate, *pieces, name=f"{name}-concat")
+    return session.submit(np.concatenate, pieces, name=f"{name}-concat")  # the futures in the list are resolved
 
 
 def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log) -> PartitionedEnsemble:
@@ -85,7 +89,7 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
     rows = gather_rows(session, table.rows, positions, table.offsets, part.standardised_rows, "base-sample",
                         mean=table.mean, scale=table.scale)
     picture = picture_positions(positions, seed)
-    picture_rows = session.submit(part.take, rows, np.searchsorted(positions, picture), name="picture-rows")
+    picture_rows = session.submit(operator.getitem, rows, np.searchsorted(positions, picture), name="picture-rows")
     shared_positions = session.share(positions)
     models = session.map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), name="fit-base",
                          rows=rows, positions=shared_positions)
@@ -106,11 +110,9 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
     table.rows = None  # the features are no longer needed: free the workers' memory
     ks = np.array([len(labels) for labels in present], dtype=np.int64)
     ensemble = PartitionedEnsemble(
-        codes=raw, ks=ks, offsets=np.concatenate([[0], np.cumsum(ks)]).astype(np.int64),
+        codes=raw, ks=ks, models=models, sample=picture, sample_rows=sample_rows,
         cluster_sizes=np.concatenate([s[labels] for labels, s in zip(present, sizes)]).astype(np.int64),
-        cluster_label=np.concatenate(present).astype(np.int64),
-        cluster_column=np.repeat(np.arange(len(ks)), ks), n_objects=table.n_rows, models=models, sample=picture,
-        sample_rows=sample_rows)
+        cluster_label=np.concatenate(present).astype(np.int64))
     log.info("Generated %d base clusterings of %d objects: %d clusters in total (k per clustering %d–%d)",
              len(ks), table.n_rows, ensemble.n_clusters_total, int(ks.min()), int(ks.max()))
     return ensemble

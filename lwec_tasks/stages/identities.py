@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from lwec_tasks.executors.progress import Progress
-from lwec_tasks.io import open_engine
 from lwec_tasks.io.catalog import describe_source
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.consensus import PartitionedLabels
@@ -39,14 +39,11 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
 
     session = table.session
     k = len(labels.sizes)
-    engine = open_engine(table.database_url)
-    try:
+    with opened_engine(table.database_url) as engine:
         earlier = earlier_run(engine, output_table, source_table, run_key)
         if earlier is not None:
             stored = describe_source(engine, str(storage_names(output_table).rows) if earlier.run is not None
                                      else output_table)
-    finally:
-        engine.dispose()
     if earlier is None:
         log.info("No earlier run of table %r in %r: cluster ids are 0..%d", source_table, output_table, k - 1)
         return labels, StableIds(np.arange(k, dtype=np.int64))

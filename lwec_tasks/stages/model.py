@@ -21,7 +21,7 @@ MODEL_MICROCLUSTER_LIMIT = 1_000_000
 
 def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
                     eci: np.ndarray, method: str, theta: float, n_clusters: int, seed: int | None, standardize: bool,
-                    log, base_values: tuple[tuple, ...] | None = None):
+                    log):
     """The run's :class:`~lwec_tasks.core.placement.Placement` for the written ``labels``, from small
     reductions: the base k-means centres, the standardisation and the ECI the flow holds; per-partition
     cluster sizes and, for
@@ -29,15 +29,16 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
     :data:`MODEL_MICROCLUSTER_LIMIT` microclusters), for LWGP the sums of each cluster's normalised
     embedding rows the consensus stage made (the consensus centres are their size-weighted means).
 
-    A run on base columns passes ``base_values`` (each column's label values in code order) and gets a
+    A run on base columns (``ensemble.dictionaries``: each column's label values in code order) gets a
     :class:`~lwec_tasks.core.label_placement.LabelPlacement` over the code centres (its clusterings have no
-    k-means models).
+    k-means models, its labels no standardisation).
     """
     from lwec_tasks.core.label_placement import LabelPlacement, code_centres
     from lwec_tasks.core.placement import Placement, Standardisation
 
     session = table.session
     started = time.perf_counter()
+    base_values = None if ensemble.dictionaries is None else tuple(tuple(d) for d in ensemble.dictionaries)
     if base_values is None:
         centres = [np.ascontiguousarray(model.cluster_centers_, dtype=np.float64)
                    for model in session.gather(ensemble.models)]
@@ -75,7 +76,7 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
         state["vectors"] = np.ascontiguousarray(vectors)
         state["centres"] = sums / sizes[:, None]
     fields = dict(
-        standardisation=Standardisation(table.mean, table.scale) if standardize else None,
+        standardisation=Standardisation(table.mean, table.scale) if standardize and base_values is None else None,
         centres=tuple(centres), centre_codes=tuple(centre_codes), eci=np.ascontiguousarray(eci, dtype=np.float64),
         method=method, theta=float(theta), cluster_ids=cluster_ids, state=state, n_clusters=int(n_clusters),
         seed=None if seed is None else int(seed))

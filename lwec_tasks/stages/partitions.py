@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_limits
 from lwec_tasks.core.label_placement import canonical_labels
 from lwec_tasks.io.catalog import SourceTable, describe_source
 from lwec_tasks.io.columns import unique_integer_columns
-from lwec_tasks.io.connection import mask_url, open_shared_engine
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.features import feature_matrix, id_values
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import append_labels
@@ -55,9 +55,6 @@ class PartitionSpec:
     source: Any = field(default=None, repr=False, compare=False)
     #: label columns read as base clusterings (``PartitionRows.base_labels``)
     base_columns: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        return f"partition {self.index} of {self.table!r} in {mask_url(self.database_url)}"
 
 
 @dataclass
@@ -119,14 +116,11 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
     being row positions) by the database's fast path, and check them."""
     columns = [*([spec.id_column] if spec.id_column else []), *([spec.label_column] if spec.label_column else []),
                *spec.feature_columns, *spec.base_columns]
-    engine = open_shared_engine(spec.database_url)
-    try:
+    with opened_engine(spec.database_url, shared=True) as engine:
         source = spec.source if spec.source is not None else describe_source(engine, spec.table)
         where = id_range(source.table, spec.id_column, spec.low, spec.high) if spec.id_column else []
         frame = read_rows(engine, source, columns, order_by=spec.id_column or columns, chunk_size=spec.chunk_size,
                           exact_columns=[spec.id_column] if spec.id_column else [], where=where)
-    finally:
-        engine.dispose()
     X = feature_matrix(frame, spec.feature_columns)
     if spec.id_column is None:
         ids = np.arange(len(frame), dtype=np.int64)
@@ -201,14 +195,6 @@ def column_sizes(codes_t: np.ndarray, ks: np.ndarray) -> list[np.ndarray]:
 def compact_codes(codes_t: np.ndarray, lookups: list[np.ndarray]) -> np.ndarray:
     """Renumber each column's labels to 0..n_m − 1 (drops labels no row has) with per-column lookups."""
     return np.stack([lookup[codes_t[m]] for m, lookup in enumerate(lookups)]).astype(np.int32)
-
-
-def take(array: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    return array[positions]
-
-
-def concatenate(*parts: np.ndarray) -> np.ndarray:
-    return np.concatenate(parts)
 
 
 def lookup(index: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -312,12 +298,9 @@ def stored_labels_equal(spec: PartitionSpec, keys: PartitionKeys, labels: np.nda
 def stored_run_rows(spec: PartitionSpec, stored: SourceTable, which: list) -> pd.DataFrame:
     """The (id, label) rows of the labels table ``stored`` that the ``which`` clauses select, in the partition's
     id range, read by the fast path as the partition itself was read (ids exactly)."""
-    engine = open_shared_engine(spec.database_url)
-    try:
+    with opened_engine(spec.database_url, shared=True) as engine:
         return read_rows(engine, stored, ["id", "label"], exact_columns=["id"],
                          where=[*which, *id_range(stored.table, "id", spec.low, spec.high)])
-    finally:
-        engine.dispose()
 
 
 def positions_of(ids: np.ndarray, stored_ids: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import SourceTable
-from lwec_tasks.io.errors import database_error
+from lwec_tasks.io.errors import database_errors
 
 #: Target rows per partition (a partition is read, held and processed by one task at a time, on either
 #: executor); the environment variable ``LWEC_DASK_PARTITION_ROWS`` of the flow process overrides it.
@@ -60,11 +60,8 @@ def id_bounds(engine: sa.Engine, source: SourceTable, id_column: str, n_rows: in
         step = math.ceil(n_rows / n_partitions)
         numbered = sa.select(column.label("id"), sa.func.row_number().over(order_by=column).label("n")).subquery()
         statement = sa.select(numbered.c.id).where((numbered.c.n - 1) % step == 0).order_by(numbered.c.id)
-        try:
-            with engine.connect() as connection:
-                cuts = [row[0] for row in connection.execute(statement)][1:]
-        except sa.exc.DBAPIError as error:
-            raise database_error(engine, error, "plan the partitions") from None
+        with database_errors(engine, "plan the partitions"), engine.connect() as connection:
+            cuts = [row[0] for row in connection.execute(statement)][1:]
     edges = [None, *cuts, None]
     return list(zip(edges[:-1], edges[1:]))
 
@@ -95,20 +92,17 @@ def earlier_run(engine: sa.Engine, labels_table: str, source_table: str, exclude
     from lwec_tasks.io.history import runs_by_recency
     from lwec_tasks.io.label_storage import published_runs, runs_clause
 
-    try:
-        with engine.connect() as connection:
-            layout = labels_layout(connection, labels_table)
-            if layout is None:
-                return None
-            run_key = connection.execute(runs_by_recency(labels_table, source_table, exclude_run_key, layout)
-                                         .limit(1)).scalar()
-            if run_key is None:
-                return None
-            if layout != NARROW:
-                return EarlierRun(run_key, None)
-            runs = runs_clause(labels_table)
-            number = connection.execute(sa.select(runs.c.run).where(
-                runs.c.run_key == run_key, published_runs(runs))).scalar_one()
-    except sa.exc.DBAPIError as error:
-        raise database_error(engine, error, "find the earlier run") from None
+    with database_errors(engine, "find the earlier run"), engine.connect() as connection:
+        layout = labels_layout(connection, labels_table)
+        if layout is None:
+            return None
+        run_key = connection.execute(runs_by_recency(labels_table, source_table, exclude_run_key, layout)
+                                     .limit(1)).scalar()
+        if run_key is None:
+            return None
+        if layout != NARROW:
+            return EarlierRun(run_key, None)
+        runs = runs_clause(labels_table)
+        number = connection.execute(sa.select(runs.c.run).where(
+            runs.c.run_key == run_key, published_runs(runs))).scalar_one()
     return EarlierRun(run_key, int(number))

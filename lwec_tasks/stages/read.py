@@ -14,8 +14,8 @@ import numpy as np
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.executors.progress import Progress
-from lwec_tasks.io import check_label_table, id_key_type, mask_url, open_engine
-from lwec_tasks.io.connection import resolve_database_url
+from lwec_tasks.io import check_label_table, id_key_type, mask_url
+from lwec_tasks.io.connection import opened_engine, resolve_database_url
 from lwec_tasks.io.features import nonfinite_counts_message, useless_columns_message
 from lwec_tasks.preflight import consensus_read_plan
 from lwec_tasks.stages import partitions as part
@@ -51,11 +51,8 @@ def load_table(session, request, log) -> PartitionedTable:
     """
     started = time.perf_counter()
     k_min = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
-    engine = open_engine(request.database_url)
-    try:
+    with opened_engine(request.database_url) as engine:
         planned = consensus_read_plan(engine, request)
-    finally:
-        engine.dispose()
     table, summaries = read_partitions(session, request.database_url, request.table, planned, request.chunk_size,
                                        request.drop_nonfinite, log)
     plan = planned.columns
@@ -87,12 +84,9 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
     n_partitions = partition_count(planned.n_rows, session.n_threads) if plan.id_column else 1
     bounds = [(None, None)]
     if n_partitions > 1:
-        engine = open_engine(database_url)
-        try:
+        with opened_engine(database_url) as engine:
             bounds = id_bounds(engine, planned.source, plan.id_column, planned.n_rows, planned.id_low,
                                planned.id_high, n_partitions)
-        finally:
-            engine.dispose()
     url = absolute_sqlite_url(resolve_database_url(database_url))
     specs = [part.PartitionSpec(p, url, table_name, plan.id_column, plan.label_column, plan.feature_columns,
                                 low, high, chunk_size, drop_nonfinite, source=planned.source,
@@ -112,11 +106,8 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
         # its values, and the labels table's ids must be of the same kind.
         id_type = id_key_type(np.concatenate([summaries[p].id_example for p in kept]), planned.id_type)
         if planned.source.kinds.get(plan.id_column) == "untyped":
-            engine = open_engine(database_url)
-            try:
+            with opened_engine(database_url) as engine:
                 check_label_table(engine, planned.output_table, table_name, id_type=id_type, id_column=plan.id_column)
-            finally:
-                engine.dispose()
     counts = np.array([summaries[p].n_rows for p in kept], dtype=np.int64)
     kept_rows = [rows[p] for p in kept]
     table = PartitionedTable(

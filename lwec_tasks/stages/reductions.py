@@ -16,6 +16,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
+from lwec_tasks.core.metrics import contingency_scores
 from lwec_tasks.core.pair_kernels import column_pairs, graph_blocks, object_degrees, pair_table, row_split_entropy
 
 # --- column moments (standardisation, k-means tolerance) ---------------------------------------------------
@@ -241,40 +242,13 @@ def microcluster_graph_blocks(table: Microclusters, offsets: np.ndarray, eci: np
 def agreement_from_contingency(table: np.ndarray) -> dict[str, float]:
     """NMI (max normalisation, as the paper) and ARI of two labelings from their (classes, clusters) table.
 
-    Equal to :func:`lwec_tasks.core.metrics.nmi` / :func:`~lwec_tasks.core.metrics.ari` on the labelings;
-    empty when fewer than 2 objects are counted.
+    Equal (to rounding) to :func:`lwec_tasks.core.metrics.nmi` / :func:`~lwec_tasks.core.metrics.ari` on the
+    labelings, through :func:`~lwec_tasks.core.metrics.contingency_scores`; empty when fewer than 2 objects are
+    counted.
     """
-    from sklearn.metrics import mutual_info_score
-
-    table = np.asarray(table, dtype=np.int64)
-    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+    table = np.asarray(table, dtype=np.float64)
     n = int(table.sum())
     if n < 2:
         return {}
-    if table.shape[0] == table.shape[1] == 1:
-        nmi = 1.0
-    else:
-        mi = mutual_info_score(None, None, contingency=sp.csr_matrix(table))
-        normaliser = max(_entropy(table.sum(axis=1)), _entropy(table.sum(axis=0)), np.finfo(np.float64).eps)
-        nmi = 0.0 if mi == 0 else float(mi / normaliser)
-    return {"nmi": nmi, "ari": _ari(table, n)}
-
-
-def _entropy(counts: np.ndarray) -> float:
-    counts = counts[counts > 0].astype(np.float64)
-    total = counts.sum()
-    return float(-np.sum((counts / total) * (np.log(counts) - np.log(total))))
-
-
-def _ari(table: np.ndarray, n: int) -> float:
-    """scikit-learn's ARI through the pair confusion matrix, in exact integer arithmetic."""
-    cells = table.astype(object)
-    rows, cols = cells.sum(axis=1), cells.sum(axis=0)
-    sum_squares = int((cells**2).sum())
-    tp = sum_squares - n
-    fp = int(cells.dot(cols).sum()) - sum_squares
-    fn = int(cells.T.dot(rows).sum()) - sum_squares
-    tn = n * n - fp - fn - sum_squares
-    if fn == 0 and fp == 0:
-        return 1.0
-    return float(2.0 * (tp * tn - fn * fp) / ((tp + fn) * (fn + tn) + (tp + fp) * (fp + tn)))
+    nmi, ari = contingency_scores(table.ravel(), table.sum(axis=1), table.sum(axis=0), n)
+    return {"nmi": nmi, "ari": ari}

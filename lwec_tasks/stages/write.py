@@ -8,8 +8,9 @@ from functools import partial
 import sqlalchemy as sa
 
 from lwec_tasks.executors.progress import Progress
-from lwec_tasks.io import ensure_latest_view, open_engine
+from lwec_tasks.io import ensure_latest_view
 from lwec_tasks.io.catalog import describe_source
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.io.staging import begin_run, prune_unchanged_run, publish_appended, published_run_matching
@@ -30,9 +31,8 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str, run: 
     (a rerun after a failure further on, e.g. at the MLflow step; :func:`labels_already_stored`), nothing is
     written, only the pruning of ``keep_runs`` applies, and 0 is returned.
     """
-    engine = open_engine(table.database_url)
     started = time.perf_counter()
-    try:
+    with opened_engine(table.database_url) as engine:
         if labels_already_stored(table, labels, output_table, run, engine, log):
             written = 0
             pruned = prune_unchanged_run(engine, output_table, run, keep_runs)
@@ -45,8 +45,6 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str, run: 
                      "replaced in one transaction)%s", written, output_table, elapsed,
                      written / max(elapsed, 1e-9), run.run_key, pruned_note(pruned, run, keep_runs))
         view = ensure_latest_view(engine, output_table)
-    finally:
-        engine.dispose()
     log.info("View %r shows the latest run of each source table in %r", view, output_table)
     return written
 

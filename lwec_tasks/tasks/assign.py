@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,7 +17,8 @@ from prefect.runtime import flow_run
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.placement import Placement
-from lwec_tasks.io import mask_url, open_engine
+from lwec_tasks.io import mask_url
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.preflight import plan_assign_read
@@ -74,11 +76,8 @@ def read_rows_to_label(executor, database_url: str, table: str, feature_columns:
     """
     started = time.perf_counter()
     log = get_run_logger()
-    engine = open_engine(database_url)
-    try:
+    with opened_engine(database_url) as engine:
         planned = plan_assign_read(engine, table, feature_columns, id_column, output_table, base_columns)
-    finally:
-        engine.dispose()
     rows, summaries = read_partitions(executor, database_url, table, planned, DEFAULT_CHUNK_SIZE, False, log)
     n_bad = sum(s.n_nonfinite for s in summaries)
     if n_bad:
@@ -97,10 +96,9 @@ def place_rows(placement: Placement, rows: PartitionedTable) -> tuple[list, dict
     started = time.perf_counter()
     session = rows.session
     labels = session.map(part.place_partition, rows.rows, name="place", placement=session.share(placement))
-    counts: dict[int, int] = {}
+    counts = Counter()
     for ids, n in session.gather(session.map(np.unique, labels, name="label-counts", return_counts=True)):
-        for cluster, count in zip(ids.tolist(), n.tolist()):
-            counts[cluster] = counts.get(cluster, 0) + count
+        counts.update(dict(zip(ids.tolist(), n.tolist())))
     seconds = time.perf_counter() - started
     get_run_logger().info("Placed %d rows in %.2f s (%.0f rows/s)", rows.n_rows, seconds,
                           rows.n_rows / max(seconds, 1e-9))

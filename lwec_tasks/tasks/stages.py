@@ -19,7 +19,7 @@ from lwec_tasks.io import mask_url
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.ahead import taken_ensemble, taken_table
-from lwec_tasks.stages.base_columns import base_column_ensemble, label_model
+from lwec_tasks.stages.base_columns import base_column_ensemble
 from lwec_tasks.stages.consensus import PartitionedLabels, consensus_labels
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, base_clusterings, reliability
 from lwec_tasks.stages.identities import StableIds, stable_ids
@@ -121,8 +121,5 @@ def build_labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble
                           cluster_reliability: ClusterReliability,
                           request: ConsensusRequest) -> tuple[Placement, float]:
     """The run's labelling model (a Placement writing the stored ids) and the share of rows it gives back."""
-    if request.base_columns is not None:
-        return label_model(table, ensemble, labels, cluster_reliability.eci, request.method, request.theta,
-                           labels.k, request.seed, get_run_logger())
     return labelling_model(table, ensemble, labels, cluster_reliability.eci, request.method, request.theta,
                            labels.k, request.seed, request.standardize, get_run_logger())
