@@ -503,7 +503,8 @@ def report(summaries: list[dict], repeats: int) -> str:
                          + " | ".join(_number(run["stages"].get(s), 2) for s in SCRIPT_STAGES)
                          + f" | {_number(run['rest'], 2)} | {_number(run['seconds'], 1)} |")
     lines += ["", "Stages of lwec (s): *before flow* = interpreter, imports, checks, Prefect server start or API "
-                  "(from Prefect's log; less the load when the table was read while the server started); "
+                  "(from Prefect's log; less the load and generate stages when the command did them before the flow "
+                  "run began); "
                   "stages = MLflow `time_<stage>_s`; *MLflow* = the MLflow run's creation to "
                   "end; *rest of flow* = flow run − stages − MLflow (Prefect task runs, summary); *after flow* = "
                   "temporary server stopped, outcome printed, exit:", "",
