@@ -124,7 +124,7 @@ def test_a_second_run_writes_the_ids_the_library_renumbering_gives(prefect_serve
                                                                     database, monkeypatch):
     from mlflow import MlflowClient
 
-    import lwec_tasks.tasks.track as track
+    import flows.consensus as consensus_module
     from helpers.renumber import align_to_previous
 
     url, table = database
@@ -134,7 +134,7 @@ def test_a_second_run_writes_the_ids_the_library_renumbering_gives(prefect_serve
     assert first["ids_aligned_to"] is None and first["id_agreement"] is None
     # Another method, k and seed: the raw ids of the second run have no reason to agree with the first's.
     second_run = {**parameters, "method": "lwea", "n_clusters": 6, "seed": 8}
-    pictured = _record_cluster_map(monkeypatch, track)
+    pictured = _record_cluster_map(monkeypatch, consensus_module)
     second = consensus_flow(**second_run, run_name="second")
     monkeypatch.undo()
     raw = consensus_flow(**second_run, run_name="raw", stable_ids=False)
@@ -169,14 +169,14 @@ def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server
     import pandas as pd
     from mlflow import MlflowClient
 
-    import lwec_tasks.tasks.track as track
+    import flows.consensus as consensus_module
     from lwec_tasks.tracking import load_placement_model
 
     url, table = database
     output = f"{table}_labels"
     parameters = flow_parameters(url, table, executor, mlflow_store, method=method)
     consensus_flow(**{**parameters, "n_clusters": 4}, run_name="earlier")
-    pictured = _record_cluster_map(monkeypatch, track)
+    pictured = _record_cluster_map(monkeypatch, consensus_module)
     summary = consensus_flow(**parameters, run_name="modelled")  # ids aligned to "earlier": not 0..k−1
     assert summary["model_uri"] == f"runs:/{summary['mlflow_run_id']}/model"
     figures = {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png"}
@@ -217,12 +217,12 @@ def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server
     assert run.data.tags["lwec.model_uri"] == summary["model_uri"]
 
 
-def _record_cluster_map(monkeypatch, track) -> dict:
+def _record_cluster_map(monkeypatch, consensus_module) -> dict:
     """Record the flow's cluster-map input (sample positions, rows, gathered labels) and the figure's legend."""
     from lwec_tasks.tracking import figures
 
     recorded = {}
-    gather, draw = track.sample_labels, figures.cluster_map_figure
+    gather, draw = consensus_module.sample_labels, figures.cluster_map_figure
 
     def sample_labels(table, labels, positions):
         recorded["positions"] = np.asarray(positions)
@@ -234,7 +234,7 @@ def _record_cluster_map(monkeypatch, track) -> dict:
         recorded["legend"] = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
         return figure
 
-    monkeypatch.setattr(track, "sample_labels", sample_labels)
+    monkeypatch.setattr(consensus_module, "sample_labels", sample_labels)
     monkeypatch.setattr(figures, "cluster_map_figure", cluster_map_figure)
     return recorded
 
