@@ -5,9 +5,8 @@ from :class:`~lwec_tasks.request.ConsensusRequest`.
 Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
 server started for this process. The parameters, the table and the services
 the run needs are checked before that (:func:`run_checked_flow`), and a
-failure is the last line printed. While the flow is imported (and that server
-starts), an in-process run reads its table and generates its base clusterings
-(:mod:`lwec_tasks.stages.ahead`).
+failure is the last line printed. While that server starts, an in-process run
+reads its table and generates its base clusterings (:mod:`lwec_tasks.stages.ahead`).
 """
 
 from __future__ import annotations
@@ -80,18 +79,17 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
 
     def consensus_flow():
-        wait_for_work = None
-        if not request.dask_address and not needs_prefect_to_resolve(request.database_url):
-            from lwec_tasks.stages.ahead import start_work_ahead
-
-            wait_for_work = start_work_ahead(request)  # the flow's first tasks take the table and base clusterings
-        # While the table is read (and a temporary server starts): every run logs a model and figures.
         from flows.consensus import consensus_flow
+        from lwec_tasks.cli.prefect_server import temporary_server_booting
         from lwec_tasks.tasks.track import prepare_tracking
 
-        prepare_tracking()
-        if wait_for_work is not None:
-            wait_for_work()  # bad input met by the read is raised here, before the flow run starts
+        prepare_tracking()  # every run logs a model and figures
+        if temporary_server_booting() and not request.dask_address:
+            from lwec_tasks.stages.ahead import work_ahead
+
+            # On this thread: a C extension imported by one thread while another scans the loaded libraries
+            # (threadpoolctl does, around scikit-learn's BLAS calls) can deadlock.
+            work_ahead(request)  # the flow's first tasks take the table and the base clusterings
         return consensus_flow
 
     return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,

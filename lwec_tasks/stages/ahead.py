@@ -1,36 +1,27 @@
 """A run's first stages done by ``lwec run`` before its flow run starts.
 
-The command reads the table and generates the base clusterings on a thread of its own
-(:func:`start_work_ahead`) while it imports the flow, prepares the MLflow logging and, without a Prefect
-API, starts Prefect's temporary server. The flow's ``load-features`` and ``generate-base-clusterings`` tasks
-take that work (:func:`taken_table`, :func:`taken_ensemble`) instead of doing it again, log its lines and
-count its seconds as their stages'. Bad input raises :class:`LwecInputError` before the flow run starts;
-any other failure is left for the tasks to meet again, with their retries, and nothing is kept.
-
-Everything the work imports is imported before its thread starts (:func:`import_what_the_work_uses`):
-imports in two threads at once can meet half-initialised modules.
+While Prefect's temporary server boots (several seconds, in another process), the command reads the table and
+generates the base clusterings (:func:`work_ahead`). The flow's ``load-features`` and
+``generate-base-clusterings`` tasks take that work (:func:`taken_table`, :func:`taken_ensemble`) instead of
+doing it again, log its lines and count its seconds as their stages'. Bad input raises
+:class:`LwecInputError` before the flow run starts; any other failure is left for the tasks to meet again,
+with their retries, and nothing is kept.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-import threading
 import time
-from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from logging.handlers import BufferingHandler
 
-import numpy as np
-
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.executors.in_process import InProcess
-from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.preflight import request_key
 from lwec_tasks.stages.ensemble import PartitionedEnsemble, base_clusterings
 from lwec_tasks.stages.read import PartitionedTable, load_table
-from lwec_tasks.stages.reductions import column_sums, squared_deviation_sums
 
 
 @dataclass
@@ -73,47 +64,6 @@ def work_ahead(request) -> None:
     except Exception:  # noqa: BLE001 - the tasks do the work again and report what they meet
         return
     _AHEAD[request_key(request)] = work
-
-
-def start_work_ahead(request) -> Callable[[], None]:
-    """:func:`work_ahead` of ``request`` on a thread of its own, while this thread goes on (importing the flow,
-    waiting for a Prefect server); returns the function that waits for it and raises its
-    :class:`LwecInputError`, if any."""
-    import_what_the_work_uses(request.database_url)
-    refused: list[LwecInputError] = []
-
-    def work() -> None:
-        try:
-            work_ahead(request)
-        except LwecInputError as error:
-            refused.append(error)
-
-    worker = threading.Thread(target=work, name="lwec-work-ahead", daemon=True)
-    worker.start()
-
-    def wait() -> None:
-        worker.join()
-        if refused:
-            raise refused[0]
-
-    return wait
-
-
-def import_what_the_work_uses(database_url: str) -> None:
-    """Import the database's ADBC driver with pyarrow (what they import on first use included) and load the
-    compiled loops of a partition's summary, as a read of a table at ``database_url`` would; fit and apply a
-    small k-means as the base clusterings do."""
-    import pyarrow.pandas_compat  # noqa: F401 - imported by the first Arrow → pandas conversion
-
-    from lwec_tasks.io.bulk_read import adbc_connector
-    from lwec_tasks.stages.base_clusterings import assign_base_labels, fit_base_model
-
-    with opened_engine(database_url) as engine:
-        adbc_connector(engine, read_only=True)
-    rows = np.arange(8.0).reshape(4, 2)
-    squared_deviation_sums(rows, column_sums(rows))
-    model = fit_base_model(np.arange(4), 2, 0, rows=rows, positions=np.arange(4))
-    assign_base_labels(rows, [model])
 
 
 def taken_table(request, session, log) -> PartitionedTable | None:

@@ -1,4 +1,5 @@
-"""The table read and the base clusterings generated while ``lwec run`` starts up, taken by the run's tasks."""
+"""The table read and the base clusterings generated while Prefect's temporary server starts (``lwec run``),
+taken by the run's tasks."""
 
 import numpy as np
 import pytest
@@ -106,43 +107,3 @@ def test_a_failure_of_the_database_is_left_to_the_tasks(sqlite_url, monkeypatch)
     monkeypatch.setattr(read_stage, "read_partitions", unreachable)
     ahead.work_ahead(ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3))
     assert ahead._AHEAD == {}
-
-
-READ_IN_THE_BACKGROUND = """
-import sys, threading
-from lwec_tasks.preflight import check_consensus_request
-from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.stages import ahead
-from lwec_tasks.stages import read as read_stage
-from lwec_tasks.tasks import stages as stage_tasks
-
-request = ConsensusRequest(**{parameters!r})
-check_consensus_request(request)  # as the command does before the read
-off_main = []
-sys.addaudithook(lambda event, args: off_main.append(args[0])
-                 if event == "import" and threading.current_thread() is not threading.main_thread() else None)
-wait = ahead.start_work_ahead(request)
-wait()
-(work,) = ahead._AHEAD.values()
-print("rows", work.table.n_rows, "partitions", work.table.n_partitions, "base clusterings", len(work.ensemble.ks))
-print("imported off the main thread:", sorted(set(off_main)))
-"""
-
-
-@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_work_in_the_background_imports_nothing_while_the_command_imports_the_flow(database, tmp_path, request):
-    """Imports in two threads at once can meet half-initialised modules: what the read and the base clusterings
-    import is imported before their thread starts. Checked in a fresh interpreter, where nothing was imported by
-    other tests."""
-    import subprocess
-    import sys
-
-    url = request.getfixturevalue("sqlite_url" if database == "sqlite" else "postgres_url")
-    write_blobs_table(url, n=50_000)
-    parameters = blobs_run_parameters(url, str(tmp_path / "mlruns"), "background")
-    done = subprocess.run([sys.executable, "-c", READ_IN_THE_BACKGROUND.format(parameters=parameters)],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert "rows 50000 partitions" in done.stdout and "partitions 1 " not in done.stdout
-    assert "base clusterings 6" in done.stdout
-    assert "imported off the main thread: []" in done.stdout, done.stdout
