@@ -51,7 +51,6 @@ def work_ahead(request) -> None:
     try:
         with closing(InProcess()) as executor:
             table = load_table(executor, request, table_log)
-            table.read_ahead = True
             work = WorkAhead(table, table_lines)
             if request.base_columns is None:
                 started = time.perf_counter()

@@ -30,8 +30,7 @@ class PartitionedTable:
     column; None: row positions); ``database_url`` (resolved); ``specs``; ``rows`` (handles of
     PartitionRows, released once the base clusterings are assigned); ``keys`` (handles of PartitionKeys);
     ``counts`` (rows per partition); ``offsets`` (position of each partition's first row); ``n_rows``,
-    ``n_read``, ``n_dropped``; ``mean``, ``scale`` (standardisation); ``seconds``; ``read_ahead`` (read
-    before its run started, :mod:`lwec_tasks.stages.ahead`).
+    ``n_read``, ``n_dropped``; ``mean``, ``scale`` (standardisation); ``seconds``.
     """
 
     def __init__(self, **values):
@@ -114,7 +113,7 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
         session=session, plan=plan, id_type=id_type, database_url=url, specs=[specs[p] for p in kept],
         rows=kept_rows, keys=session.map(part.keys_of, kept_rows, name="keys"), counts=counts,
         offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), n_rows=int(counts.sum()), n_read=n_read,
-        n_dropped=n_dropped, mean=None, scale=None, seconds=None, read_ahead=False)
+        n_dropped=n_dropped, mean=None, scale=None, seconds=None)
     return table, summaries
 
 
