@@ -84,7 +84,7 @@ def consensus_flow(
         labels = consensus(table, ensemble, reliability, request)
         labels, stable = stable_cluster_ids(table, labels, request)
         shown = sample_labels(table, labels, ensemble.sample)
-        prepare_tracking()
+        prepare_tracking(request.tracking_uri)
         # The figures are drawn while the labels are written; MLflow is contacted after.
         writing = write_label_rows.submit(table, labels, request)
         try:

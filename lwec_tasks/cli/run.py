@@ -5,8 +5,9 @@ from :class:`~lwec_tasks.request.ConsensusRequest`.
 Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
 server started for this process. The parameters, the table and the services
 the run needs are checked before that (:func:`run_checked_flow`), and a
-failure is the last line printed. While that server starts, an in-process run
-reads its table and generates its base clusterings (:mod:`lwec_tasks.stages.ahead`).
+failure is the last line printed. While the command checks and imports, a child
+process of an in-process run reads its table and generates its base clusterings
+(:mod:`lwec_tasks.stages.ahead`).
 """
 
 from __future__ import annotations
@@ -77,23 +78,30 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     from lwec_tasks.request import ConsensusRequest
 
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
+    ahead = []  # the child process reading the table and generating the base clusterings, once started
+
+    def check_inputs():
+        if not request.dask_address and not needs_prefect_to_resolve(request.database_url):
+            from lwec_tasks.stages.ahead import start_work_ahead
+
+            ahead.append(start_work_ahead(request))  # works while this process checks and imports
+        check_before_prefect(request)
 
     def consensus_flow():
         from flows.consensus import consensus_flow
-        from lwec_tasks.cli.prefect_server import temporary_server_booting
         from lwec_tasks.tasks.track import prepare_tracking
 
-        prepare_tracking()  # every run logs a model and figures
-        if temporary_server_booting() and not request.dask_address:
-            from lwec_tasks.stages.ahead import work_ahead
-
-            # On this thread: a C extension imported by one thread while another scans the loaded libraries
-            # (threadpoolctl does, around scikit-learn's BLAS calls) can deadlock.
-            work_ahead(request)  # the flow's first tasks take the table and the base clusterings
+        prepare_tracking(request.tracking_uri)  # every run logs a model and figures
+        for process in ahead:
+            process.collect()  # the flow's first tasks take the table and the base clusterings
         return consensus_flow
 
-    return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,
-                            check_services=[lambda: check_tracking_store(request.tracking_uri)])
+    try:
+        return run_after_checks(consensus_flow, parameters, check_inputs, verbose,
+                                check_services=[lambda: check_tracking_store(request.tracking_uri)])
+    finally:
+        for process in ahead:
+            process.cancel()
 
 
 def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: dict,

@@ -1,7 +1,12 @@
-"""A run's first stages done by ``lwec run`` before its flow run starts.
+"""A run's first stages done by ``lwec run`` in a child process while the command starts up.
 
-While Prefect's temporary server boots (several seconds, in another process), the command reads the table and
-generates the base clusterings (:func:`work_ahead`). The flow's ``load-features`` and
+The command imports Prefect, the flow and MLflow on one core for several seconds (and, without a Prefect API,
+starts Prefect's temporary server). Meanwhile a child process (:func:`start_work_ahead`; a fresh interpreter
+that imports only what reading and k-means need) reads the table and generates the base clusterings on the
+cores the imports leave idle. A process, not a thread: imports hold the interpreter lock, and a C extension
+loaded by one thread while another scans the loaded libraries (threadpoolctl does, around scikit-learn's BLAS
+calls) can deadlock. The child hands its work over through a memory-mapped file (the arrays are not copied),
+and :meth:`WorkAheadProcess.collect` keeps it for the run. The flow's ``load-features`` and
 ``generate-base-clusterings`` tasks take that work (:func:`taken_table`, :func:`taken_ensemble`) instead of
 doing it again, log its lines and count its seconds as their stages'. Bad input raises
 :class:`LwecInputError` before the flow run starts; any other failure is left for the tasks to meet again,
@@ -10,42 +15,106 @@ with their retries, and nothing is kept.
 
 from __future__ import annotations
 
+import atexit
 import logging
-import sys
+import mmap
+import multiprocessing
+import os
+import pickle
+import tempfile
 import time
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
-from logging.handlers import BufferingHandler
+from typing import TYPE_CHECKING
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.executors.in_process import InProcess
 from lwec_tasks.preflight import request_key
-from lwec_tasks.stages.ensemble import PartitionedEnsemble, base_clusterings
-from lwec_tasks.stages.read import PartitionedTable, load_table
+
+if TYPE_CHECKING:
+    from lwec_tasks.stages.ensemble import PartitionedEnsemble
+    from lwec_tasks.stages.read import PartitionedTable
+
+#: Where the child writes its arrays: memory (tmpfs) when the system has it, else the temporary directory.
+SHARED_DIRECTORY = "/dev/shm"
+#: Byte alignment of each array in the handed-over file.
+ALIGNMENT = 64
 
 
 @dataclass
 class WorkAhead:
-    """The table read ahead (``table``, the lines its read logged) and, unless the run's ensemble is read from
-    base columns, its base clusterings (``ensemble`` with its lines and seconds, for ``ensemble_key``:
-    the ensemble size and seed they follow)."""
+    """The table read ahead (``table``, the (level, message) lines its read logged) and, unless the run's
+    ensemble is read from base columns, its base clusterings (``ensemble`` with its lines and seconds, for
+    ``ensemble_key``: the ensemble size and seed they follow)."""
 
     table: PartitionedTable
-    table_lines: list[logging.LogRecord]
+    table_lines: list[tuple[int, str]]
     ensemble: PartitionedEnsemble | None = None
-    ensemble_lines: list[logging.LogRecord] = field(default_factory=list)
+    ensemble_lines: list[tuple[int, str]] = field(default_factory=list)
     ensemble_seconds: float = 0.0
     ensemble_key: tuple = ()
 
 
-#: The work :func:`work_ahead` did last, by request (:func:`~lwec_tasks.preflight.request_key`).
+#: The work :meth:`WorkAheadProcess.collect` kept last, by request (:func:`~lwec_tasks.preflight.request_key`).
 _AHEAD: dict[str, WorkAhead] = {}
 
 
-def work_ahead(request) -> None:
-    """Read the table of ``request`` and generate its base clusterings now, in this process, and keep them for
-    the tasks of its run. Bad input raises :class:`LwecInputError`; after any other failure nothing is kept."""
-    _AHEAD.clear()  # one run's work at most
+class WorkAheadProcess:
+    """The child process doing a request's work ahead (:func:`start_work_ahead`)."""
+
+    def __init__(self, request, process, receiving, path: str):
+        self.request, self.process, self.receiving, self.path = request, process, receiving, path
+
+    def collect(self) -> None:
+        """Wait for the child and keep its work for the run's tasks. Raises :class:`LwecInputError` for bad
+        input; after any other failure (the child's, or its death) nothing is kept."""
+        _AHEAD.clear()  # one run's work at most
+        try:
+            outcome, value = self.receiving.recv()
+        except (EOFError, OSError):  # the child died
+            outcome, value = "failed", None
+        finally:
+            self.cancel()
+        try:
+            if outcome == "bad input":
+                raise LwecInputError(value)
+            if outcome == "done":
+                data, spans = value
+                _AHEAD[request_key(self.request)] = _unpacked(data, self.path, spans)
+        finally:
+            _remove(self.path)  # the mapped arrays keep their pages
+
+    def cancel(self) -> None:
+        """Stop the child if it still runs (once it has sent its work, it has nothing left to do). Calling it
+        again does nothing."""
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+        self.receiving.close()
+
+
+def start_work_ahead(request) -> WorkAheadProcess:
+    """Start reading the table of ``request`` and generating its base clusterings in a child process; collect
+    the work with :meth:`WorkAheadProcess.collect`. The child imports neither Prefect nor MLflow."""
+    descriptor, path = tempfile.mkstemp(prefix="lwec-ahead-", dir=_shared_directory())
+    os.close(descriptor)
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process's threads
+    receiving, sending = context.Pipe(duplex=False)
+    process = context.Process(target=_work_in_child, args=(request, sending, path), name="lwec-work-ahead",
+                              daemon=True)
+    process.start()
+    sending.close()
+    atexit.register(_remove, path)  # however the command ends
+    return WorkAheadProcess(request, process, receiving, path)
+
+
+def work_ahead(request) -> WorkAhead | None:
+    """Read the table of ``request`` and generate its base clusterings in this process (what the child does).
+    Bad input raises :class:`LwecInputError`; after any other failure, None."""
+    # Imported here: the command starts the child before it imports these (scikit-learn, the readers).
+    from lwec_tasks.executors.in_process import InProcess
+    from lwec_tasks.stages.ensemble import base_clusterings
+    from lwec_tasks.stages.read import load_table
+
     table_log, table_lines = _held_logger()
     ensemble_log, ensemble_lines = _held_logger()
     try:
@@ -61,8 +130,55 @@ def work_ahead(request) -> None:
     except LwecInputError:
         raise
     except Exception:  # noqa: BLE001 - the tasks do the work again and report what they meet
-        return
-    _AHEAD[request_key(request)] = work
+        return None
+    table.session = None  # the executor is closed; the taking task's executor serves the partitions
+    return work
+
+
+def _work_in_child(request, sending, path: str) -> None:
+    try:
+        work = work_ahead(request)
+        message = ("failed", None) if work is None else ("done", _packed(work, path))
+    except LwecInputError as error:
+        message = ("bad input", str(error))
+    except Exception:  # noqa: BLE001 - the tasks do the work again and report what they meet
+        message = ("failed", None)
+    sending.send(message)
+    sending.close()
+
+
+def _packed(work: WorkAhead, path: str) -> tuple[bytes, list[tuple[int, int]]]:
+    """``work`` pickled without its arrays' bytes, which go to the file at ``path``: (pickle, (offset, length)
+    of each array's bytes in the file)."""
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(work, protocol=5, buffer_callback=buffers.append)
+    spans = []
+    with open(path, "wb") as file:
+        for buffer in buffers:
+            view = buffer.raw()
+            start = -(-file.tell() // ALIGNMENT) * ALIGNMENT
+            file.seek(start)
+            file.write(view)
+            spans.append((start, view.nbytes))
+    return data, spans
+
+
+def _unpacked(data: bytes, path: str, spans: list[tuple[int, int]]) -> WorkAhead:
+    """The work :func:`_packed` wrote, its arrays mapped from the file (copy on write) rather than read."""
+    if not spans:
+        return pickle.loads(data)
+    with open(path, "rb") as file:
+        mapped = memoryview(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY))
+    return pickle.loads(data, buffers=[mapped[start:start + length] for start, length in spans])
+
+
+def _remove(path: str) -> None:
+    with suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _shared_directory() -> str | None:
+    return SHARED_DIRECTORY if os.access(SHARED_DIRECTORY, os.W_OK) else None
 
 
 def taken_table(request, session, log) -> PartitionedTable | None:
@@ -90,14 +206,24 @@ def taken_ensemble(request, table: PartitionedTable, log) -> tuple[PartitionedEn
     return work.ensemble, work.ensemble_seconds
 
 
-def _replay(records: list[logging.LogRecord], log) -> None:
-    for record in records:
-        log.log(record.levelno, "%s", record.getMessage())
+def _replay(lines: list[tuple[int, str]], log) -> None:
+    for level, message in lines:
+        log.log(level, "%s", message)
 
 
-def _held_logger() -> tuple[logging.Logger, list[logging.LogRecord]]:
-    """A logger whose lines go only to the returned list (it is not registered with :mod:`logging`)."""
-    held = BufferingHandler(capacity=sys.maxsize)  # keeps every record, in ``held.buffer``
+class _HeldLines(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines: list[tuple[int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append((record.levelno, record.getMessage()))
+
+
+def _held_logger() -> tuple[logging.Logger, list[tuple[int, str]]]:
+    """A logger whose lines go only to the returned list of (level, message) (it is not registered with
+    :mod:`logging`)."""
+    held = _HeldLines()
     log = logging.Logger("lwec.ahead")
     log.addHandler(held)
-    return log, held.buffer
+    return log, held.lines

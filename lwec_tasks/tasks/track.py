@@ -79,9 +79,10 @@ def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliabil
     return {name: png_bytes(figure) for name, figure in figures.items()}
 
 
-def prepare_tracking() -> None:
-    """Import what :func:`draw_figures` and :func:`log_to_mlflow` use (MLflow, matplotlib's PNG drawing) and do
-    MLflow's own first-log work (:func:`~lwec_tasks.tracking.model.prepare_model_logging`). Contacts no store.
+def prepare_tracking(tracking_uri: str | None = None) -> None:
+    """Import what :func:`draw_figures` and :func:`log_to_mlflow` use (MLflow, matplotlib's PNG drawing; for a
+    database store, MLflow's code for it: about a second) and do MLflow's own first-log work
+    (:func:`~lwec_tasks.tracking.model.prepare_model_logging`). Contacts no store.
 
     ``lwec run`` calls it while its table is read; the flow calls it (quick by then) before the labels are
     written beside the figures being drawn, as imports in two threads at once can meet half-initialised modules.
@@ -93,6 +94,13 @@ def prepare_tracking() -> None:
 
     Image.preinit()  # the image formats Pillow loads on its first save
     prepare_model_logging()
+    scheme = resolve_tracking_uri(tracking_uri).split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme in DATABASE_STORES:
+        import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+
+
+#: URI schemes of the tracking stores MLflow keeps in a database (its ``SqlAlchemyStore``).
+DATABASE_STORES = ("sqlite", "postgresql", "mysql", "mssql")
 
 
 @tracking_task("log-to-mlflow")
