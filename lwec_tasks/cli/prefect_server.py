@@ -173,6 +173,12 @@ def start_temporary_server() -> TemporaryServer | None:
 _STARTED: TemporaryServer | None = None
 
 
+def temporary_server_booting() -> bool:
+    """Whether a temporary server started by :func:`start_temporary_server` runs and has not been handed to
+    Prefect yet (this process will wait for it)."""
+    return _STARTED is not None and not _STARTED.handed and _STARTED.process.poll() is None
+
+
 @contextmanager
 def stopped_when_done() -> Iterator[None]:
     """Run a flow in this block; on leaving it, stop the temporary server the block started.

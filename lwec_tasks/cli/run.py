@@ -5,9 +5,8 @@ from :class:`~lwec_tasks.request.ConsensusRequest`.
 Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
 server started for this process. The parameters, the table and the services
 the run needs are checked before that (:func:`run_checked_flow`), and a
-failure is the last line printed. While the command checks and imports, a child
-process of an in-process run reads its table and generates its base clusterings
-(:mod:`lwec_tasks.stages.ahead`).
+failure is the last line printed. Before the flow run starts, an in-process run
+reads its table and generates its base clusterings (:mod:`lwec_tasks.stages.ahead`).
 """
 
 from __future__ import annotations
@@ -81,19 +80,24 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     ahead = []  # the child process reading the table and generating the base clusterings, once started
 
     def check_inputs():
-        if not request.dask_address and not needs_prefect_to_resolve(request.database_url):
+        if works_ahead(request) and prefect_api_configured():
             from lwec_tasks.stages.ahead import start_work_ahead
 
-            ahead.append(start_work_ahead(request))  # works while this process checks and imports
+            ahead.append(start_work_ahead(request))  # on the core this process's imports leave idle
         check_before_prefect(request)
 
     def consensus_flow():
         from flows.consensus import consensus_flow
+        from lwec_tasks.cli.prefect_server import temporary_server_booting
         from lwec_tasks.tasks.track import prepare_tracking
 
         prepare_tracking(request.tracking_uri)  # every run logs a model and figures
         for process in ahead:
             process.collect()  # the flow's first tasks take the table and the base clusterings
+        if not ahead and works_ahead(request) and temporary_server_booting():
+            from lwec_tasks.stages.ahead import keep_work_ahead
+
+            keep_work_ahead(request)  # here, once imported: the server's boot keeps the other core busy
         return consensus_flow
 
     try:
@@ -152,6 +156,21 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
     finally:
         if server is not None:
             server.stop()
+
+
+def works_ahead(request) -> bool:
+    """Whether the command may read the table and generate the base clusterings before the flow run starts
+    (:mod:`lwec_tasks.stages.ahead`): not for a Dask cluster, nor for a database URL only Prefect resolves."""
+    return not request.dask_address and not needs_prefect_to_resolve(request.database_url)
+
+
+def prefect_api_configured() -> bool:
+    """Whether Prefect has an API to talk to (no temporary server will start)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return True  # what Prefect's settings would say, without importing them (about a second)
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
 
 
 def check_before_prefect(request) -> None:

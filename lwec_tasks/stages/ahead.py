@@ -1,16 +1,20 @@
-"""A run's first stages done by ``lwec run`` in a child process while the command starts up.
+"""A run's first stages done by ``lwec run`` before its flow run starts.
 
-The command imports Prefect, the flow and MLflow on one core for several seconds (and, without a Prefect API,
-starts Prefect's temporary server). Meanwhile a child process (:func:`start_work_ahead`; a fresh interpreter
-that imports only what reading and k-means need) reads the table and generates the base clusterings on the
-cores the imports leave idle. A process, not a thread: imports hold the interpreter lock, and a C extension
-loaded by one thread while another scans the loaded libraries (threadpoolctl does, around scikit-learn's BLAS
-calls) can deadlock. The child hands its work over through a memory-mapped file (the arrays are not copied),
-and :meth:`WorkAheadProcess.collect` keeps it for the run. The flow's ``load-features`` and
-``generate-base-clusterings`` tasks take that work (:func:`taken_table`, :func:`taken_ensemble`) instead of
-doing it again, log its lines and count its seconds as their stages'. Bad input raises
-:class:`LwecInputError` before the flow run starts; any other failure is left for the tasks to meet again,
-with their retries, and nothing is kept.
+The command imports Prefect, the flow and MLflow for several seconds, on one core. With a Prefect server
+already up, the other core is idle meanwhile: a child process (:func:`start_work_ahead`) reads the table and
+generates the base clusterings on it. A process, not a thread: imports hold the interpreter lock, and a C
+extension loaded by one thread while another scans the loaded libraries (threadpoolctl does, around
+scikit-learn's BLAS calls) can deadlock. The child is forked once the command has imported the numeric
+libraries (a fresh interpreter when the command already runs other threads), runs at a lower priority so the
+command's own start-up comes first, and hands its arrays over through a memory-mapped file (not copied);
+:meth:`WorkAheadProcess.collect` keeps the work for the run. Without a Prefect API, both cores are busy with
+the imports and Prefect's temporary server booting; the command then does the same work itself, after its
+imports, while the server finishes booting (:func:`keep_work_ahead`).
+
+The flow's ``load-features`` and ``generate-base-clusterings`` tasks take that work (:func:`taken_table`,
+:func:`taken_ensemble`) instead of doing it again, log its lines and count its seconds as their stages'. Bad
+input raises :class:`LwecInputError` before the flow run starts; any other failure is left for the tasks to
+meet again, with their retries, and nothing is kept.
 """
 
 from __future__ import annotations
@@ -22,22 +26,23 @@ import multiprocessing
 import os
 import pickle
 import tempfile
+import threading
 import time
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.executors.in_process import InProcess
 from lwec_tasks.preflight import request_key
-
-if TYPE_CHECKING:
-    from lwec_tasks.stages.ensemble import PartitionedEnsemble
-    from lwec_tasks.stages.read import PartitionedTable
+from lwec_tasks.stages.ensemble import PartitionedEnsemble, base_clusterings
+from lwec_tasks.stages.read import PartitionedTable, load_table
 
 #: Where the child writes its arrays: memory (tmpfs) when the system has it, else the temporary directory.
 SHARED_DIRECTORY = "/dev/shm"
 #: Byte alignment of each array in the handed-over file.
 ALIGNMENT = 64
+#: How much the child gives way to the command (``os.nice`` increment).
+CHILD_NICENESS = 10
 
 
 @dataclass
@@ -59,10 +64,12 @@ _AHEAD: dict[str, WorkAhead] = {}
 
 
 class WorkAheadProcess:
-    """The child process doing a request's work ahead (:func:`start_work_ahead`)."""
+    """The child process doing a request's work ahead (:func:`start_work_ahead`): ``process`` (started by
+    ``start_method``, ``fork`` or ``spawn``), the ``receiving`` end of its pipe, the ``path`` of its file."""
 
-    def __init__(self, request, process, receiving, path: str):
-        self.request, self.process, self.receiving, self.path = request, process, receiving, path
+    def __init__(self, request, process, start_method: str, receiving, path: str):
+        self.request, self.process, self.start_method = request, process, start_method
+        self.receiving, self.path = receiving, path
 
     def collect(self) -> None:
         """Wait for the child and keep its work for the run's tasks. Raises :class:`LwecInputError` for bad
@@ -94,27 +101,35 @@ class WorkAheadProcess:
 
 def start_work_ahead(request) -> WorkAheadProcess:
     """Start reading the table of ``request`` and generating its base clusterings in a child process; collect
-    the work with :meth:`WorkAheadProcess.collect`. The child imports neither Prefect nor MLflow."""
+    the work with :meth:`WorkAheadProcess.collect`.
+
+    The child is forked (it shares the libraries this module imported) when this process runs no other thread,
+    and is a fresh interpreter otherwise: a fork copies the locks other threads may hold."""
     descriptor, path = tempfile.mkstemp(prefix="lwec-ahead-", dir=_shared_directory())
     os.close(descriptor)
-    context = multiprocessing.get_context("spawn")  # a fresh interpreter: nothing of this process's threads
+    start_method = "fork" if threading.active_count() == 1 else "spawn"
+    context = multiprocessing.get_context(start_method)
     receiving, sending = context.Pipe(duplex=False)
     process = context.Process(target=_work_in_child, args=(request, sending, path), name="lwec-work-ahead",
                               daemon=True)
     process.start()
     sending.close()
     atexit.register(_remove, path)  # however the command ends
-    return WorkAheadProcess(request, process, receiving, path)
+    return WorkAheadProcess(request, process, start_method, receiving, path)
+
+
+def keep_work_ahead(request) -> None:
+    """Do the work of :func:`work_ahead` in this process and keep it for the run's tasks. Bad input raises
+    :class:`LwecInputError`; after any other failure nothing is kept."""
+    _AHEAD.clear()  # one run's work at most
+    work = work_ahead(request)
+    if work is not None:
+        _AHEAD[request_key(request)] = work
 
 
 def work_ahead(request) -> WorkAhead | None:
     """Read the table of ``request`` and generate its base clusterings in this process (what the child does).
     Bad input raises :class:`LwecInputError`; after any other failure, None."""
-    # Imported here: the command starts the child before it imports these (scikit-learn, the readers).
-    from lwec_tasks.executors.in_process import InProcess
-    from lwec_tasks.stages.ensemble import base_clusterings
-    from lwec_tasks.stages.read import load_table
-
     table_log, table_lines = _held_logger()
     ensemble_log, ensemble_lines = _held_logger()
     try:
@@ -136,6 +151,7 @@ def work_ahead(request) -> WorkAhead | None:
 
 
 def _work_in_child(request, sending, path: str) -> None:
+    os.nice(CHILD_NICENESS)
     try:
         work = work_ahead(request)
         message = ("failed", None) if work is None else ("done", _packed(work, path))
