@@ -80,11 +80,12 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     ahead = []  # the child process reading the table and generating the base clusterings, once started
 
     def check_inputs():
+        check_before_prefect(request)
         if works_ahead(request) and prefect_api_configured():
             from lwec_tasks.stages.ahead import start_work_ahead
 
-            ahead.append(start_work_ahead(request))  # on the core this process's imports leave idle
-        check_before_prefect(request)
+            # On the core this process's imports leave idle; a forked child takes the check's plan of the read.
+            ahead.append(start_work_ahead(request))
 
     def consensus_flow():
         from flows.consensus import consensus_flow
