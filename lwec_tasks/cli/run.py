@@ -81,7 +81,7 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
 
     def check_inputs():
         check_before_prefect(request)
-        if works_ahead(request) and prefect_api_configured():
+        if works_ahead(request) and prefect_api_in_environment():
             from lwec_tasks.stages.ahead import start_work_ahead
 
             # On the core this process's imports leave idle; a forked child takes the check's plan of the read.
@@ -165,13 +165,11 @@ def works_ahead(request) -> bool:
     return not request.dask_address and not needs_prefect_to_resolve(request.database_url)
 
 
-def prefect_api_configured() -> bool:
-    """Whether Prefect has an API to talk to (no temporary server will start)."""
-    if os.environ.get("PREFECT_API_URL"):
-        return True  # what Prefect's settings would say, without importing them (about a second)
-    from prefect.settings import get_current_settings
-
-    return bool(get_current_settings().api.url)
+def prefect_api_in_environment() -> bool:
+    """Whether ``PREFECT_API_URL`` is set: Prefect has an API to talk to and no temporary server will start.
+    (Read from the environment alone: Prefect, which would also read its profile, is imported only once
+    everything checkable has been checked.)"""
+    return bool(os.environ.get("PREFECT_API_URL"))
 
 
 def check_before_prefect(request) -> None:
