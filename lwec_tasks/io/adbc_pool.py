@@ -11,6 +11,7 @@ at most :data:`MAX_IDLE` idle connections per URI stay open until the process ex
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -73,3 +74,16 @@ def close_idle_connections() -> None:
     for connection in connections:
         with suppress(Exception):
             connection.close()
+
+
+def _forget_inherited_connections() -> None:
+    # A forked child shares its parent's sockets: it must neither use the connections it inherited nor close
+    # them, which would end the parent's sessions (a connection closes itself when it is garbage-collected).
+    global _idle, _lock
+    _inherited.append(_idle)
+    _idle, _lock = {}, threading.Lock()
+
+
+#: In a forked child, the idle connections of its parent, kept unused and unclosed.
+_inherited: list = []
+os.register_at_fork(after_in_child=_forget_inherited_connections)

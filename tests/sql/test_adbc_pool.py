@@ -73,3 +73,26 @@ def test_concurrent_threads_get_distinct_connections(connect):
 
     with ThreadPoolExecutor(3) as pool:
         assert len(set(pool.map(pid, range(3)))) == 3
+
+
+def test_a_forked_child_opens_its_own_connection_and_leaves_its_parents_alone(connect):
+    """The command forks the process that reads ahead: it must not share its parent's connection (one socket,
+    two clients) nor end it."""
+    import os
+
+    parent_backend = backend(connect)  # now idle in the pool
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: its own connection, reported through the pipe
+        code = 1
+        try:
+            os.write(write, str(backend(connect)).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    child_backend = int(os.read(read, 64) or -1)
+    os.close(read)
+    assert os.waitpid(child, 0)[1] == 0
+    assert child_backend not in (-1, parent_backend)
+    assert backend(connect) == parent_backend  # the parent's idle connection still works, and is reused
