@@ -6,7 +6,8 @@ generates the base clusterings on it. A process, not a thread: imports hold the 
 extension loaded by one thread while another scans the loaded libraries (threadpoolctl does, around
 scikit-learn's BLAS calls) can deadlock. The child is forked once the command has imported the numeric
 libraries (a fresh interpreter when the command already runs other threads), runs at a lower priority so the
-command's own start-up comes first, and hands its arrays over through a memory-mapped file (not copied);
+command's own start-up comes first, and hands its arrays over through a memory-mapped file without a name
+(not copied, and not left behind if either process dies);
 :meth:`WorkAheadProcess.collect` keeps the work for the run. Without a Prefect API, both cores are busy with
 the imports and Prefect's temporary server booting; the command then does the same work itself, after its
 imports, while the server finishes booting (:func:`keep_work_ahead`).
@@ -19,7 +20,6 @@ meet again, with their retries, and nothing is kept.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import mmap
 import multiprocessing
@@ -65,38 +65,35 @@ _AHEAD: dict[str, WorkAhead] = {}
 
 class WorkAheadProcess:
     """The child process doing a request's work ahead (:func:`start_work_ahead`): ``process`` (started by
-    ``start_method``, ``fork`` or ``spawn``), the ``receiving`` end of its pipe, the ``path`` of its file."""
+    ``start_method``, ``fork`` or ``spawn``) and ``connection``, this process's end of their pipe."""
 
-    def __init__(self, request, process, start_method: str, receiving, path: str):
-        self.request, self.process, self.start_method = request, process, start_method
-        self.receiving, self.path = receiving, path
+    def __init__(self, request, process, start_method: str, connection):
+        self.request, self.process, self.start_method, self.connection = request, process, start_method, connection
 
     def collect(self) -> None:
         """Wait for the child and keep its work for the run's tasks. Raises :class:`LwecInputError` for bad
         input; after any other failure (the child's, or its death) nothing is kept."""
         _AHEAD.clear()  # one run's work at most
         try:
-            outcome, value = self.receiving.recv()
+            outcome, value = self.connection.recv()
         except (EOFError, OSError):  # the child died
             outcome, value = "failed", None
-        finally:
-            self.cancel()
         try:
             if outcome == "bad input":
                 raise LwecInputError(value)
             if outcome == "done":
-                data, spans = value
-                _AHEAD[request_key(self.request)] = _unpacked(data, self.path, spans)
+                with suppress(OSError):  # its file gone with it: the tasks do the work
+                    _AHEAD[request_key(self.request)] = _unpacked(*value, self.process.pid)
         finally:
-            _remove(self.path)  # the mapped arrays keep their pages
+            self.cancel()
 
     def cancel(self) -> None:
-        """Stop the child if it still runs (once it has sent its work, it has nothing left to do). Calling it
+        """Stop the child if it still runs (once its work is taken, it has nothing left to do). Calling it
         again does nothing."""
         if self.process.is_alive():
             self.process.kill()
         self.process.join()
-        self.receiving.close()
+        self.connection.close()
 
 
 def start_work_ahead(request) -> WorkAheadProcess:
@@ -105,17 +102,13 @@ def start_work_ahead(request) -> WorkAheadProcess:
 
     The child is forked (it shares the libraries this module imported) when this process runs no other thread,
     and is a fresh interpreter otherwise: a fork copies the locks other threads may hold."""
-    descriptor, path = tempfile.mkstemp(prefix="lwec-ahead-", dir=_shared_directory())
-    os.close(descriptor)
     start_method = "fork" if threading.active_count() == 1 else "spawn"
     context = multiprocessing.get_context(start_method)
-    receiving, sending = context.Pipe(duplex=False)
-    process = context.Process(target=_work_in_child, args=(request, sending, path), name="lwec-work-ahead",
-                              daemon=True)
+    ours, theirs = context.Pipe()
+    process = context.Process(target=_work_in_child, args=(request, theirs), name="lwec-work-ahead", daemon=True)
     process.start()
-    sending.close()
-    atexit.register(_remove, path)  # however the command ends
-    return WorkAheadProcess(request, process, start_method, receiving, path)
+    theirs.close()
+    return WorkAheadProcess(request, process, start_method, ours)
 
 
 def keep_work_ahead(request) -> None:
@@ -150,47 +143,47 @@ def work_ahead(request) -> WorkAhead | None:
     return work
 
 
-def _work_in_child(request, sending, path: str) -> None:
+def _work_in_child(request, connection) -> None:
     os.nice(CHILD_NICENESS)
-    try:
-        work = work_ahead(request)
-        message = ("failed", None) if work is None else ("done", _packed(work, path))
-    except LwecInputError as error:
-        message = ("bad input", str(error))
-    except Exception:  # noqa: BLE001 - the tasks do the work again and report what they meet
-        message = ("failed", None)
-    sending.send(message)
-    sending.close()
+    # A file without a name (in memory where the system has /dev/shm): nothing is left behind when either
+    # process dies. The command opens it through /proc while this process waits, then stops it.
+    with tempfile.TemporaryFile(dir=_shared_directory()) as file:
+        try:
+            work = work_ahead(request)
+            message = ("failed", None) if work is None else ("done", (*_packed(work, file), file.fileno()))
+        except LwecInputError as error:
+            message = ("bad input", str(error))
+        except Exception:  # noqa: BLE001 - the tasks do the work again and report what they meet
+            message = ("failed", None)
+        with suppress(EOFError, OSError):  # the command gone
+            connection.send(message)
+            connection.recv()  # nothing comes: the command stops this process, or is gone (end of file)
 
 
-def _packed(work: WorkAhead, path: str) -> tuple[bytes, list[tuple[int, int]]]:
-    """``work`` pickled without its arrays' bytes, which go to the file at ``path``: (pickle, (offset, length)
-    of each array's bytes in the file)."""
+def _packed(work: WorkAhead, file) -> tuple[bytes, list[tuple[int, int]]]:
+    """``work`` pickled without its arrays' bytes, which are written to ``file``: (pickle, (offset, length) of
+    each array's bytes in the file)."""
     buffers: list[pickle.PickleBuffer] = []
     data = pickle.dumps(work, protocol=5, buffer_callback=buffers.append)
     spans = []
-    with open(path, "wb") as file:
-        for buffer in buffers:
-            view = buffer.raw()
-            start = -(-file.tell() // ALIGNMENT) * ALIGNMENT
-            file.seek(start)
-            file.write(view)
-            spans.append((start, view.nbytes))
+    for buffer in buffers:
+        view = buffer.raw()
+        start = -(-file.tell() // ALIGNMENT) * ALIGNMENT
+        file.seek(start)
+        file.write(view)
+        spans.append((start, view.nbytes))
+    file.flush()
     return data, spans
 
 
-def _unpacked(data: bytes, path: str, spans: list[tuple[int, int]]) -> WorkAhead:
-    """The work :func:`_packed` wrote, its arrays mapped from the file (copy on write) rather than read."""
+def _unpacked(data: bytes, spans: list[tuple[int, int]], descriptor: int, pid: int) -> WorkAhead:
+    """The work :func:`_packed` wrote to the file open as ``descriptor`` in process ``pid``, its arrays mapped
+    from the file (copy on write) rather than read."""
     if not spans:
         return pickle.loads(data)
-    with open(path, "rb") as file:
+    with open(f"/proc/{pid}/fd/{descriptor}", "rb") as file:
         mapped = memoryview(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_COPY))
     return pickle.loads(data, buffers=[mapped[start:start + length] for start, length in spans])
-
-
-def _remove(path: str) -> None:
-    with suppress(FileNotFoundError):
-        os.unlink(path)
 
 
 def _shared_directory() -> str | None:

@@ -2,7 +2,6 @@
 the run's tasks."""
 
 import json
-import os
 import subprocess
 import sys
 
@@ -101,7 +100,7 @@ def test_bad_input_met_while_working_ahead_fails_at_once_and_nothing_is_kept(sql
                                                       label_column="target"))
     with pytest.raises(LwecInputError, match="f2"):
         started.collect()
-    assert ahead._AHEAD == {} and not os.path.exists(started.path)
+    assert ahead._AHEAD == {} and not started.process.is_alive()
 
 
 def test_a_failure_of_the_database_is_left_to_the_tasks(sqlite_url, monkeypatch):
@@ -124,7 +123,7 @@ def test_the_child_hands_over_the_work_it_did_as_it_is(sqlite_url):
     started = ahead.start_work_ahead(request)
     started.collect()
     (there,) = ahead._AHEAD.values()
-    assert not os.path.exists(started.path)
+    assert not started.process.is_alive()
     def without_seconds(lines):
         return [(level, message.split(" in ")[0]) for level, message in lines]
 
@@ -162,9 +161,17 @@ print(json.dumps([started.start_method, [codes.result().tolist() for codes in wo
     assert codes == [mine.result().tolist() for mine in here.ensemble.codes]
 
 
+def test_a_child_whose_command_is_gone_ends_by_itself(sqlite_url):
+    write_blobs_table(sqlite_url)
+    started = ahead.start_work_ahead(ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3))
+    started.connection.close()  # as when the command dies
+    started.process.join(timeout=120)
+    assert started.process.exitcode == 0
+
+
 def test_a_child_that_dies_leaves_nothing(sqlite_url):
     write_blobs_table(sqlite_url)
     started = ahead.start_work_ahead(ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3))
     started.process.kill()
     started.collect()
-    assert ahead._AHEAD == {} and not os.path.exists(started.path)
+    assert ahead._AHEAD == {} and not started.process.is_alive()
