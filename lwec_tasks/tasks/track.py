@@ -18,6 +18,7 @@ from lwec_tasks.tasks.retry import tracking_task
 from lwec_tasks.tasks.stages import ClusterReliability
 from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tracking.dataset import SourceTable
+from lwec_tasks.tracking.limits import database_backend
 from lwec_tasks.tracking.store import mask_uri, resolve_tracking_uri, run_page_url
 
 #: Rows of the model's input example (raw feature values of sampled training rows).
@@ -84,8 +85,9 @@ def prepare_tracking(tracking_uri: str | None = None) -> None:
     database store, MLflow's code for it: about a second) and do MLflow's own first-log work
     (:func:`~lwec_tasks.tracking.model.prepare_model_logging`). Contacts no store.
 
-    ``lwec run`` calls it while its table is read; the flow calls it (quick by then) before the labels are
-    written beside the figures being drawn, as imports in two threads at once can meet half-initialised modules.
+    ``lwec run`` calls it before the flow run starts (while its child process reads the table, with a Prefect
+    server up); the flow calls it (quick by then) before the labels are written beside the figures being drawn,
+    as imports in two threads at once can meet half-initialised modules.
     """
     from matplotlib.backends import backend_agg  # noqa: F401 - what Figure.savefig draws with
     from PIL import Image
@@ -94,13 +96,9 @@ def prepare_tracking(tracking_uri: str | None = None) -> None:
 
     Image.preinit()  # the image formats Pillow loads on its first save
     prepare_model_logging()
-    scheme = resolve_tracking_uri(tracking_uri).split(":", 1)[0].split("+", 1)[0].lower()
-    if scheme in DATABASE_STORES:
+    uri = resolve_tracking_uri(tracking_uri)
+    if uri.lower().startswith("sqlite:") or database_backend(uri):  # MLflow's SqlAlchemyStore keeps it
         import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
-
-
-#: URI schemes of the tracking stores MLflow keeps in a database (its ``SqlAlchemyStore``).
-DATABASE_STORES = ("sqlite", "postgresql", "mysql", "mssql")
 
 
 @tracking_task("log-to-mlflow")
