@@ -28,11 +28,13 @@ from lwec_tasks.tasks.assign import (
     read_rows_to_label,
     write_assigned_labels,
 )
+from lwec_tasks.tasks.heartbeats import sends_heartbeats
 
 FLOW_NAME = "lwec-assign"
 
 
 @flow(name=FLOW_NAME, description="Label the rows of a table with a logged LWEA/LWGP consensus model.")
+@sends_heartbeats
 def assign_flow(
     database_url: str,
     table: str,

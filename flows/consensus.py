@@ -25,6 +25,7 @@ from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
 from lwec_tasks.request import ConsensusRequest, document_parameters
 from lwec_tasks.stages.consensus import sample_labels
+from lwec_tasks.tasks.heartbeats import sends_heartbeats
 from lwec_tasks.tasks.stages import (
     build_labelling_model,
     cluster_reliability,
@@ -42,6 +43,7 @@ FLOW_NAME = "lwec-consensus"
 
 @flow(name=FLOW_NAME, description="Locally weighted ensemble clustering of a database table (LWEA or LWGP).")
 @document_parameters(ConsensusRequest)
+@sends_heartbeats
 def consensus_flow(
     database_url: str,
     table: str,

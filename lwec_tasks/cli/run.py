@@ -15,7 +15,6 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 
 from lwec_tasks.cli.request_options import add_request_options, request_parameters
 
@@ -125,6 +124,7 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
     """
     from lwec_tasks.cli.prefect_server import start_temporary_server, stopped_when_done
     from lwec_tasks.cli.services import CHECK_TIMEOUT_SECONDS, check_prefect_api
+    from lwec_tasks.tasks.heartbeats import sent_by_the_flow
 
     resolved_by_prefect = needs_prefect_to_resolve(parameters["database_url"])
     if not resolved_by_prefect:
@@ -152,7 +152,8 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
                 from lwec_tasks.cli.console import hide_tracebacks_on_console
 
                 hide_tracebacks_on_console()
-            with nullcontext() if server is None else server.serving():
+            # A lasting server gets heartbeats that stop with the work; the temporary one none (it dies with us).
+            with sent_by_the_flow() if server is None else server.serving():
                 return flow(**_credentials_out_of_parameters(parameters))
     finally:
         if server is not None:

@@ -50,6 +50,9 @@ from lwec_tasks.io.storage_setup import begin_writing, drop_storage, prepare_sto
 #: Rows per ``executemany`` batch when the rows cannot be ingested by ADBC.
 APPEND_BATCH = 20_000
 
+#: A table's columns as (name, SQL type) pairs, in table order.
+Columns = tuple[tuple[str, sa.types.TypeEngine], ...]
+
 
 def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -> sa.types.TypeEngine:
     """The SQL type of the labels table's ``id`` column.
@@ -114,28 +117,34 @@ def drop_table_quietly(engine: sa.Engine, name: str) -> None:
         sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema).drop(connection, checkfirst=True)
 
 
-def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> int:
+def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
+                  columns: Columns | None = None) -> int:
     """Append the (id, label) rows to ``table`` in one transaction; returns the rows written.
 
     ``table`` is a pending run's target (:attr:`PendingRun.target`): the run's table, whose ``run`` column
     takes ``run`` (:attr:`PendingRun.append_run`; None: the column's default), or a staging table (``run``
-    None). For the flow's process
+    None). ``columns`` are its columns as :func:`begin_run` made them (:attr:`PendingRun.target_columns`;
+    default None: reflected from the database). For the flow's process
     and Dask workers alike: ``database_url`` is resolved (no ``env:``/``block:`` reference); SQLite files get
     a long lock wait (:func:`~lwec_tasks.io.connection.opened_engine`), as workers write to one file in
     turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
     """
     with opened_engine(database_url, shared=True) as engine:
-        return append_to(engine, table, ids, labels, run)
+        return append_to(engine, table, ids, labels, run, columns)
 
 
-def append_to(engine: sa.Engine, table_name: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> int:
+def append_to(engine: sa.Engine, table_name: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
+              columns: Columns | None = None) -> int:
     """:func:`append_labels` on an open engine."""
     ids, labels = np.asarray(ids), np.asarray(labels).astype(np.int64)
     if not len(ids):
         return 0
     name = parse_table_name(table_name, "labels table")
     with database_errors(engine, f"write labels to table {table_name!r}"):
-        table = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine)
+        # Reflecting the table costs catalog queries on a fresh connection for every partition (0.1-0.5 s).
+        table = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine) if columns is None \
+            else sa.Table(name.name, sa.MetaData(), *(sa.Column(column, kind) for column, kind in columns),
+                          schema=name.schema)
         if isinstance(table.c.id.type, sa.String) and not all(isinstance(value, str) for value in ids):
             ids = np.array([value.hex if isinstance(value, uuid.UUID) else str(value) for value in ids.tolist()],
                            dtype=object)
@@ -196,6 +205,7 @@ class PendingRun:
         ids need a cast (:attr:`staged`)
     id_type : the rows table's ``id`` type
     created : whether this write created the storage (dropped again if the write fails)
+    target_columns : ``target``'s columns (what :func:`append_labels` takes instead of reflecting them)
     """
 
     output_table: str
@@ -204,6 +214,7 @@ class PendingRun:
     target: str
     id_type: sa.types.TypeEngine
     created: bool
+    target_columns: Columns = ()
 
     @property
     def staged(self) -> bool:
@@ -232,13 +243,17 @@ def begin_run(engine: sa.Engine, output_table: str, id_type: sa.types.TypeEngine
         begin_writing(connection, output_table)
         created = prepare_storage(connection, output_table, id_type)
         rows = storage_names(output_table).rows
-        stored_type = sa.Table(rows.name, sa.MetaData(), schema=rows.schema, autoload_with=connection).c.id.type
+        stored = sa.Table(rows.name, sa.MetaData(), schema=rows.schema, autoload_with=connection).columns
         number = int(connection.execute(sa.insert(runs_table(output_table)).values(**values)).inserted_primary_key[0])
-        target = str(create_run_rows(connection, output_table, number))
-    pending = PendingRun(output_table, number, target, target, stored_type, created)
+        target = str(create_run_rows(connection, output_table, number))  # the rows table's columns
+    stored_type = stored.id.type
+    pending = PendingRun(output_table, number, target, target, stored_type, created,
+                         tuple((column.name, column.type) for column in stored))
     if _ingestible(stored_type):
         return pending
-    pending = replace(pending, target=staging_table_name(output_table))
+    staging = staging_table_name(output_table)
+    pending = replace(pending, target=staging,
+                      target_columns=tuple((column.name, column.type) for column in _staging(staging, stored_type).c))
     try:
         create_staging_table(engine, pending.target, stored_type)
     except BaseException:
@@ -391,5 +406,6 @@ def write_labels(
     if ids.shape != labels.shape or ids.ndim != 1:
         raise LwecInputError(f"ids {ids.shape} and labels {labels.shape} must be equal-length vectors")
     pending = begin_run(engine, table_name, id_key_type(ids, id_type), rows)
-    append = partial(append_to, engine, pending.target, ids, labels, run=pending.append_run)
+    append = partial(append_to, engine, pending.target, ids, labels, run=pending.append_run,
+                     columns=pending.target_columns)
     return publish_appended(engine, pending, rows, len(ids), append, keep_runs)[0]

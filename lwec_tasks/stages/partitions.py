@@ -27,7 +27,7 @@ from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.features import feature_matrix, id_values
 from lwec_tasks.io.source import read_rows
-from lwec_tasks.io.staging import append_labels
+from lwec_tasks.io.staging import Columns, append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
 from lwec_tasks.stages.planning import EarlierRun
 from lwec_tasks.stages.reductions import Moments, column_sums
@@ -371,10 +371,11 @@ def add_counts(*parts: pd.Series) -> pd.Series:
 
 
 def write_partition(database_url: str, target: str, keys: PartitionKeys, labels: np.ndarray,
-                    run: int | None = None) -> int:
+                    run: int | None = None, columns: Columns | None = None) -> int:
     """Append the partition's (id, label) rows to a pending run's ``target`` table (with ``run`` in each row,
-    unless None; :func:`lwec_tasks.io.staging.append_labels`) in one transaction; returns rows written."""
-    return append_labels(database_url, target, keys.ids, np.asarray(labels, dtype=np.int64), run)
+    unless None; ``columns``: the target's, None to reflect them; :func:`lwec_tasks.io.staging.append_labels`)
+    in one transaction; returns rows written."""
+    return append_labels(database_url, target, keys.ids, np.asarray(labels, dtype=np.int64), run, columns)
 
 
 def worker_facts() -> dict:

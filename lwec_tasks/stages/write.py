@@ -77,10 +77,11 @@ def append_and_publish(table: PartitionedTable, labels: list, output_table: str,
     def append() -> int:
         write = partial(part.write_partition, table.database_url, pending.target)
         if engine.dialect.name == "sqlite":  # one writer at a time: in this process, one partition after another
-            writes = [session.submit(write, keys, values, pending.append_run, name="write")
+            writes = [session.submit(write, keys, values, pending.append_run, pending.target_columns, name="write")
                       for keys, values in zip(table.keys, labels)]
         else:
-            writes = session.map(write, table.keys, labels, run=pending.append_run, name="write")
+            writes = session.map(write, table.keys, labels, run=pending.append_run, columns=pending.target_columns,
+                                 name="write")
         Progress(log, "write labels").wait(writes, rows=table.counts, settle=True)
         return sum(session.gather(writes))
 

@@ -154,11 +154,14 @@ def plain(value):
     return value
 
 
-def write_run(engine, db_url, out, kind, key, parts, expected=None):
-    """One run written as the write stage does: begun, each part appended by a worker, finished."""
+def write_run(engine, db_url, out, kind, key, parts, expected=None, reflect=False):
+    """One run written as the write stage does: begun, each part appended by a worker (given the target's
+    columns, or reflecting them), finished."""
     pending = begin_run(engine, out, ID_TYPES[kind], run_metadata(key))
+    columns = None if reflect else pending.target_columns
     try:
-        written = sum(append_labels(db_url, pending.target, ids, labels, pending.append_run) for ids, labels in parts)
+        written = sum(append_labels(db_url, pending.target, ids, labels, pending.append_run, columns)
+                      for ids, labels in parts)
         return finish_run(engine, pending, run_metadata(key), written if expected is None else expected, written)
     except BaseException:
         discard_run(engine, pending)
@@ -170,7 +173,8 @@ def write_run(engine, db_url, out, kind, key, parts, expected=None):
 
 @pytest.mark.parametrize("kind", ["int", "text", "uuid", "numeric", "decimal"])
 @pytest.mark.parametrize("as_numpy", [True, False], ids=["numpy", "objects"])
-def test_append_and_publish_round_trip(db_url, engine, tables, kind, as_numpy):
+@pytest.mark.parametrize("reflect", [False, True], ids=["columns-given", "reflected"])
+def test_append_and_publish_round_trip(db_url, engine, tables, kind, as_numpy, reflect):
     if kind not in kinds_of(engine):
         pytest.skip(f"{engine.dialect.name} does not store {kind} ids exactly")
     ids = id_values(kind)
@@ -181,12 +185,29 @@ def test_append_and_publish_round_trip(db_url, engine, tables, kind, as_numpy):
     # Two workers' partitions, each in its own transaction, and an empty one.
     parts = [(id_array[:15], np.array(labels[:15])), (id_array[15:], np.array(labels[15:], dtype=np.int32)),
              (id_array[:0], np.array([], dtype=np.int64))]
-    assert write_run(engine, db_url, out, kind, "r1", parts) == (N, [])
+    assert write_run(engine, db_url, out, kind, "r1", parts, reflect=reflect) == (N, [])
     names = storage_names(out)
     partitions = {run_rows_name(out, 1).name} if engine.dialect.name == "postgresql" else set()  # the run's own
     assert set(sa.inspect(engine).get_table_names()) - before == {names.runs.name, names.rows.name, *partitions}
     stored = {(key, plain(value)): label for (key, value), label in stored_labels(engine, out).items()}
     assert stored == {("r1", as_stored(engine, value)): label for value, label in zip(ids, labels)}
+
+
+@pytest.mark.parametrize("kind", ["int", "text", "uuid", "numeric"])
+def test_pending_run_knows_its_target_columns_as_the_database_has_them(db_url, engine, tables, kind):
+    if kind not in kinds_of(engine):
+        pytest.skip(f"{engine.dialect.name} does not store {kind} ids exactly")
+    pending = begin_run(engine, tables("labels"), ID_TYPES[kind], run_metadata("r1"))
+    try:
+        parsed = parse_table_name(pending.target)
+        reflected = sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema, autoload_with=engine).columns
+        def spelled(kind):
+            return kind.compile(dialect=engine.dialect)
+
+        assert [(name, spelled(kind)) for name, kind in pending.target_columns] == \
+            [(column.name, spelled(column.type)) for column in reflected]
+    finally:
+        discard_run(engine, pending)
 
 
 def test_publish_refuses_a_row_count_mismatch_and_leaves_the_table(db_url, engine, tables):
