@@ -28,13 +28,12 @@ from lwec_tasks.tasks.assign import (
     read_rows_to_label,
     write_assigned_labels,
 )
-from lwec_tasks.tasks.heartbeats import sends_heartbeats
+from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
 
 FLOW_NAME = "lwec-assign"
 
 
 @flow(name=FLOW_NAME, description="Label the rows of a table with a logged LWEA/LWGP consensus model.")
-@sends_heartbeats
 def assign_flow(
     database_url: str,
     table: str,
@@ -68,7 +67,7 @@ def assign_flow(
     placement = load_model(model_uri)
     columns = check_feature_columns(placement, feature_columns)
     run_key = assign_run_key(placement, table)
-    with open_executor(dask_address) as executor:
+    with flow_run_heartbeats(), open_executor(dask_address) as executor:
         rows = read_rows_to_label(executor, database_url, table, columns, id_column, output_table,
                                   base_columns=isinstance(placement, LabelPlacement))
         labels, counts = place_rows(placement, rows)

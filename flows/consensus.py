@@ -25,7 +25,7 @@ from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
 from lwec_tasks.request import ConsensusRequest, document_parameters
 from lwec_tasks.stages.consensus import sample_labels
-from lwec_tasks.tasks.heartbeats import sends_heartbeats
+from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
 from lwec_tasks.tasks.stages import (
     build_labelling_model,
     cluster_reliability,
@@ -43,7 +43,6 @@ FLOW_NAME = "lwec-consensus"
 
 @flow(name=FLOW_NAME, description="Locally weighted ensemble clustering of a database table (LWEA or LWGP).")
 @document_parameters(ConsensusRequest)
-@sends_heartbeats
 def consensus_flow(
     database_url: str,
     table: str,
@@ -79,10 +78,16 @@ def consensus_flow(
     get_run_logger().info("%s consensus of table %r (%s) into %s clusters; labels → %r (run key %r)",
                           request.method.upper(), table, mask_url(database_url), request.n_clusters,
                           request.resolved_output_table, request.run_key)
+    with flow_run_heartbeats():
+        return run_stages(request)
+
+
+def run_stages(request: ConsensusRequest) -> dict:
+    """The flow's tasks for a checked ``request``, in order; returns the run summary."""
     with open_executor(request.dask_address) as executor:
         table = load_features(executor, request)
         ensemble = generate_ensemble(table, request)
-        reliability = cluster_reliability(table, ensemble, theta)
+        reliability = cluster_reliability(table, ensemble, request.theta)
         labels = consensus(table, ensemble, reliability, request)
         labels, stable = stable_cluster_ids(table, labels, request)
         shown = sample_labels(table, labels, ensemble.sample)

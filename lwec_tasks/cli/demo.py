@@ -98,7 +98,7 @@ def run_demo(args: argparse.Namespace) -> int:
                       tracking_uri=resolve_tracking_uri(args.tracking_uri))
     ConsensusRequest(**parameters)  # bad parameters fail (in one line, by main) before the table is built
     # The demo's table is its own: Prefect's temporary server can boot while it is built.
-    server = start_temporary_server()
+    server = start_temporary_server(register_blocks=False)  # the demo's database is a file
     try:
         build_demo_table(args.database, args.dataset, table=args.dataset)
         print(f"Built table {args.dataset!r} in {args.database.resolve()} from scikit-learn's {args.dataset} "

@@ -147,8 +147,13 @@ class TemporaryServer:
 _API_SETTINGS = ("PREFECT_API_URL", "PREFECT_UI_URL")
 
 
-def start_temporary_server() -> TemporaryServer | None:
+def start_temporary_server(register_blocks: bool = True) -> TemporaryServer | None:
     """Start Prefect's temporary API server in the background when this process will need one; else None.
+
+    ``register_blocks`` False: the server does not register Prefect's block types in its database as it starts
+    (``PREFECT_SERVER_REGISTER_BLOCKS_ON_START``; 1.5–2 CPU-seconds on a new database, beside the run's own work),
+    for a command that reads no block. Nor does it record a registration in Prefect's memo store (which would
+    keep the next server from registering them). An explicit setting of the user's wins.
 
     None when a Prefect API is configured (``PREFECT_API_URL``, the active profile), when Prefect's temporary
     server already runs in this process (e.g. a test harness's) or when ephemeral mode is off. A server started
@@ -164,7 +169,10 @@ def start_temporary_server() -> TemporaryServer | None:
     settings = get_current_settings()
     if settings.api.url or not settings.server.ephemeral.enabled or _temporary_server_running():
         return None
-    environment = {**os.environ, **SERVER_ENVIRONMENT, **settings.to_environment_variables(exclude_unset=True)}
+    blocks = {} if register_blocks else {"PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "0",
+                                         "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "0"}
+    user_settings = settings.to_environment_variables(exclude_unset=True)
+    environment = {**os.environ, **SERVER_ENVIRONMENT, **blocks, **user_settings}
     _STARTED = TemporaryServer(environment, settings.server.ephemeral.startup_timeout_seconds)
     return _STARTED
 

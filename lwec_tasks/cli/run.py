@@ -80,11 +80,6 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
 
     def check_inputs():
         check_before_prefect(request)
-        if works_ahead(request) and prefect_api_in_environment():
-            from lwec_tasks.stages.ahead import start_work_ahead
-
-            # On the core this process's imports leave idle; a forked child takes the check's plan of the read.
-            ahead.append(start_work_ahead(request))
 
     def consensus_flow():
         from flows.consensus import consensus_flow
@@ -101,6 +96,11 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
         return consensus_flow
 
     try:
+        if works_ahead(request) and prefect_api_in_environment():
+            from lwec_tasks.stages.ahead import start_work_ahead
+
+            # At once, on the core this process's imports and checks leave idle (it plans its own read).
+            ahead.append(start_work_ahead(request))
         return run_after_checks(consensus_flow, parameters, check_inputs, verbose,
                                 check_services=[lambda: check_tracking_store(request.tracking_uri)])
     finally:
@@ -136,7 +136,7 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
 
         check_scheduler(parameters["dask_address"], CHECK_TIMEOUT_SECONDS)
     # Boots while the flow's modules are imported (seconds either way); None when a Prefect API is configured.
-    server = start_temporary_server()
+    server = start_temporary_server(register_blocks=resolved_by_prefect)
     try:
         if server is None:
             check_prefect_api()

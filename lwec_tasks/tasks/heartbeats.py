@@ -11,18 +11,14 @@ and flows called from Python keep Prefect's own heartbeats.
 from __future__ import annotations
 
 import contextvars
-import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import TypeVar
 
 #: Seconds between heartbeats while :func:`sent_by_the_flow` is in force; None: Prefect sends them (or none).
 _FREQUENCY: contextvars.ContextVar[int | None] = contextvars.ContextVar("lwec_heartbeat_seconds", default=None)
 
 HEARTBEAT_EVENT = "prefect.flow-run.heartbeat"
-
-Function = TypeVar("Function", bound=Callable)
 
 
 @contextmanager
@@ -77,17 +73,6 @@ def flow_run_heartbeats() -> Iterator[None]:
     finally:
         stopped.set()
         thread.join()
-
-
-def sends_heartbeats(function: Function) -> Function:
-    """Decorator for a flow's function (put it under ``@flow``): run its body in :func:`flow_run_heartbeats`.
-    Keeps the function's name, docstring and signature, which Prefect reads for the flow's parameters."""
-    @functools.wraps(function)
-    def with_heartbeats(*args, **kwargs):
-        with flow_run_heartbeats():
-            return function(*args, **kwargs)
-
-    return with_heartbeats  # type: ignore[return-value]
 
 
 def heartbeat_resources(flow_run, flow_name: str) -> tuple[dict[str, str], list]:

@@ -10,7 +10,7 @@ import pytest
 from prefect import flow, tags
 
 from lwec_tasks.tasks import heartbeats
-from lwec_tasks.tasks.heartbeats import HEARTBEAT_EVENT, flow_run_heartbeats, sends_heartbeats, sent_by_the_flow
+from lwec_tasks.tasks.heartbeats import HEARTBEAT_EVENT, flow_run_heartbeats, sent_by_the_flow
 
 
 @pytest.fixture
@@ -34,11 +34,11 @@ def sent(monkeypatch):
 
 
 @flow(name="lwec-heartbeat-probe")
-@sends_heartbeats
 def probe(pause: float = 0.0) -> str:
     from prefect.runtime import flow_run
 
-    time.sleep(pause)
+    with flow_run_heartbeats():
+        time.sleep(pause)
     return flow_run.id
 
 
@@ -53,7 +53,8 @@ def test_under_lwec_run_the_flow_sends_the_heartbeat_prefect_would_and_stops_wit
             ours_id = probe()
     assert heartbeat_threads() == []
 
-    by_sender = {sender: [e for e in sent if e[0] == sender and e[1] == HEARTBEAT_EVENT] for sender in ("prefect", "lwec")}
+    by_sender = {sender: [e for e in sent if e[0] == sender and e[1] == HEARTBEAT_EVENT]
+                 for sender in ("prefect", "lwec")}
     assert len(by_sender["prefect"]) == 1 and len(by_sender["lwec"]) == 1  # one each: the runs were short
     _, _, prefects, prefects_related = by_sender["prefect"][0]
     _, _, ours, ours_related = by_sender["lwec"][0]
