@@ -4,9 +4,10 @@ The command imports Prefect, the flow and MLflow for several seconds, on one cor
 already up, the other core is idle meanwhile: a child process (:func:`start_work_ahead`) reads the table and
 generates the base clusterings on it. A process, not a thread: imports hold the interpreter lock, and a C
 extension loaded by one thread while another scans the loaded libraries (threadpoolctl does, around
-scikit-learn's BLAS calls) can deadlock. The child is forked once the command has imported the numeric
-libraries (a fresh interpreter when the command already runs other threads), runs at a lower priority so the
-command's own start-up comes first, and hands its arrays over through a memory-mapped file without a name
+scikit-learn's BLAS calls) can deadlock. ``lwec run`` forks the child as soon as it has parsed the request
+(a fresh interpreter when the command already runs other threads); the child imports the numeric libraries
+and plans its read itself, on the core the command's own imports leave idle. It runs at a lower priority so
+the command's start-up comes first, and hands its arrays over through a memory-mapped file without a name
 (not copied, and not left behind if either process dies);
 :meth:`WorkAheadProcess.collect` keeps the work for the run. Without a Prefect API, both cores are busy with
 the imports and Prefect's temporary server booting; the command then does the same work itself, after its
@@ -76,6 +77,8 @@ class WorkAheadProcess:
         """Wait for the child and keep its work for the run's tasks. Raises :class:`LwecInputError` for bad
         input; after any other failure (the child's, or its death) nothing is kept."""
         _AHEAD.clear()  # one run's work at most
+        if not self.connection.poll():
+            open_write_connections(self.request)
         try:
             outcome, value = self.connection.recv()
         except (EOFError, OSError):  # the child died
@@ -98,12 +101,30 @@ class WorkAheadProcess:
         self.connection.close()
 
 
+def open_write_connections(request, count: int | None = None) -> None:
+    """Open the ADBC connections the run's label write will take (one per core, or ``count``) and leave them idle
+    in this process's pool (:mod:`lwec_tasks.io.adbc_pool`): 0.1–0.2 s each, paid while the command waits for its
+    child rather than when the labels are written. PostgreSQL only (elsewhere nothing is pooled); failures are
+    left for the write to meet."""
+    from contextlib import ExitStack
+
+    from lwec_tasks.io.bulk_read import adbc_connector
+    from lwec_tasks.io.connection import opened_engine, resolve_database_url
+
+    with suppress(Exception), opened_engine(resolve_database_url(request.database_url)) as engine:
+        if engine.dialect.name != "postgresql" or (connect := adbc_connector(engine, read_only=False)) is None:
+            return
+        with ExitStack() as opened:  # all open at once, then given back to the pool together
+            for _ in range(count or len(os.sched_getaffinity(0))):
+                opened.enter_context(connect())
+
+
 def start_work_ahead(request) -> WorkAheadProcess:
     """Start reading the table of ``request`` and generating its base clusterings in a child process; collect
     the work with :meth:`WorkAheadProcess.collect`.
 
-    The child is forked (it shares the libraries this module imported) when this process runs no other thread,
-    and is a fresh interpreter otherwise: a fork copies the locks other threads may hold."""
+    The child is forked (it shares the libraries this process has imported) when this process runs no other
+    thread, and is a fresh interpreter otherwise: a fork copies the locks other threads may hold."""
     start_method = "fork" if threading.active_count() == 1 else "spawn"
     context = multiprocessing.get_context(start_method)
     ours, theirs = context.Pipe()
