@@ -80,6 +80,17 @@ def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliabil
     return {name: png_bytes(figure) for name, figure in figures.items()}
 
 
+def deployment_id() -> str | None:
+    """The current flow run's deployment id, None outside a deployment. From the flow run's context where there
+    is one: Prefect's ``runtime.deployment.id`` asks the API for the flow run whenever the run has no deployment."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        return deployment.id
+    return str(context.flow_run.deployment_id) if context.flow_run.deployment_id else None
+
+
 def prepare_tracking(tracking_uri: str | None = None) -> None:
     """Import what :func:`draw_figures` and :func:`log_to_mlflow` use (MLflow, matplotlib's PNG drawing; for a
     database store, MLflow's code for it: about a second) and do MLflow's own first-log work
@@ -147,7 +158,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         **({"lwec.aligned_to_run_key": facts.stable.aligned_to} if facts.stable.aligned_to else {}),
         **{f"prefect.{key}": value for key, value in {
             "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run_page(),
-            "deployment_id": deployment.id}.items() if value},
+            "deployment_id": deployment_id()}.items() if value},
     }
     clusters = facts.clusters.assign(uncertainty_bits=cluster_reliability.uncertainty, eci=eci)
     location = {"output_table": request.resolved_output_table, "run_key": request.run_key,
