@@ -121,49 +121,55 @@ def test_a_flow_the_temporary_server_serves_sends_no_heartbeats(tmp_path, monkey
     assert default is not None and get_current_settings().flows.heartbeat_frequency == default
 
 
+#: Started in a process of its own (as ``lwec run`` starts it): the block types each server finds in its database.
+_COUNT_BLOCK_TYPES = """
+import json, sys, urllib.request
+from lwec_tasks.cli import prefect_server
+counts = []
+for register_blocks in (False, True):
+    prefect_server._STARTED = None
+    server = prefect_server.start_temporary_server(register_blocks=register_blocks)
+    try:
+        server.wait_until_ready()
+        request = urllib.request.Request(f"{server.api_url}/block_types/filter", data=b"{}", method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            counts.append(len(json.load(response)))
+    finally:
+        server.stop()
+print(json.dumps(counts))
+"""
+
+
 @pytest.mark.slow
-def test_a_temporary_server_for_a_command_without_blocks_registers_no_block_types_nor_stops_the_next(
-        tmp_path, monkeypatch):
+def test_a_temporary_server_for_a_command_without_blocks_registers_no_block_types_nor_stops_the_next(tmp_path):
     """Registering Prefect's block types costs a new server database 1.5–2 CPU-seconds beside the run's work; a
     command that reads no block skips it, and the next server on the same database still registers them."""
     import json
-    import urllib.request
+    import os
+    import subprocess
 
-    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
-    monkeypatch.setenv("PREFECT_MEMO_STORE_PATH", str(tmp_path / "memo_store.toml"))
-    monkeypatch.setenv("PREFECT_API_DATABASE_CONNECTION_URL", f"sqlite+aiosqlite:///{tmp_path / 'prefect.db'}")
-    monkeypatch.delenv("PREFECT_API_BLOCKS_REGISTER_ON_START", raising=False)
-    counts = []
-    for register_blocks in (False, True):
-        monkeypatch.setattr(server_module, "_STARTED", None)
-        server = server_module.start_temporary_server(register_blocks=register_blocks)
-        try:
-            server.wait_until_ready()
-            request = urllib.request.Request(f"{server.api_url}/block_types/filter", data=b"{}", method="POST",
-                                             headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(request, timeout=30) as response:
-                counts.append(len(json.load(response)))
-        finally:
-            server.stop()
-    assert counts[0] == 0 and counts[1] > 10
-    monkeypatch.setattr(server_module, "_STARTED", None)
+    environment = {name: value for name, value in os.environ.items()
+                   if not name.startswith("PREFECT_") or name == "PREFECT_SERVER_ANALYTICS_ENABLED"}
+    environment.update(PREFECT_HOME=str(tmp_path), PREFECT_LOGGING_LEVEL="WARNING")
+    done = subprocess.run([sys.executable, "-c", _COUNT_BLOCK_TYPES], env=environment, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    without, with_blocks = json.loads(done.stdout.strip().splitlines()[-1])
+    assert without == 0 and with_blocks > 10
 
 
-def test_a_users_block_registration_setting_wins(monkeypatch):
-    from prefect.context import refresh_global_settings_context
+def test_a_users_block_registration_setting_wins(tmp_path):
+    import os
+    import subprocess
 
-    class Exited:
-        def poll(self):
-            return 0
-
-    monkeypatch.setattr(server_module, "_STARTED", None)
-    monkeypatch.setattr(server_module.TemporaryServer, "_spawn", lambda self: Exited())
-    monkeypatch.setattr(server_module, "_temporary_server_running", lambda: False)
-    monkeypatch.setenv("PREFECT_API_BLOCKS_REGISTER_ON_START", "true")
-    refresh_global_settings_context()  # as the command reads it at start
-    try:
-        environment = server_module.start_temporary_server(register_blocks=False).environment
-    finally:
-        monkeypatch.undo()
-        refresh_global_settings_context()
-    assert environment["PREFECT_SERVER_REGISTER_BLOCKS_ON_START"].lower() == "true"
+    script = ("from lwec_tasks.cli import prefect_server as s\n"
+              "s.TemporaryServer._spawn = lambda self: None\n"
+              "print(s.start_temporary_server(register_blocks=False).environment"
+              "['PREFECT_SERVER_REGISTER_BLOCKS_ON_START'])\n")
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
+    environment.update(PREFECT_HOME=str(tmp_path), PREFECT_API_BLOCKS_REGISTER_ON_START="true")
+    done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1].lower() == "true"
