@@ -78,9 +78,6 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
     ahead = []  # the child process reading the table and generating the base clusterings, once started
 
-    def check_inputs():
-        check_before_prefect(request)
-
     def consensus_flow():
         from flows.consensus import consensus_flow
         from lwec_tasks.cli.prefect_server import temporary_server_booting
@@ -101,7 +98,7 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
 
             # At once, on the core this process's imports and checks leave idle (it plans its own read).
             ahead.append(start_work_ahead(request))
-        return run_after_checks(consensus_flow, parameters, check_inputs, verbose,
+        return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,
                                 check_services=[lambda: check_tracking_store(request.tracking_uri)])
     finally:
         for process in ahead:

@@ -45,6 +45,11 @@ def _resolved(value):
     return value
 
 
+def cores() -> int:
+    """The cores this process may run on: the in-process executor's default number of threads."""
+    return len(os.sched_getaffinity(0))
+
+
 class InProcess:
     """Runs partition functions in this process; ``n_threads`` of them at a time (default: every core)."""
 
@@ -53,7 +58,7 @@ class InProcess:
     n_workers = 1
 
     def __init__(self, n_threads: int | None = None):
-        self.n_threads = max(1, n_threads or len(os.sched_getaffinity(0)))
+        self.n_threads = max(1, n_threads or cores())
         self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="lwec") if self.n_threads > 1 else None
 
     def submit(self, function: Callable, *args, name: str | None = None, **kwargs) -> Done:

@@ -245,21 +245,23 @@ def begin_run(engine: sa.Engine, output_table: str, id_type: sa.types.TypeEngine
         rows = storage_names(output_table).rows
         stored = sa.Table(rows.name, sa.MetaData(), schema=rows.schema, autoload_with=connection).columns
         number = int(connection.execute(sa.insert(runs_table(output_table)).values(**values)).inserted_primary_key[0])
-        target = str(create_run_rows(connection, output_table, number))  # the rows table's columns
+        target = str(create_run_rows(connection, output_table, number))  # made with the rows table's columns
     stored_type = stored.id.type
-    pending = PendingRun(output_table, number, target, target, stored_type, created,
-                         tuple((column.name, column.type) for column in stored))
+    pending = PendingRun(output_table, number, target, target, stored_type, created, _named_types(stored))
     if _ingestible(stored_type):
         return pending
     staging = staging_table_name(output_table)
-    pending = replace(pending, target=staging,
-                      target_columns=tuple((column.name, column.type) for column in _staging(staging, stored_type).c))
+    pending = replace(pending, target=staging, target_columns=_named_types(_staging(staging, stored_type).c))
     try:
         create_staging_table(engine, pending.target, stored_type)
     except BaseException:
         discard_run(engine, pending)
         raise
     return pending
+
+
+def _named_types(columns: sa.ColumnCollection) -> Columns:
+    return tuple((column.name, column.type) for column in columns)
 
 
 def copy_staged(engine: sa.Engine, pending: PendingRun) -> None:

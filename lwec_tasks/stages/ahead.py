@@ -102,12 +102,14 @@ class WorkAheadProcess:
 
 
 def open_write_connections(request, count: int | None = None) -> None:
-    """Open the ADBC connections the run's label write will take (one per core, or ``count``) and leave them idle
+    """Open the ADBC connections the run's label write will take (one per writing thread of the in-process
+    executor, or ``count``) and leave them idle
     in this process's pool (:mod:`lwec_tasks.io.adbc_pool`): 0.1–0.2 s each, paid while the command waits for its
     child rather than when the labels are written. PostgreSQL only (elsewhere nothing is pooled); failures are
     left for the write to meet."""
     from contextlib import ExitStack
 
+    from lwec_tasks.executors.in_process import cores
     from lwec_tasks.io.bulk_read import adbc_connector
     from lwec_tasks.io.connection import opened_engine, resolve_database_url
 
@@ -115,7 +117,7 @@ def open_write_connections(request, count: int | None = None) -> None:
         if engine.dialect.name != "postgresql" or (connect := adbc_connector(engine, read_only=False)) is None:
             return
         with ExitStack() as opened:  # all open at once, then given back to the pool together
-            for _ in range(count or len(os.sched_getaffinity(0))):
+            for _ in range(count or cores()):
                 opened.enter_context(connect())
 
 
