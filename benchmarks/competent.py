@@ -7,7 +7,8 @@
 random_state=1)`` as ``id`` bigint primary key, ``f0``..``f15`` double precision and the true label
 ``target`` (the table of ``benchmarks/executors.py``, built by its ``ensure_blobs_table``: one binary ``COPY`` on
 PostgreSQL, 500,000 rows at a time). It is reused when it holds N rows and the marker row in
-``lwec_bench_tables`` records the same spec; otherwise it is (re)built and marked.
+``lwec_bench_tables`` records the same spec; otherwise it is (re)built, marked and ``VACUUM ANALYZE``d, so the
+first process to read it (the script) does not pay for the new rows' hint bits or meet autovacuum.
 
 **The runs**, each a fresh process timed from start to exit, into a fresh labels table:
 
@@ -30,7 +31,9 @@ run pays compilation.
 process tree (sum of the RSS of the process and all its descendants, sampled every 50 ms with psutil:
 it includes the temporary Prefect server), and the main process's peak RSS (its ``VmHWM``, read at the
 same polls); in the server-up setting, the already-running server's peak RSS during the run (not part
-of the lwec tree); NMI against ``target`` (scikit-learn ``normalized_mutual_info_score``, arithmetic
+of the lwec tree); the machine's busy CPU-seconds while the process ran (``/proc/stat`` through psutil: the
+process tree, PostgreSQL, the server already up) and that divided by the cores, the shortest wall time the
+same work could take; NMI against ``target`` (scikit-learn ``normalized_mutual_info_score``, arithmetic
 normalisation) of the labels read back from the run's table by id; the stage breakdown (the script's
 own step times; lwec's ``time_<stage>_s`` metrics from its MLflow run in a temporary SQLite store),
 and "rest" = wall − sum of stages (interpreter start, imports, Prefect, MLflow logging). With
@@ -168,6 +171,7 @@ def ensure_table(url: str, rows: int) -> str:
         log(f"# building {name} ({rows:,} rows × {len(FEATURES)} features)")
         started = time.perf_counter()
         create_blobs_table(engine, name, rows)
+        settle_table(engine, name)
         with engine.begin() as connection:
             connection.execute(sa.delete(marker).where(marker.c.table_name == name))
             connection.execute(sa.insert(marker).values(table_name=name, spec=table_spec(rows)))
@@ -177,7 +181,27 @@ def ensure_table(url: str, rows: int) -> str:
     return name
 
 
+def settle_table(engine, name: str) -> None:
+    """``VACUUM ANALYZE`` a freshly built PostgreSQL table (elsewhere nothing), as autovacuum leaves a table
+    that has been in use: the first process to read a new table otherwise pays for setting its rows' hint bits
+    and competes with autovacuum, and that is the script, measured first."""
+    if engine.dialect.name != "postgresql":
+        return
+    quoted = engine.dialect.identifier_preparer.quote(name)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql(f"VACUUM ANALYZE {quoted}")
+
+
 # ----------------------------------------------------------------------------- one measured process
+
+
+def busy_cpu_seconds() -> float:
+    """CPU-seconds the whole machine has spent busy since boot (every core; idle and I/O wait left out)."""
+    import psutil
+
+    times = psutil.cpu_times()
+    guest = getattr(times, "guest", 0.0) + getattr(times, "guest_nice", 0.0)  # already counted in user
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0) - guest
 
 
 def tree_rss(process) -> int:
@@ -206,7 +230,9 @@ def high_water_mark(pid: int) -> int:
 
 
 def measure_process(command: list[str], env: dict, cwd: Path, log_file: Path, watch=None) -> dict:
-    """Run ``command`` to its exit; its wall time, peak tree RSS, main-process peak and exit code.
+    """Run ``command`` to its exit; its wall time, peak tree RSS, main-process peak, exit code and the
+    machine's busy CPU-seconds meanwhile (``cpu_seconds``: the process tree, PostgreSQL, a Prefect server already
+    up, and this harness's polling).
 
     Every ``POLL_SECONDS``: the sum of the RSS of the process and all its descendants (its peak is the
     tree peak), and the main process's ``VmHWM`` (its exact peak, up to growth in the last interval before
@@ -217,7 +243,7 @@ def measure_process(command: list[str], env: dict, cwd: Path, log_file: Path, wa
 
     tree_peak = main_peak = watched_peak = 0
     with log_file.open("w") as out:
-        started, started_at = time.perf_counter(), time.time()
+        started, started_at, cpu_before = time.perf_counter(), time.time(), busy_cpu_seconds()
         child = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
     root = psutil.Process(child.pid)
     while True:
@@ -229,9 +255,10 @@ def measure_process(command: list[str], env: dict, cwd: Path, log_file: Path, wa
         if pid:
             break
         time.sleep(POLL_SECONDS)
-    seconds = time.perf_counter() - started
+    seconds, cpu_seconds = time.perf_counter() - started, busy_cpu_seconds() - cpu_before
     child.returncode = os.waitstatus_to_exitcode(status)
-    result = {"seconds": round(seconds, 3), "returncode": child.returncode, "started_at": started_at,
+    result = {"seconds": round(seconds, 3), "cpu_seconds": round(cpu_seconds, 2), "returncode": child.returncode,
+              "started_at": started_at,
               "tree_peak_mib": round(max(tree_peak, main_peak) / MIB, 1), "main_peak_mib": round(main_peak / MIB, 1)}
     if watch is not None:
         result["server_peak_mib"] = round(watched_peak / MIB, 1)
@@ -438,7 +465,7 @@ def median_run(repeats: list[dict]) -> dict:
     good = [r for r in repeats if "error" not in r]
     if not good:
         return {"error": repeats[-1].get("error", "failed") if repeats else "not run"}
-    keys = ("seconds", "tree_peak_mib", "main_peak_mib", "server_peak_mib", "nmi", "mlflow_seconds",
+    keys = ("seconds", "cpu_seconds", "tree_peak_mib", "main_peak_mib", "server_peak_mib", "nmi", "mlflow_seconds",
             "before_flow_seconds", "flow_seconds", "after_flow_seconds")
     summary = {key: statistics.median(r[key] for r in good) for key in keys
                if all(r.get(key) is not None for r in good)}
@@ -457,6 +484,7 @@ def ratios(lwec: dict, script: dict) -> dict | None:
     if "error" in lwec or "error" in script:
         return None
     return {"seconds": lwec["seconds"] / script["seconds"],
+            "cpu": lwec["cpu_seconds"] / script["cpu_seconds"] if script.get("cpu_seconds") else None,
             "tree_peak": lwec["tree_peak_mib"] / script["tree_peak_mib"],
             "main_peak": lwec["main_peak_mib"] / script["main_peak_mib"],
             "nmi": lwec["nmi"] / script["nmi"] if script.get("nmi") else None}
@@ -473,24 +501,32 @@ def _number(value, digits: int = 1) -> str:
     return "–" if value is None else f"{value:,.{digits}f}"
 
 
+def cpu_floor(cpu_seconds: float | None) -> float | None:
+    """The shortest wall time ``cpu_seconds`` of work can take on this machine's cores (all of them busy)."""
+    return None if cpu_seconds is None else cpu_seconds / (len(os.sched_getaffinity(0)) or 1)
+
+
 def report(summaries: list[dict], repeats: int) -> str:
     """The markdown tables: the whole processes with the ratios, then the stage breakdown of each."""
     what = f"median of {repeats}" if repeats > 1 else "one run each"
-    lines = [f"Whole processes ({what}); ratios lwec / script:", "",
-             "| N | process | wall s | tree peak MiB | main peak MiB | server MiB | NMI | time × | tree peak × "
-             "| main peak × | NMI × |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [f"Whole processes ({what}); ratios lwec / script. *CPU s*: the machine's busy CPU-seconds while the "
+             "process ran (its processes, PostgreSQL's, a Prefect server already up); *CPU floor*: CPU s / cores, "
+             "the shortest time that work could take on this machine:", "",
+             "| N | process | wall s | CPU s | CPU floor s | tree peak MiB | main peak MiB | server MiB | NMI "
+             "| time × | CPU × | tree peak × | main peak × | NMI × |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for summary in summaries:
         for name, run in summary["medians"].items():
             if "error" in run:
                 lines.append(f"| {summary['rows']:,} | {name} | error: {' '.join(run['error'].split())[-200:]} "
-                             f"|||||||||")
+                             f"||||||||||||")
                 continue
             ratio = summary["ratios"].get(name) or {}
             lines.append(
-                f"| {summary['rows']:,} | {name} | {_number(run['seconds'])} | {_number(run['tree_peak_mib'], 0)} | "
+                f"| {summary['rows']:,} | {name} | {_number(run['seconds'])} | {_number(run.get('cpu_seconds'))} | "
+                f"{_number(cpu_floor(run.get('cpu_seconds')))} | {_number(run['tree_peak_mib'], 0)} | "
                 f"{_number(run['main_peak_mib'], 0)} | {_number(run.get('server_peak_mib'), 0)} | "
-                f"{_number(run.get('nmi'), 4)} | {_number(ratio.get('seconds'), 2)} | "
+                f"{_number(run.get('nmi'), 4)} | {_number(ratio.get('seconds'), 2)} | {_number(ratio.get('cpu'), 2)} | "
                 f"{_number(ratio.get('tree_peak'), 2)} | {_number(ratio.get('main_peak'), 2)} | "
                 f"{_number(ratio.get('nmi'), 3)} |")
     lines += ["", "Stages of the script (s); rest = interpreter start and imports:", "",

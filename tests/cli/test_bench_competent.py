@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from datetime import datetime, timedelta
@@ -93,14 +94,27 @@ def test_flow_phases_come_from_prefects_console_timestamps():
     assert timedelta(seconds=phases["before_flow_seconds"])  # plain floats, JSON-ready
 
 
-def _script(seconds, peak, nmi, **stages):
-    return {"seconds": seconds, "tree_peak_mib": peak, "main_peak_mib": peak, "nmi": nmi, "stages": stages}
+def test_the_machines_busy_cpu_seconds_cover_the_processes_own(tmp_path):
+    """A process spinning on one core for 0.8 CPU-seconds: the machine was busy for at least that long."""
+    spin = ("import time; end = time.process_time() + 0.8\nwhile time.process_time() < end: pass\n"
+            "print('RESULT', time.process_time())")
+    measured = competent.measure_process([sys.executable, "-c", spin], {}, tmp_path, tmp_path / "spin.log")
+    own = float((tmp_path / "spin.log").read_text().split("RESULT")[1])
+    assert measured["returncode"] == 0 and measured["cpu_seconds"] >= 0.95 * own
+    cores = len(os.sched_getaffinity(0))
+    assert competent.cpu_floor(measured["cpu_seconds"]) == pytest.approx(measured["cpu_seconds"] / cores)
+    assert competent.cpu_floor(None) is None
+
+
+def _script(seconds, peak, nmi, cpu=None, **stages):
+    return {"seconds": seconds, "cpu_seconds": cpu, "tree_peak_mib": peak, "main_peak_mib": peak, "nmi": nmi,
+            "stages": stages}
 
 
 def test_medians_ratios_and_the_report():
-    script = [_script(10.0, 300.0, 0.80, read=1.0, fit=5.0), _script(12.0, 320.0, 0.80, read=1.0, fit=7.0),
-              _script(11.0, 310.0, 0.80, read=2.0, fit=6.0)]
-    lwec = [{**_script(30.0, 900.0, 0.86, load=2.0, generate=4.0), "mlflow_seconds": 4.0,
+    script = [_script(10.0, 300.0, 0.80, 14.0, read=1.0, fit=5.0), _script(12.0, 320.0, 0.80, 16.0, read=1.0, fit=7.0),
+              _script(11.0, 310.0, 0.80, 15.0, read=2.0, fit=6.0)]
+    lwec = [{**_script(30.0, 900.0, 0.86, 45.0, load=2.0, generate=4.0), "mlflow_seconds": 4.0,
              "before_flow_seconds": 15.0, "flow_seconds": 13.0, "after_flow_seconds": 2.0},
             {"seconds": 1.0, "returncode": 1, "error": "boom"}]
     summary = competent.summarise(1_000, {competent.SCRIPT: script, "lwec temporary": lwec,
@@ -112,11 +126,13 @@ def test_medians_ratios_and_the_report():
     assert medians["lwec temporary"]["rest_of_flow"] == pytest.approx(3.0)  # 13 − (2 + 4) − 4
     ratio = summary["ratios"]["lwec temporary"]
     assert ratio["seconds"] == pytest.approx(30 / 11) and ratio["tree_peak"] == pytest.approx(900 / 310)
-    assert ratio["nmi"] == pytest.approx(0.86 / 0.80)
+    assert ratio["nmi"] == pytest.approx(0.86 / 0.80) and ratio["cpu"] == pytest.approx(45 / 15)
     assert summary["ratios"]["lwec server-up"] is None
     text = competent.report([summary], repeats=3)
     assert "median of 3" in text
-    assert "| 1,000 | lwec temporary | 30.0 | 900 | 900 | – | 0.8600 | 2.73 | 2.90 | 2.90 | 1.075 |" in text
+    floor = 45.0 / len(os.sched_getaffinity(0))
+    assert (f"| 1,000 | lwec temporary | 30.0 | 45.0 | {floor:.1f} | 900 | 900 | – | 0.8600 | 2.73 | 3.00 | 2.90 | "
+            "2.90 | 1.075 |") in text
     assert "| 1,000 | lwec server-up | error: no server |" in text
     assert "| 1,000 | temporary | 15.00 | 2.00 | 4.00 | – | – | – | – | – | 4.00 | 3.00 | 2.00 | 30.0 |" in text
     json.dumps(summary)
@@ -145,6 +161,25 @@ def test_the_competent_script_on_sqlite(tmp_path, capsys):
 @pytest.mark.postgres
 def test_the_competent_script_on_postgresql(tmp_path):
     _run_script_on(postgres_url_or_skip(), tmp_path)
+
+
+@pytest.mark.postgres
+def test_a_table_built_on_postgresql_is_vacuumed_and_analysed_before_any_run(monkeypatch):
+    url = postgres_url_or_skip()
+    monkeypatch.setattr(competent, "table_spec", lambda rows: f"a spec of this test only: {rows} rows")
+    name = competent.ensure_table(url, 2_000)  # the marker differs: built again
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            vacuumed, analysed = connection.execute(sa.text(
+                "SELECT last_vacuum, last_analyze FROM pg_stat_user_tables WHERE relname = :name"),
+                {"name": name}).one()
+            assert vacuumed is not None and analysed is not None
+            # every page all-visible: a reader sets no hint bits
+            assert connection.execute(sa.text("SELECT relallvisible = relpages FROM pg_class WHERE relname = :name"),
+                                      {"name": name}).scalar_one()
+    finally:
+        engine.dispose()
 
 
 @pytest.mark.slow
