@@ -6,7 +6,7 @@ For an output table ``labels`` (or ``schema.labels``) three relations live in it
   ``k``, ``theta``, ``ensemble_size``, ``seed``, ``flow_run_id``, ``mlflow_run_id``, ``written_at``,
   ``row_count`` and ``published`` (False while the run's rows are being written; such runs are invisible);
 * ``labels_rows`` — ``(run, id, label)``, primary key ``(run, id)``; ``id`` keeps the source id's SQL type; on
-  PostgreSQL partitioned by ``run``, each run a table of its own (:mod:`lwec_tasks.io.run_tables`);
+  PostgreSQL partitioned by ``run``, each run a table of its own keyed by ``id`` (:mod:`lwec_tasks.io.run_tables`);
 * ``labels`` — a view with the columns of :data:`~lwec_tasks.io.catalog.LABEL_TABLE_COLUMNS`, in that
   order, over the published runs: the one wide table of earlier releases, as queries see it.
 
@@ -77,15 +77,16 @@ def runs_table(output_table: str | TableName) -> sa.Table:
     )
 
 
-def rows_table(output_table: str | TableName, id_type: sa.types.TypeEngine) -> sa.Table:
-    """The rows table of ``output_table``: ``(run, id, label)`` keyed by ``(run, id)``; ``id_type`` mirrors the
-    source's id column. PostgreSQL: ``PARTITION BY LIST (run)`` (:mod:`lwec_tasks.io.run_tables`)."""
+def rows_table(output_table: str | TableName, id_type: sa.types.TypeEngine, keyed: bool = True) -> sa.Table:
+    """The rows table of ``output_table``: ``(run, id, label)``, all ``NOT NULL``, keyed by ``(run, id)`` when
+    ``keyed``; ``id_type`` mirrors the source's id column. PostgreSQL: ``PARTITION BY LIST (run)``, not keyed
+    (each run's table has its own key on ``id``: :mod:`lwec_tasks.io.run_tables`)."""
     name = storage_names(output_table).rows
     return sa.Table(
         name.name,
         sa.MetaData(),
-        sa.Column("run", sa.BigInteger, primary_key=True, autoincrement=False),
-        sa.Column("id", id_type, primary_key=True, autoincrement=False),
+        sa.Column("run", sa.BigInteger, primary_key=keyed, nullable=False, autoincrement=False),
+        sa.Column("id", id_type, primary_key=keyed, nullable=False, autoincrement=False),
         sa.Column("label", sa.Integer, nullable=False),
         schema=name.schema,
         postgresql_partition_by="LIST (run)",

@@ -1,13 +1,16 @@
 """On PostgreSQL each run's rows are a table of their own: a partition of the rows table once published.
 
-The rows table ``<output>_rows`` is ``PARTITION BY LIST (run)`` with its primary key (run, id)
-(:func:`~lwec_tasks.io.label_storage.rows_table`). A run being written gets a plain table
-(:func:`run_rows_name`) shaped like it, made by :func:`create_run_rows` with ``CHECK (run = <run>)``,
-``run`` defaulting to the run and no index, so the bulk ingestion carries (id, label) and maintains no
-index. Publishing builds the table's primary key once the rows are in (:func:`index_run_rows`) and attaches
-it (:func:`attach_run_rows`): PostgreSQL takes that index as the partition's share of the parent's key, and
-the CHECK, tested row by row as the rows arrived, proves the partition bound, so nothing is scanned again.
-Deleting a run drops its table (:func:`drop_run_rows`).
+The rows table ``<output>_rows`` is ``PARTITION BY LIST (run)`` (:func:`~lwec_tasks.io.label_storage.rows_table`).
+A run being written gets a plain table (:func:`run_rows_name`) shaped like it, made by :func:`create_run_rows`
+with ``CHECK (run = <run>)``, ``run`` defaulting to the run and no index, so the bulk ingestion carries
+(id, label) and maintains no index. Publishing builds the table's primary key once the rows are in
+(:func:`index_run_rows`) and attaches it (:func:`attach_run_rows`); the CHECK, tested row by row as the rows
+arrived, proves the partition bound, so nothing is scanned again. Deleting a run drops its table
+(:func:`drop_run_rows`).
+
+The key is ``id``: a run's table holds one run, so that is its share of (run, id), and an index of one
+column is built in about half the time (10M rows: 1.4 s against 2.5 s). A rows table made by the release
+before keys (run, id) itself (:func:`keyed_by_run`); PostgreSQL then wants each partition keyed the same.
 
 Other databases keep one plain rows table: there these functions add a run's rows to it and delete them from it.
 Names are quoted by the dialect's identifier preparer; run numbers are integers.
@@ -55,17 +58,28 @@ def create_run_rows(connection: sa.Connection, output_table: str, run: int) -> T
 
 
 def index_run_rows(connection: sa.Connection, output_table: str, run: int) -> None:
-    """PostgreSQL: build the primary key (run, id) of run ``run``'s table, all its rows being in (a duplicate id
-    fails here). Elsewhere nothing: the rows table's key was kept as the rows arrived."""
+    """PostgreSQL: build the primary key of run ``run``'s table, all its rows being in (a duplicate id fails
+    here): ``id``, or (run, id) when the rows table is keyed so (:func:`keyed_by_run`). Elsewhere nothing: the
+    rows table's key was kept as the rows arrived."""
     if partitioned(connection.dialect):
+        key = "run, id" if keyed_by_run(connection, output_table) else "id"
         execute_ddl(connection, f"ALTER TABLE {quoted(connection, run_rows_name(output_table, run))} "
-                                "ADD PRIMARY KEY (run, id)")
+                                f"ADD PRIMARY KEY ({key})")
+
+
+def keyed_by_run(connection: sa.Connection, output_table: str) -> bool:
+    """PostgreSQL: whether ``output_table``'s rows table has a primary key of its own, (run, id), as the release
+    before made it; its partitions must then be keyed by (run, id) too."""
+    constraints = sa.table("pg_constraint", sa.column("conrelid"), sa.column("contype"), schema="pg_catalog")
+    relation = sa.func.to_regclass(quoted(connection, storage_names(output_table).rows))  # a bound value
+    return connection.execute(sa.select(sa.exists().where(
+        constraints.c.conrelid == relation, constraints.c.contype == "p"))).scalar_one()
 
 
 def attach_run_rows(connection: sa.Connection, output_table: str, run: int) -> None:
-    """PostgreSQL: attach run ``run``'s table to the rows table as the partition of ``run``, in the caller's
-    transaction. It takes the table's primary key (:func:`index_run_rows`) or builds one (an empty table), and
-    scans nothing: the table's CHECK proves the bound. Elsewhere nothing."""
+    """PostgreSQL: attach run ``run``'s table, keyed (:func:`index_run_rows`), to the rows table as the partition
+    of ``run``, in the caller's transaction. It scans nothing: the table's CHECK proves the bound. Elsewhere
+    nothing."""
     if partitioned(connection.dialect):
         execute_ddl(connection, f"ALTER TABLE {quoted(connection, storage_names(output_table).rows)} ATTACH "
                                 f"PARTITION {quoted(connection, run_rows_name(output_table, run))} "
@@ -73,12 +87,14 @@ def attach_run_rows(connection: sa.Connection, output_table: str, run: int) -> N
 
 
 def partition_every_run(connection: sa.Connection, output_table: str) -> None:
-    """PostgreSQL: give every run of the runs table an empty partition of the rows table (:func:`create_run_rows`,
-    :func:`attach_run_rows`), so that their rows can be inserted through the rows table. Elsewhere nothing."""
+    """PostgreSQL: give every run of the runs table an empty, keyed partition of the rows table
+    (:func:`create_run_rows`, :func:`index_run_rows`, :func:`attach_run_rows`), so that their rows can be
+    inserted through the rows table. Elsewhere nothing."""
     if partitioned(connection.dialect):
         runs = runs_clause(output_table)
         for run in connection.execute(sa.select(runs.c.run).order_by(runs.c.run)).scalars().all():
             create_run_rows(connection, output_table, run)
+            index_run_rows(connection, output_table, run)
             attach_run_rows(connection, output_table, run)
 
 

@@ -65,7 +65,7 @@ def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.ty
         migrate_wide_table(connection, output_table)
     elif layout is None:
         runs_table(output_table).create(connection)
-        rows_table(output_table, id_type).create(connection)
+        rows_table(output_table, id_type, keyed=not partitioned(connection.dialect)).create(connection)
     elif unpartitioned(connection, output_table):
         partition_rows_table(connection, output_table)
     if layout != NARROW or relation_kind(connection, storage_names(output_table).view) is None:
@@ -94,7 +94,8 @@ def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
     latest = latest_view_of(names.view)
     if relation_kind(connection, latest) == "view":
         drop_view(connection, latest)
-    runs, rows = runs_table(output_table), rows_table(output_table, wide.c.id.type)
+    runs = runs_table(output_table)
+    rows = rows_table(output_table, wide.c.id.type, keyed=not partitioned(connection.dialect))
     runs.create(connection)
     rows.create(connection)
     keys = ("run_key", "source_table", "method", "k", "theta", "ensemble_size", "seed", "flow_run_id")
@@ -121,18 +122,18 @@ def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
     """Convert the rows table of an earlier release, one plain table, to one partitioned by run
     (:mod:`lwec_tasks.io.run_tables`), in the caller's transaction, every row kept.
 
-    The old table is renamed aside (``<output>_rows$unpartitioned``); the new one takes its name, columns
-    (``LIKE``: the same types) and primary key, with a partition for every run of the runs table; the rows are
-    copied into it, the views ``<output>`` and (if there) ``<output>_latest`` are made again over it, and the old
-    table is dropped. A row of no run would have no partition: the copy fails and the caller's transaction rolls
-    back.
+    The old table is renamed aside (``<output>_rows$unpartitioned``); the new one takes its name and columns
+    (``LIKE``: the same types, ``NOT NULL``), with a partition keyed by ``id`` for every run of the runs table;
+    the rows are copied into it, the views ``<output>`` and (if there) ``<output>_latest`` are made again over
+    it, and the old table is dropped. A row of no run would have no partition: the copy fails and the caller's
+    transaction rolls back.
     """
     names = storage_names(output_table)
     aside = run_rows_name(output_table, "unpartitioned")
     preparer = connection.dialect.identifier_preparer
     execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.rows)} RENAME TO {preparer.quote(aside.name)}")
-    execute_ddl(connection, f"CREATE TABLE {quoted(connection, names.rows)} (LIKE {quoted(connection, aside)}, "
-                            "PRIMARY KEY (run, id)) PARTITION BY LIST (run)")
+    execute_ddl(connection, f"CREATE TABLE {quoted(connection, names.rows)} (LIKE {quoted(connection, aside)}) "
+                            "PARTITION BY LIST (run)")
     partition_every_run(connection, output_table)
     old = rows_clause(output_table, str(aside))
     connection.execute(sa.insert(rows_clause(output_table)).from_select(

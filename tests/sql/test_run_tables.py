@@ -67,11 +67,17 @@ def published(engine, out) -> dict[str, int]:
         return dict(connection.execute(sa.select(table.c.run_key, table.c.run).where(table.c.published)).all())
 
 
-def one_partition_per_run(engine, out) -> None:
-    """The rows table is partitioned, each published run is a partition of its own, no run table is left over."""
+def one_partition_per_run(engine, out, key=("id",)) -> None:
+    """The rows table is partitioned, each published run is a partition of its own keyed by ``key``, no run
+    table is left over."""
     kind, partitions, tables = layout(engine, out)
     expected = {run_rows_name(out, run).name: f"FOR VALUES IN ('{run}')" for run in published(engine, out).values()}
     assert (kind, partitions, tables) == ("p", expected, sorted(expected))
+    schema = storage_names(out).rows.schema
+    with engine.connect() as connection:
+        inspector = sa.inspect(connection)
+        assert {name: tuple(inspector.get_pk_constraint(name, schema=schema)["constrained_columns"])
+                for name in partitions} == dict.fromkeys(partitions, tuple(key))
 
 
 def answers(engine, out, keys) -> tuple:
@@ -131,10 +137,33 @@ def test_a_run_is_written_to_an_unindexed_table_that_publishing_keys_and_attache
     # The table's own CHECK proves the partition bound: attaching it scans nothing ("verifying table" otherwise).
     assert f'partition constraint for table "{name.name}" is implied by existing constraints' in notices
     assert not [notice for notice in notices if notice.startswith("verifying table")]
-    one_partition_per_run(engine, out)
+    one_partition_per_run(engine, out)  # keyed by id: its share of (run, id)
     with engine.connect() as connection:
-        assert sa.inspect(connection).get_pk_constraint(name.name, schema=name.schema)["constrained_columns"] == \
+        assert sa.inspect(connection).get_pk_constraint(name.name, schema=name.schema)["constrained_columns"] == ["id"]
+        rows = storage_names(out).rows
+        assert sa.inspect(connection).get_pk_constraint(rows.name, schema=rows.schema)["constrained_columns"] == []
+
+
+def test_a_partitioned_rows_table_keyed_by_run_and_id_keeps_that_key_for_every_run(pg, monkeypatch):
+    """The release before keyed the partitioned rows table itself by (run, id); PostgreSQL then wants every
+    partition keyed the same, so new runs are."""
+    engine, out = pg
+    made = storage_setup.rows_table
+    monkeypatch.setattr(storage_setup, "rows_table", lambda *args, keyed=True: made(*args, keyed=True))
+    write_labels(engine, out, rows_for("a", [1, 2, 3], [0, 1, 2]))
+    ensure_latest_view(engine, out)
+    monkeypatch.undo()
+    rows = storage_names(out).rows
+    with engine.connect() as connection:
+        assert sa.inspect(connection).get_pk_constraint(rows.name, schema=rows.schema)["constrained_columns"] == \
             ["run", "id"]
+    write_labels(engine, out, rows_for("b", [2, 3, 4], [1, 1, 0]))
+    write_labels(engine, out, rows_for("a", [1, 2], [2, 2]))  # replaces a
+    one_partition_per_run(engine, out, key=("run", "id"))
+    assert answers(engine, out, ["a", "b"])[2] == {"a": [(1, 2), (2, 2)], "b": [(2, 1), (3, 1), (4, 0)]}
+    with pytest.raises(Exception, match="duplicate"):
+        write_labels(engine, out, rows_for("c", [5, 5], [0, 1]))
+    assert "c" not in published(engine, out)
 
 
 @pytest.mark.parametrize("failure", ["after the ingest", "duplicate ids"])
