@@ -5,8 +5,9 @@ For an output table ``labels`` (or ``schema.labels``) three relations live in it
 * ``labels_runs`` — one row per run: ``run`` (integer key), ``run_key``, ``source_table``, ``method``,
   ``k``, ``theta``, ``ensemble_size``, ``seed``, ``flow_run_id``, ``mlflow_run_id``, ``written_at``,
   ``row_count`` and ``published`` (False while the run's rows are being written; such runs are invisible);
-* ``labels_rows`` — ``(run, id, label)``, primary key ``(run, id)``; ``id`` keeps the source id's SQL type; on
-  PostgreSQL partitioned by ``run``, each run a table of its own keyed by ``id`` (:mod:`lwec_tasks.io.run_tables`);
+* ``labels_rows`` — ``(run, id, label)``, unique by ``(run, id)``: its primary key, or on PostgreSQL, where it
+  is partitioned by ``run``, each run a table of its own keyed by ``id`` (:mod:`lwec_tasks.io.run_tables`);
+  ``id`` keeps the source id's SQL type;
 * ``labels`` — a view with the columns of :data:`~lwec_tasks.io.catalog.LABEL_TABLE_COLUMNS`, in that
   order, over the published runs: the one wide table of earlier releases, as queries see it.
 
