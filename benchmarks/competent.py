@@ -502,8 +502,9 @@ def _number(value, digits: int = 1) -> str:
 
 
 def cpu_floor(cpu_seconds: float | None) -> float | None:
-    """The shortest wall time ``cpu_seconds`` of work can take on this machine's cores (all of them busy)."""
-    return None if cpu_seconds is None else cpu_seconds / (len(os.sched_getaffinity(0)) or 1)
+    """The shortest wall time ``cpu_seconds`` of the machine's busy time can take on its cores (all of them
+    busy)."""
+    return None if cpu_seconds is None else cpu_seconds / os.cpu_count()
 
 
 def report(summaries: list[dict], repeats: int) -> str:

@@ -362,7 +362,7 @@ def count_values(engine: sa.Engine, source: SourceTable, columns: Sequence[str],
     third more of it: at 10M rows × 16 columns on PostgreSQL, 1.0–1.3 s against 0.65 s.
     """
     table = source.table
-    first = [name for name in columns if name not in any_null_of] if any_null_of else list(columns)
+    first = [name for name in columns if name not in any_null_of]
     aggregates = [sa.func.count(), *(sa.func.count(table.c[name]) for name in first)]
     if any_null_of:
         has_null = sa.or_(*(table.c[name].is_(None) for name in any_null_of))

@@ -65,12 +65,20 @@ def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.ty
         migrate_wide_table(connection, output_table)
     elif layout is None:
         runs_table(output_table).create(connection)
-        rows_table(output_table, id_type, keyed=not partitioned(connection.dialect)).create(connection)
+        create_rows_table(connection, output_table, id_type)
     elif unpartitioned(connection, output_table):
         partition_rows_table(connection, output_table)
     if layout != NARROW or relation_kind(connection, storage_names(output_table).view) is None:
         create_labels_view(connection, output_table)
     return layout is None
+
+
+def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> sa.Table:
+    """Create ``output_table``'s rows table in the caller's transaction and return it: keyed by (run, id), or on
+    PostgreSQL partitioned by run without a key of its own (each run's table is keyed by ``id``)."""
+    rows = rows_table(output_table, id_type, keyed=not partitioned(connection.dialect))
+    rows.create(connection)
+    return rows
 
 
 def create_labels_view(connection: sa.Connection, output_table: str) -> None:
@@ -95,9 +103,8 @@ def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
     if relation_kind(connection, latest) == "view":
         drop_view(connection, latest)
     runs = runs_table(output_table)
-    rows = rows_table(output_table, wide.c.id.type, keyed=not partitioned(connection.dialect))
     runs.create(connection)
-    rows.create(connection)
+    rows = create_rows_table(connection, output_table, wide.c.id.type)
     keys = ("run_key", "source_table", "method", "k", "theta", "ensemble_size", "seed", "flow_run_id")
     grouped = [wide.c[name] for name in keys]
     connection.execute(sa.insert(runs).from_select(

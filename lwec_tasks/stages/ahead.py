@@ -103,10 +103,9 @@ class WorkAheadProcess:
 
 def open_write_connections(request, count: int | None = None) -> None:
     """Open the ADBC connections the run's label write will take (one per writing thread of the in-process
-    executor, or ``count``) and leave them idle
-    in this process's pool (:mod:`lwec_tasks.io.adbc_pool`): 0.1–0.2 s each, paid while the command waits for its
-    child rather than when the labels are written. PostgreSQL only (elsewhere nothing is pooled); failures are
-    left for the write to meet."""
+    executor, or ``count``) and leave them idle in this process's pool (:mod:`lwec_tasks.io.adbc_pool`): 0.1–0.2 s
+    each, paid while the command waits for its child rather than when the labels are written. PostgreSQL only
+    (elsewhere nothing is pooled); failures are left for the write to meet."""
     from contextlib import ExitStack
 
     from lwec_tasks.executors.in_process import cores
