@@ -166,8 +166,9 @@ def test_the_competent_script_on_postgresql(tmp_path):
 @pytest.mark.postgres
 def test_a_table_built_on_postgresql_is_vacuumed_and_analysed_before_any_run(monkeypatch):
     url = postgres_url_or_skip()
-    monkeypatch.setattr(competent, "table_spec", lambda rows: f"a spec of this test only: {rows} rows")
-    name = competent.ensure_table(url, 2_000)  # the marker differs: built again
+    marker = unique("spec")  # no earlier run left this marker: the table is built again, whatever the database holds
+    monkeypatch.setattr(competent, "table_spec", lambda rows: f"{marker}: {rows} rows")
+    name = competent.ensure_table(url, 2_000)
     engine = sa.create_engine(url)
     try:
         with engine.connect() as connection:
@@ -179,6 +180,10 @@ def test_a_table_built_on_postgresql_is_vacuumed_and_analysed_before_any_run(mon
             assert connection.execute(sa.text("SELECT relallvisible = relpages FROM pg_class WHERE relname = :name"),
                                       {"name": name}).scalar_one()
     finally:
+        with engine.begin() as connection:
+            sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+            markers = sa.table(competent.MARKER_TABLE, sa.column("table_name"))
+            connection.execute(sa.delete(markers).where(markers.c.table_name == name))
         engine.dispose()
 
 
