@@ -28,7 +28,7 @@ from lwec_tasks.io import bulk_read
 from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.io.features import feature_matrix
 from lwec_tasks.stages import partitions
-from lwec_tasks.stages.reductions import Moments
+from lwec_tasks.stages.sums import Moments
 
 
 class FetchClock:

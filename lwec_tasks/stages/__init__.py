@@ -5,7 +5,8 @@ per-partition functions. A stage that needs a global quantity gets it from a red
 results. In pipeline order:
 
 - :mod:`~lwec_tasks.stages.read` — check the table, plan id-range partitions, read them, standardisation
-- :mod:`~lwec_tasks.stages.ensemble` — the base clusterings and each base cluster's ECI
+- :mod:`~lwec_tasks.stages.generate` — the base clusterings
+- :mod:`~lwec_tasks.stages.ensemble` — each base cluster's ECI
 - :mod:`~lwec_tasks.stages.consensus` — LWEA or LWGP labels, k given or chosen
 - :mod:`~lwec_tasks.stages.identities` — stable cluster ids (alignment with the latest earlier run)
 - :mod:`~lwec_tasks.stages.write` — staged per partition, published in one transaction
@@ -15,7 +16,8 @@ and what they share:
 
 - :mod:`~lwec_tasks.stages.partitions` — what runs on one partition (read, standardise, assign, count,
   group into microclusters, write)
-- :mod:`~lwec_tasks.stages.reductions` — per-partition partial results and how they combine
+- :mod:`~lwec_tasks.stages.sums` — column moments and table sums (plain numpy, no compiled kernels)
+- :mod:`~lwec_tasks.stages.reductions` — the other per-partition partial results and how they combine
 - :mod:`~lwec_tasks.stages.whole_table` — whole-table steps on small reduced inputs (graph assembly, LWEA on
   microclusters, LWGP's k-means on microclusters)
 - :mod:`~lwec_tasks.stages.base_clusterings` — which rows each base k-means model is fitted on

@@ -37,7 +37,7 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.preflight import request_key
 
 if TYPE_CHECKING:  # imported by the work itself: the child may be forked before the numeric libraries load
-    from lwec_tasks.stages.ensemble import PartitionedEnsemble
+    from lwec_tasks.stages.generate import PartitionedEnsemble
     from lwec_tasks.stages.read import PartitionedTable
 
 #: Where the child writes its arrays: memory (tmpfs) when the system has it, else the temporary directory.
@@ -148,7 +148,7 @@ def work_ahead(request) -> WorkAhead | None:
     """Read the table of ``request`` and generate its base clusterings in this process (what the child does).
     Bad input raises :class:`LwecInputError`; after any other failure, None."""
     from lwec_tasks.executors.in_process import InProcess
-    from lwec_tasks.stages.ensemble import base_clusterings
+    from lwec_tasks.stages.generate import base_clusterings
     from lwec_tasks.stages.read import load_table
 
     table_log, table_lines = _held_logger()

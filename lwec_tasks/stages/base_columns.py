@@ -5,7 +5,7 @@ merges them into one sorted dictionary per column (:func:`~lwec_tasks.core.label
 and shares it, and every partition codes its labels by their position in it — the same codes in every
 partition, those ``np.unique`` gives each column of the whole table. With ``missing_labels="own_cluster"``
 the j-th missing label of column m (in table order) gets code len(dictionary_m) + j, a singleton cluster.
-The result is a :class:`~lwec_tasks.stages.ensemble.PartitionedEnsemble` like the generated one, so ECI,
+The result is a :class:`~lwec_tasks.stages.generate.PartitionedEnsemble` like the generated one, so ECI,
 the consensus, the stable ids and the labelling model run unchanged.
 """
 
@@ -18,9 +18,9 @@ from lwec_tasks.core.label_placement import label_codes, label_order, sorted_lab
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.preflight import missing_labels_message
 from lwec_tasks.stages import partitions as part
-from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows, picture_positions
+from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows, picture_positions
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import add_tables
+from lwec_tasks.stages.sums import add_tables
 
 
 def column_labels(rows: part.PartitionRows) -> tuple[list[list], np.ndarray]:

@@ -10,9 +10,9 @@ import numpy as np
 from lwec_tasks.executors.progress import tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.consensus import PartitionedLabels, sample_labels
-from lwec_tasks.stages.ensemble import PartitionedEnsemble, gather_rows
+from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
-from lwec_tasks.stages.reductions import add_tables
+from lwec_tasks.stages.sums import add_tables
 
 #: LWEA's labelling model keeps the microcluster lookup (see :mod:`lwec_tasks.core.placement`) up to this many
 #: microclusters (Ñ × M int32 in the model); beyond it the model places rows by the average-link rule alone.
@@ -93,7 +93,7 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
 
 def _labels_given_back(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
                        placement) -> float:
-    """The share of the cluster map's sampled rows (:data:`~lwec_tasks.stages.ensemble.PICTURE_SAMPLE` at most)
+    """The share of the cluster map's sampled rows (:data:`~lwec_tasks.stages.generate.PICTURE_SAMPLE` at most)
     that ``placement`` gives their written label, placed from their base cluster codes (a training row's
     nearest base centres are its codes)."""
     positions = ensemble.sample

@@ -30,7 +30,7 @@ from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import Columns, append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
 from lwec_tasks.stages.planning import EarlierRun
-from lwec_tasks.stages.reductions import Moments, column_sums
+from lwec_tasks.stages.sums import Moments
 
 
 @dataclass(frozen=True)
@@ -148,11 +148,11 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
 def finite_rows(X: np.ndarray) -> np.ndarray | None:
     """(n,) bool, whether each row of the row-major float64 X (n, d) is finite throughout; None when all are.
 
-    A NaN or ±inf makes its column's sum NaN or ±inf, so finite column sums (one pass, no temporary) show
+    A NaN or ±inf makes the sum of all values NaN or ±inf, so a finite sum (one pass, no temporary) shows
     that every value is finite; only otherwise (a non-finite value, or finite ones whose sum overflows) are
     the rows checked one by one.
     """
-    if np.isfinite(column_sums(X)).all():
+    if np.isfinite(X.sum()):
         return None
     finite = np.isfinite(X).all(axis=1)
     return None if finite.all() else finite

@@ -20,7 +20,7 @@ from lwec_tasks.io.features import nonfinite_counts_message, useless_columns_mes
 from lwec_tasks.preflight import consensus_read_plan
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition_count
-from lwec_tasks.stages.reductions import Moments, standard_scale
+from lwec_tasks.stages.sums import Moments, standard_scale
 
 
 class PartitionedTable:

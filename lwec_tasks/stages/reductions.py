@@ -1,11 +1,11 @@
 """Partial results of one partition and how two of them combine.
 
 Everything the flow needs from the whole table is a sum (or a union, or a minimum) of per-partition
-pieces: column moments, the pairwise contingency tables of the base clusterings, the cluster graph
-Wy = Bᵀ Dx⁻¹ B, the distinct label rows (microclusters) with their counts, the
-contingency table of labels against ground truth. The functions here build and combine those pieces; they
-are plain numpy/scipy and run wherever Dask puts them. Combining always happens in a fixed order (see
-:func:`lwec_tasks.executors.dask.tree_reduce`), so floating-point sums do not depend on scheduling.
+pieces: column moments and element-wise table sums (:mod:`lwec_tasks.stages.sums`), the pairwise contingency
+tables of the base clusterings, the cluster graph Wy = Bᵀ Dx⁻¹ B, the distinct label rows (microclusters) with
+their counts, the contingency table of labels against ground truth. The functions here build and combine those
+pieces; they are plain numpy/scipy and run wherever Dask puts them. Combining always happens in a fixed order
+(see :func:`lwec_tasks.executors.dask.tree_reduce`), so floating-point sums do not depend on scheduling.
 """
 
 from __future__ import annotations
@@ -19,98 +19,12 @@ import scipy.sparse as sp
 from lwec_tasks.core.metrics import contingency_scores
 from lwec_tasks.core.pair_kernels import column_pairs, graph_blocks, object_degrees, pair_table, row_split_entropy
 
-# --- column moments (standardisation, k-means tolerance) ---------------------------------------------------
-
-@dataclass(frozen=True)
-class Moments:
-    """Count, mean and sum of squared deviations (M2) of each column of a set of rows."""
-
-    n: int
-    mean: np.ndarray
-    m2: np.ndarray
-
-    @classmethod
-    def of(cls, X: np.ndarray) -> Moments:
-        """The moments of the rows of X (n, d): mean = X.mean(axis=0), M2 = ((X - mean) ** 2).sum(axis=0).
-
-        A row-major float64 X of two or more columns (a partition's features) is summed by
-        :func:`column_sums` and :func:`squared_deviation_sums`, one pass each without numpy's two (n, d)
-        temporaries: they add the rows in order, as numpy does along the first axis of such an array, so the
-        values are the same bit for bit. numpy sums a single column (or a column-major array) pairwise;
-        those go through numpy itself.
-        """
-        if len(X) == 0:
-            return cls(0, np.zeros(X.shape[1]), np.zeros(X.shape[1]))
-        if X.dtype == np.float64 and X.ndim == 2 and X.shape[1] > 1 and X.flags.c_contiguous:
-            mean = column_sums(X) / len(X)
-            return cls(len(X), mean, squared_deviation_sums(X, mean))
-        mean = X.mean(axis=0)
-        return cls(len(X), mean, ((X - mean) ** 2).sum(axis=0))
-
-    def __add__(self, other: Moments) -> Moments:
-        """Chan et al.'s pairwise update: exact in real arithmetic, stable in floating point."""
-        if other.n == 0:
-            return self
-        if self.n == 0:
-            return other
-        n = self.n + other.n
-        delta = other.mean - self.mean
-        return Moments(n, self.mean + delta * (other.n / n), self.m2 + other.m2 + delta**2 * (self.n * other.n / n))
-
-    @property
-    def variance(self) -> np.ndarray:
-        """Population variance (ddof 0), as scikit-learn's scalers and k-means use."""
-        return self.m2 / self.n
-
-
-@numba.njit(cache=True)
-def column_sums(X: np.ndarray) -> np.ndarray:
-    """(d,) sum of each column of the row-major (n, d) X, adding the rows in order from 0.0 (numpy's
-    ``X.sum(axis=0)`` on such an array when d > 1, bit for bit)."""
-    sums = np.zeros(X.shape[1])
-    for i in range(X.shape[0]):
-        for j in range(X.shape[1]):
-            sums[j] += X[i, j]
-    return sums
-
-
-@numba.njit(cache=True)
-def squared_deviation_sums(X: np.ndarray, mean: np.ndarray) -> np.ndarray:
-    """(d,) Σ_i (X[i, j] − mean[j])² of the row-major (n, d) X, adding the rows in order (numpy's
-    ``((X - mean) ** 2).sum(axis=0)`` when d > 1, bit for bit, without its temporaries)."""
-    sums = np.zeros(X.shape[1])
-    for i in range(X.shape[0]):
-        for j in range(X.shape[1]):
-            deviation = X[i, j] - mean[j]
-            sums[j] += deviation * deviation
-    return sums
-
-
-def standard_scale(moments: Moments) -> np.ndarray:
-    """Per-column scale of a z-score: √variance, 1 for (near-)constant columns (scikit-learn's StandardScaler rule)."""
-    variance = moments.variance
-    eps = np.finfo(np.float64).eps
-    constant = variance <= moments.n * eps * variance + (moments.n * moments.mean * eps) ** 2
-    scale = np.sqrt(variance)
-    scale[constant] = 1.0
-    return scale
-
-
 # --- pairwise tables of base clusterings (ECI) and the cluster graph (LWGP) ----------------------------------
 
 def pair_tables(codes_t: np.ndarray, ks: np.ndarray, weights: np.ndarray | None = None) -> list[sp.csr_matrix]:
     """One :func:`pair_table` per column pair (a < b) of the (M, n) codes."""
     return [pair_table(codes_t[a], codes_t[b], int(ks[a]), int(ks[b]), weights)
             for a, b in column_pairs(len(ks))]
-
-
-def add_tables(*parts: list) -> list:
-    """Element-wise sum of lists of tables (sparse matrices or arrays), in the order given."""
-    total = list(parts[0])
-    for part in parts[1:]:
-        for j, table in enumerate(part):
-            total[j] = total[j] + table
-    return [t.tocsr() if sp.issparse(t) else t for t in total]
 
 
 @numba.njit(cache=True)

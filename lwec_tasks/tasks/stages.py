@@ -21,7 +21,8 @@ from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.ahead import taken_ensemble, taken_table
 from lwec_tasks.stages.base_columns import base_column_ensemble
 from lwec_tasks.stages.consensus import PartitionedLabels, consensus_labels
-from lwec_tasks.stages.ensemble import PartitionedEnsemble, base_clusterings, reliability
+from lwec_tasks.stages.ensemble import reliability
+from lwec_tasks.stages.generate import PartitionedEnsemble, base_clusterings
 from lwec_tasks.stages.identities import StableIds, stable_ids
 from lwec_tasks.stages.model import labelling_model
 from lwec_tasks.stages.read import PartitionedTable, load_table

@@ -11,7 +11,7 @@ from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.consensus import PartitionedLabels
-from lwec_tasks.stages.ensemble import PartitionedEnsemble
+from lwec_tasks.stages.generate import PartitionedEnsemble
 from lwec_tasks.stages.identities import StableIds
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.tasks.retry import tracking_task

@@ -124,7 +124,7 @@ def test_predict_names_a_non_finite_column_and_checks_the_width():
 def test_the_standardisation_is_scikit_learns_from_partition_moments():
     from sklearn.preprocessing import StandardScaler
 
-    from lwec_tasks.stages.reductions import Moments, standard_scale
+    from lwec_tasks.stages.sums import Moments, standard_scale
 
     rng = np.random.default_rng(0)
     raw = np.column_stack([rng.normal(5, 3, 50), np.full(50, 7.25), rng.integers(0, 9, 50)]).astype(np.float64)

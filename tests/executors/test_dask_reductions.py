@@ -17,8 +17,6 @@ from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.base_clusterings import assign_base_labels, base_plan, fit_base_model
 from lwec_tasks.stages.planning import partition_count
 from lwec_tasks.stages.reductions import (
-    Moments,
-    add_tables,
     agreement_from_contingency,
     merge_microclusters,
     microcluster_graph_blocks,
@@ -28,8 +26,8 @@ from lwec_tasks.stages.reductions import (
     pair_table,
     pair_tables,
     split_entropy_terms,
-    standard_scale,
 )
+from lwec_tasks.stages.sums import Moments, add_tables, standard_scale
 from lwec_tasks.stages.whole_table import lwea_on_microclusters
 
 BOUNDS = [0, 130, 131, 400, 777, 1000]  # uneven partitions, one of a single row
@@ -139,7 +137,7 @@ def test_the_cluster_map_sample_is_the_local_runs_and_its_labels_are_taken_at_it
     from lwec_tasks.core.seeds import base_seed
     from lwec_tasks.executors import InProcess
     from lwec_tasks.stages.consensus import PartitionedLabels, sample_labels
-    from lwec_tasks.stages.ensemble import PICTURE_SAMPLE, picture_positions
+    from lwec_tasks.stages.generate import PICTURE_SAMPLE, picture_positions
     from lwec_tasks.stages.read import PartitionedTable
 
     n = 3000
@@ -329,7 +327,8 @@ def test_lwgp_stage_is_the_library_lwgp_and_its_sums_are_every_rows_embedding_su
     from lwec_tasks import lwgp
     from lwec_tasks.stages import planning
     from lwec_tasks.stages.consensus import consensus_labels
-    from lwec_tasks.stages.ensemble import base_clusterings, reliability
+    from lwec_tasks.stages.ensemble import reliability
+    from lwec_tasks.stages.generate import base_clusterings
     from lwec_tasks.stages.model import labelling_model
 
     if sampled:

@@ -19,7 +19,7 @@ from hypothesis.extra import numpy as hnp
 from lwec_tasks.io import features
 from lwec_tasks.io.features import feature_matrix, numeric_column
 from lwec_tasks.stages import partitions as part
-from lwec_tasks.stages.reductions import Moments
+from lwec_tasks.stages.sums import Moments, squared_deviation_sums
 
 SPECIAL_VALUES = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e308, -1e308, 5e-324]
 
@@ -140,6 +140,16 @@ def test_moments_equal_numpys_bit_for_bit(shape):
     np.testing.assert_array_equal(bits(moments.m2), bits(m2))
     column_major = Moments.of(np.asfortranarray(X))  # numpy's own (pairwise) sums
     np.testing.assert_array_equal(bits(column_major.m2), bits(reference_moments(np.asfortranarray(X))[1]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), n=st.integers(1, 60), d=st.integers(2, 5))
+def test_squared_deviations_summed_block_by_block_are_numpys_bit_for_bit(data, n, d):
+    X = data.draw(hnp.arrays(np.float64, (n, d), elements=st.floats(-1e150, 1e150, allow_subnormal=True)))
+    block_rows = data.draw(st.integers(1, n + 2))
+    mean = X.mean(axis=0)
+    expected = ((X - mean) ** 2).sum(axis=0)
+    np.testing.assert_array_equal(bits(squared_deviation_sums(X, mean, block_rows)), bits(expected))
 
 
 @settings(max_examples=50, deadline=None)

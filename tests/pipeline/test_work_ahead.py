@@ -161,6 +161,22 @@ print(json.dumps([started.start_method, [codes.result().tolist() for codes in wo
     assert codes == [mine.result().tolist() for mine in here.ensemble.codes]
 
 
+def test_the_work_ahead_loads_no_compiled_kernels(sqlite_url):
+    """The child reads and generates with numpy and scikit-learn alone: numba, which the later stages use, would
+    cost it a second of loading and compiling."""
+    write_blobs_table(sqlite_url)
+    request = ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3, ensemble_size=5, seed=7)
+    script = f"""
+import json, sys
+from lwec_tasks.request import ConsensusRequest
+from lwec_tasks.stages import ahead
+work = ahead.work_ahead(ConsensusRequest.model_validate_json({request.model_dump_json()!r}))
+print(json.dumps([work.ensemble is not None, "numba" in sys.modules]))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == [True, False]
+
+
 def test_a_child_whose_command_is_gone_ends_by_itself(sqlite_url):
     write_blobs_table(sqlite_url)
     started = ahead.start_work_ahead(ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3))

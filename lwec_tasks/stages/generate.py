@@ -1,0 +1,121 @@
+"""Stage: the base clusterings (M k-means models, every row assigned).
+
+Which rows each model is fitted on depends only on N and the seed (:mod:`lwec_tasks.stages.base_clusterings`);
+the executor gathers those rows from the partitions, fits the models and assigns every partition. Plain numpy
+and scikit-learn: ``lwec run``'s child doing this ahead of the flow run (:mod:`lwec_tasks.stages.ahead`)
+loads no compiled kernels.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from lwec_tasks.core.seeds import base_seed
+from lwec_tasks.executors.progress import Progress, tree_reduce
+from lwec_tasks.stages import partitions as part
+from lwec_tasks.stages.base_clusterings import base_plan, fit_base_model
+from lwec_tasks.stages.read import PartitionedTable
+from lwec_tasks.stages.sums import add_tables
+
+#: Rows kept (a seeded uniform sample) for the cluster map, at most.
+PICTURE_SAMPLE = 2_000
+
+
+class PartitionedEnsemble:
+    """The base clusterings: ``codes`` (futures of (M, n_p) int32 per-column codes) and what the local
+    Ensemble knows about its clusters (``ks``, ``cluster_sizes``, ``cluster_label``; ``offsets`` and
+    ``cluster_column`` follow from ``ks``); ``n_microclusters`` and ``micro`` (:class:`FoundMicroclusters`) once
+    they are found; for the cluster map ``sample`` (S,) the sorted table positions of a seeded sample of S ≤
+    :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d) their features as clustered; ``dictionaries`` each
+    base column's label values in code order, for an ensemble read from label columns (else None)."""
+
+    def __init__(self, **values):
+        self.micro = None
+        self.dictionaries = None
+        self.__dict__.update(values)
+        self.offsets = np.concatenate([[0], np.cumsum(self.ks)]).astype(np.int64)
+        self.cluster_column = np.repeat(np.arange(len(self.ks)), self.ks)
+
+    @property
+    def n_microclusters(self) -> int | None:
+        return None if self.micro is None else self.micro.size
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.ks)
+
+    @property
+    def n_clusters_total(self) -> int:
+        return int(self.offsets[-1])
+
+
+def local_positions(positions: np.ndarray, offsets: np.ndarray, p: int) -> np.ndarray:
+    """The entries of sorted table ``positions`` that fall in partition p, as row indices within it."""
+    start, stop = np.searchsorted(positions, [offsets[p], offsets[p + 1]])
+    return positions[start:stop] - offsets[p]
+
+
+def gather_rows(session, parts: list, positions: np.ndarray, offsets: np.ndarray, take, name: str,
+                 **kwargs):
+    """A future of the rows at sorted table ``positions``, in that order, taken from the partitions."""
+    pieces = []
+    for p, data in enumerate(parts):
+        local = local_positions(positions, offsets, p)
+        if len(local):
+            pieces.append(session.submit(take, data, local, name=name, **kwargs))
+    return session.submit(np.concatenate, pieces, name=f"{name}-concat")  # the futures in the list are resolved
+
+
+def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log) -> PartitionedEnsemble:
+    """M k-means base clusterings by the library's rule: each model fitted on the rows the library fits it on
+    (all rows, or above ``LARGE_N`` a seeded sample per clustering), every partition assigned to the models.
+
+    The features are released from the workers' memory afterwards; a seeded sample of at most
+    :data:`PICTURE_SAMPLE` of the gathered rows is kept for the cluster map (see :func:`picture_positions`).
+    """
+    session = table.session
+    plan = base_plan(table.n_rows, ensemble_size, seed)
+    positions = plan.positions
+    rows = gather_rows(session, table.rows, positions, table.offsets, part.standardised_rows, "base-sample",
+                        mean=table.mean, scale=table.scale)
+    picture = picture_positions(positions, seed)
+    picture_rows = session.submit(operator.getitem, rows, np.searchsorted(positions, picture), name="picture-rows")
+    shared_positions = session.share(positions)
+    models = session.map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), name="fit-base",
+                         rows=rows, positions=shared_positions)
+    Progress(log, f"fit {len(models)} k-means models on {len(plan.samples[0])} rows each").wait(
+        models, rows=[len(sample) for sample in plan.samples])
+    sample_rows = picture_rows.result()
+    del picture_rows
+    raw = session.map(part.assign_partition, table.rows, name="assign", mean=table.mean, scale=table.scale,
+                      models=models)
+    Progress(log, "assign rows to base clusters").wait(raw, rows=table.counts)
+    sizes = tree_reduce(session, session.map(part.column_sizes, raw, name="sizes", ks=plan.ks), add_tables,
+                        "sizes-sum").result()
+    present = [np.flatnonzero(s) for s in sizes]
+    if any(len(labels) < len(s) for labels, s in zip(present, sizes)):
+        # each label's rank among the labels some row has (labels no row has never occur)
+        lookups = [session.share((np.cumsum(s > 0) - 1).astype(np.int32)) for s in sizes]
+        raw = session.map(part.compact_codes, raw, name="compact", lookups=lookups)
+    table.rows = None  # the features are no longer needed: free the workers' memory
+    ks = np.array([len(labels) for labels in present], dtype=np.int64)
+    ensemble = PartitionedEnsemble(
+        codes=raw, ks=ks, models=models, sample=picture, sample_rows=sample_rows,
+        cluster_sizes=np.concatenate([s[labels] for labels, s in zip(present, sizes)]).astype(np.int64),
+        cluster_label=np.concatenate(present).astype(np.int64))
+    log.info("Generated %d base clusterings of %d objects: %d clusters in total (k per clustering %d–%d)",
+             len(ks), table.n_rows, ensemble.n_clusters_total, int(ks.min()), int(ks.max()))
+    return ensemble
+
+
+def picture_positions(positions: np.ndarray, seed: int | None) -> np.ndarray:
+    """A seeded sample of at most :data:`PICTURE_SAMPLE` of the sorted table ``positions``, sorted.
+
+    Drawn from the run's seed alone, so when ``positions`` are all N rows (N ≤ ``LARGE_N``)
+    and the seed is given, these are the same rows on either executor.
+    """
+    rng = np.random.default_rng(base_seed(seed))
+    chosen = rng.choice(len(positions), size=min(PICTURE_SAMPLE, len(positions)), replace=False)
+    return np.asarray(positions, dtype=np.int64)[np.sort(chosen)]
