@@ -16,7 +16,7 @@ and what they share:
 
 - :mod:`~lwec_tasks.stages.partitions` — what runs on one partition (read, standardise, assign, count,
   group into microclusters, write)
-- :mod:`~lwec_tasks.stages.sums` — column moments and table sums (plain numpy, no compiled kernels)
+- :mod:`~lwec_tasks.stages.sums` — column moments and table sums (plain numpy, no numba)
 - :mod:`~lwec_tasks.stages.reductions` — the other per-partition partial results and how they combine
 - :mod:`~lwec_tasks.stages.whole_table` — whole-table steps on small reduced inputs (graph assembly, LWEA on
   microclusters, LWGP's k-means on microclusters)
