@@ -161,7 +161,7 @@ print(json.dumps([started.start_method, [codes.result().tolist() for codes in wo
     assert codes == [mine.result().tolist() for mine in here.ensemble.codes]
 
 
-def test_the_work_ahead_loads_no_compiled_kernels(sqlite_url):
+def test_the_work_ahead_loads_no_numba(sqlite_url):
     """The child reads and generates with numpy and scikit-learn alone: numba, which the later stages use, would
     cost it a second of loading and compiling."""
     write_blobs_table(sqlite_url)
