@@ -26,10 +26,11 @@ PICTURE_SAMPLE = 2_000
 class PartitionedEnsemble:
     """The base clusterings: ``codes`` (futures of (M, n_p) int32 per-column codes) and what the local
     Ensemble knows about its clusters (``ks``, ``cluster_sizes``, ``cluster_label``; ``offsets`` and
-    ``cluster_column`` follow from ``ks``); ``n_microclusters`` and ``micro`` (:class:`FoundMicroclusters`) once
-    they are found; for the cluster map ``sample`` (S,) the sorted table positions of a seeded sample of S ≤
-    :data:`PICTURE_SAMPLE` rows and ``sample_rows`` (S, d) their features as clustered; ``dictionaries`` each
-    base column's label values in code order, for an ensemble read from label columns (else None)."""
+    ``cluster_column`` follow from ``ks``); ``n_microclusters`` and ``micro``
+    (:class:`~lwec_tasks.stages.ensemble.FoundMicroclusters`) once they are found; for the cluster map ``sample``
+    (S,) the sorted table positions of a seeded sample of S ≤ :data:`PICTURE_SAMPLE` rows and ``sample_rows``
+    (S, d) their features as clustered; ``dictionaries`` each base column's label values in code order, for an
+    ensemble read from label columns (else None)."""
 
     def __init__(self, **values):
         self.micro = None
