@@ -72,7 +72,15 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
     asked whether they answer. A temporary Prefect server started for the flow is stopped when it is done.
     """
     apply_prefect_defaults()  # before the imports below, which import Prefect
+    from lwec_tasks.collector import collections_held_off
+
+    with collections_held_off():  # until the flow's modules are imported (collect_from_here below)
+        return _run_checked_flow(parameters, verbose)
+
+
+def _run_checked_flow(parameters: dict, verbose: bool) -> dict:
     from lwec_tasks.cli.services import check_tracking_store
+    from lwec_tasks.collector import collect_from_here
     from lwec_tasks.request import ConsensusRequest
 
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
@@ -83,7 +91,8 @@ def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
         from lwec_tasks.cli.prefect_server import temporary_server_booting
         from lwec_tasks.tasks.track import prepare_tracking
 
-        prepare_tracking(request.tracking_uri)  # every run logs a model and figures
+        prepare_tracking(request.tracking_uri, figures=not ahead)  # a child doing the work ahead draws them
+        collect_from_here()  # the run's modules are all imported
         for process in ahead:
             process.collect()  # the flow's first tasks take the table and the base clusterings
         if not ahead and works_ahead(request) and temporary_server_booting():

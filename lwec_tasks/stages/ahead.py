@@ -17,6 +17,10 @@ The flow's ``load-features`` and ``generate-base-clusterings`` tasks take that w
 :func:`taken_ensemble`) instead of doing it again, log its lines and count its seconds as their stages'. Bad
 input raises :class:`LwecInputError` before the flow run starts; any other failure is left for the tasks to
 meet again, with their retries, and nothing is kept.
+
+Once its work is taken, the child stays to draw the run's figures (:func:`figures_drawn_ahead`): they are drawn
+while the labels are written, and the command's own core is then busy with the write, so the command needs no
+matplotlib at all. Figures the child cannot draw (it died, or failed) are drawn by the command.
 """
 
 from __future__ import annotations
@@ -90,15 +94,48 @@ class WorkAheadProcess:
                 with suppress(OSError):  # its file gone with it: the tasks do the work
                     _AHEAD[request_key(self.request)] = _unpacked(*value, self.process.pid)
         finally:
+            if request_key(self.request) in _AHEAD:
+                _DRAWER[:] = [self]  # its work taken, it draws the run's figures
+            else:
+                self.cancel()
+
+    def draw(self, arguments: tuple) -> dict[str, bytes] | None:
+        """The figures :func:`~lwec_tasks.tracking.figures.consensus_figures` draws from ``arguments``, drawn
+        by the child as PNG bytes; None (and the child stopped) when it cannot."""
+        try:
+            self.connection.send(("draw", arguments))
+            outcome, figures = self.connection.recv()
+        except (EOFError, OSError):
+            outcome, figures = "failed", None
+        if outcome != "drawn":
             self.cancel()
+            return None
+        return figures
 
     def cancel(self) -> None:
-        """Stop the child if it still runs (once its work is taken, it has nothing left to do). Calling it
-        again does nothing."""
+        """Stop the child if it still runs. Calling it again does nothing."""
+        if self in _DRAWER:
+            _DRAWER.clear()
         if self.process.is_alive():
             self.process.kill()
         self.process.join()
         self.connection.close()
+
+
+#: The child whose work :meth:`WorkAheadProcess.collect` kept, while it waits to draw the run's figures.
+_DRAWER: list[WorkAheadProcess] = []
+
+
+def drawing_ahead() -> bool:
+    """Whether a child that did the run's work ahead will draw its figures (:func:`figures_drawn_ahead`)."""
+    return bool(_DRAWER) and _DRAWER[0].process.is_alive()
+
+
+def figures_drawn_ahead(arguments: tuple) -> dict[str, bytes] | None:
+    """Artifact name → PNG bytes of the figures drawn from ``arguments`` (those of
+    :func:`~lwec_tasks.tracking.figures.consensus_figures`) by the child that did the run's work ahead, on the
+    core the label write leaves idle; None when there is no such child or it could not draw them."""
+    return _DRAWER[0].draw(arguments) if drawing_ahead() else None
 
 
 def open_write_connections(request, count: int | None = None) -> None:
@@ -173,9 +210,15 @@ def work_ahead(request) -> WorkAhead | None:
 
 def _work_in_child(request, connection) -> None:
     os.nice(CHILD_NICENESS)
+    import lwec_tasks.stages.generate  # noqa: F401 - what the work runs on, imported before collections resume
+    import lwec_tasks.stages.read  # noqa: F401
+    from lwec_tasks.collector import collect_from_here
+
+    collect_from_here()  # a forked child holds collections off as the command did (lwec_tasks.collector)
     # A file without a name (in memory where the system has /dev/shm): nothing is left behind when either
-    # process dies. The command opens it through /proc while this process waits, then stops it.
+    # process dies. The command opens it through /proc while this process waits, and stops it when it is done.
     with tempfile.TemporaryFile(dir=_shared_directory()) as file:
+        work = None
         try:
             work = work_ahead(request)
             message = ("failed", None) if work is None else ("done", (*_packed(work, file), file.fileno()))
@@ -183,9 +226,27 @@ def _work_in_child(request, connection) -> None:
             message = ("bad input", str(error))
         except Exception:  # noqa: BLE001 - the tasks do the work again and report what they meet
             message = ("failed", None)
+        del work  # its arrays are in the file now
         with suppress(EOFError, OSError):  # the command gone
             connection.send(message)
+            if message[0] == "done":
+                _draw_on_request(connection)
             connection.recv()  # nothing comes: the command stops this process, or is gone (end of file)
+
+
+def _draw_on_request(connection) -> None:
+    """Draw the run's figures whenever the command asks (:meth:`WorkAheadProcess.draw`) until it stops this
+    process; matplotlib is imported first, while the command computes the consensus."""
+    from lwec_tasks.tracking.figures import consensus_figures, png_bytes, prepare_figures
+
+    prepare_figures()
+    while True:
+        _, arguments = connection.recv()
+        try:
+            reply = ("drawn", {name: png_bytes(figure) for name, figure in consensus_figures(*arguments).items()})
+        except Exception:  # noqa: BLE001 - the command draws them itself and meets the failure there
+            reply = ("failed", None)
+        connection.send(reply)
 
 
 def _packed(work: WorkAhead, file) -> tuple[bytes, list[tuple[int, int]]]:

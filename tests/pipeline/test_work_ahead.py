@@ -8,16 +8,20 @@ import sys
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from scipy.cluster.hierarchy import linkage
 
 from flows.consensus import consensus_flow
 from helpers.blobs import blobs_run_parameters, write_blobs_table
 from helpers.pipeline import expected_labels, read_labels
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.k_criterion import KSelection
 from lwec_tasks.preflight import check_consensus_request, request_key
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages import ahead
 from lwec_tasks.stages import read as read_stage
 from lwec_tasks.tasks import stages as stage_tasks
+from lwec_tasks.tracking import figures as figures_module
+from lwec_tasks.tracking.figures import png_bytes
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 
@@ -27,6 +31,8 @@ def nothing_held_between_tests():
     ahead._AHEAD.clear()
     yield
     ahead._AHEAD.clear()
+    for child in list(ahead._DRAWER):
+        child.cancel()
 
 
 def test_the_run_takes_the_table_and_base_clusterings_done_ahead_without_doing_them_again(
@@ -47,6 +53,8 @@ def test_the_run_takes_the_table_and_base_clusterings_done_ahead_without_doing_t
 
     monkeypatch.setattr(read_stage, "read_partitions", again)
     monkeypatch.setattr(stage_tasks, "base_clusterings", again)
+    # The child, forked before this, draws the figures with the library's own functions.
+    monkeypatch.setattr(figures_module, "consensus_figures", again)
     # The flow gets the URL through an environment variable (as `lwec run` passes one with a password).
     monkeypatch.setenv("LWEC_AHEAD_DATABASE_URL", sqlite_url)
     summary = consensus_flow(**{**parameters, "database_url": "env:LWEC_AHEAD_DATABASE_URL"})
@@ -58,6 +66,47 @@ def test_the_run_takes_the_table_and_base_clusterings_done_ahead_without_doing_t
     assert summary["timings"]["load"] >= work.table.seconds
     assert summary["timings"]["generate"] >= work.ensemble_seconds > 0
     assert ahead._AHEAD == {}
+    assert {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png"} <= set(summary["figures"])
+
+
+def figure_arguments(method: str) -> tuple:
+    """Arguments of ``consensus_figures`` for a small made-up run (with a dendrogram and a choice of k)."""
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((60, 3))
+    selection = KSelection(ks=np.arange(2, 6), scores=rng.random(4), k=3, criterion="silhouette")
+    return (method, 0.4, rng.random(20), np.array([20, 25, 15]), rows, rng.integers(0, 3, 60), 3,
+            linkage(rows, "average"), selection)
+
+
+def drawn_here(arguments: tuple) -> dict[str, bytes]:
+    return {name: png_bytes(figure) for name, figure in figures_module.consensus_figures(*arguments).items()}
+
+
+@pytest.mark.parametrize("method", ["lwea", "lwgp"])
+def test_the_child_draws_the_figures_this_process_would_draw(sqlite_url, method):
+    write_blobs_table(sqlite_url)
+    started = ahead.start_work_ahead(ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3))
+    started.collect()
+    arguments = figure_arguments(method)
+    drawn = ahead.figures_drawn_ahead(arguments)
+    assert drawn is not None and drawn == drawn_here(arguments)  # PNG bytes, byte for byte
+    assert ahead.figures_drawn_ahead(figure_arguments(method)) == drawn  # as often as asked, until stopped
+    started.cancel()
+    assert not ahead.drawing_ahead() and ahead.figures_drawn_ahead(arguments) is None
+
+
+def test_figures_the_child_cannot_draw_are_drawn_here(sqlite_url):
+    write_blobs_table(sqlite_url)
+    started = ahead.start_work_ahead(ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3))
+    started.collect()
+    assert ahead.figures_drawn_ahead(("lwgp", 0.4, None)) is None  # it failed: stopped, and no longer asked
+    assert not started.process.is_alive() and not ahead.drawing_ahead()
+
+    started = ahead.start_work_ahead(ConsensusRequest(database_url=sqlite_url, table="blobs", n_clusters=3))
+    started.collect()
+    started.process.kill()  # died after handing its work over
+    started.process.join()
+    assert ahead.figures_drawn_ahead(figure_arguments("lwgp")) is None and not ahead.drawing_ahead()
 
 
 @pytest.mark.parametrize("other", [{"feature_columns": ["f0", "f1"]}, {"seed": 4}, {"ensemble_size": 5}])
@@ -123,7 +172,8 @@ def test_the_child_hands_over_the_work_it_did_as_it_is(sqlite_url):
     started = ahead.start_work_ahead(request)
     started.collect()
     (there,) = ahead._AHEAD.values()
-    assert not started.process.is_alive()
+    assert started.process.is_alive() and ahead.drawing_ahead()  # it stays, to draw the run's figures
+
     def without_seconds(lines):
         return [(level, message.split(" in ")[0]) for level, message in lines]
 
