@@ -53,7 +53,7 @@ def test_the_run_takes_the_table_and_base_clusterings_done_ahead_without_doing_t
 
     monkeypatch.setattr(read_stage, "read_partitions", again)
     monkeypatch.setattr(stage_tasks, "base_clusterings", again)
-    # The child, forked before this, draws the figures with the library's own functions.
+    # The child (forked before this, or its own interpreter) draws the figures with the unpatched functions.
     monkeypatch.setattr(figures_module, "consensus_figures", again)
     # The flow gets the URL through an environment variable (as `lwec run` passes one with a password).
     monkeypatch.setenv("LWEC_AHEAD_DATABASE_URL", sqlite_url)
