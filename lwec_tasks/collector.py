@@ -1,6 +1,6 @@
 """A run's start-up without the cyclic garbage collector's rounds.
 
-Importing Prefect, MLflow and the numeric libraries makes millions of objects, and Python's cyclic garbage
+Importing Prefect, MLflow and the numeric libraries makes about 700,000 objects, and Python's cyclic garbage
 collector walks the ones made so far again and again while they are being made: 1.3 CPU-seconds of a
 one-million-row ``lwec run`` with a Prefect server up (1,210 collections, 8 of them over every object). A
 command that runs a flow holds collections off while it starts up (:func:`collections_held_off`), then freezes
