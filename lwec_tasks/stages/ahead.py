@@ -81,6 +81,7 @@ class WorkAheadProcess:
         """Wait for the child and keep its work for the run's tasks. Raises :class:`LwecInputError` for bad
         input; after any other failure (the child's, or its death) nothing is kept."""
         _AHEAD.clear()  # one run's work at most
+        key = request_key(self.request)
         if not self.connection.poll():
             open_write_connections(self.request)
         try:
@@ -92,9 +93,9 @@ class WorkAheadProcess:
                 raise LwecInputError(value)
             if outcome == "done":
                 with suppress(OSError):  # its file gone with it: the tasks do the work
-                    _AHEAD[request_key(self.request)] = _unpacked(*value, self.process.pid)
+                    _AHEAD[key] = _unpacked(*value, self.process.pid)
         finally:
-            if request_key(self.request) in _AHEAD:
+            if key in _AHEAD:
                 _DRAWER[:] = [self]  # its work taken, it draws the run's figures
             else:
                 self.cancel()
@@ -237,13 +238,13 @@ def _work_in_child(request, connection) -> None:
 def _draw_on_request(connection) -> None:
     """Draw the run's figures whenever the command asks (:meth:`WorkAheadProcess.draw`) until it stops this
     process; matplotlib is imported first, while the command computes the consensus."""
-    from lwec_tasks.tracking.figures import consensus_figures, png_bytes, prepare_figures
+    from lwec_tasks.tracking.figures import consensus_pngs, prepare_figures
 
     prepare_figures()
     while True:
         _, arguments = connection.recv()
         try:
-            reply = ("drawn", {name: png_bytes(figure) for name, figure in consensus_figures(*arguments).items()})
+            reply = ("drawn", consensus_pngs(*arguments))
         except Exception:  # noqa: BLE001 - the command draws them itself and meets the failure there
             reply = ("failed", None)
         connection.send(reply)

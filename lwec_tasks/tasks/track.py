@@ -82,9 +82,9 @@ def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliabil
     drawn = figures_drawn_ahead(arguments)
     if drawn is not None:
         return drawn
-    from lwec_tasks.tracking.figures import consensus_figures, png_bytes
+    from lwec_tasks.tracking.figures import consensus_pngs
 
-    return {name: png_bytes(figure) for name, figure in consensus_figures(*arguments).items()}
+    return consensus_pngs(*arguments)
 
 
 def deployment_id() -> str | None:

@@ -45,6 +45,11 @@ def prepare_figures() -> None:
     Image.preinit()
 
 
+def consensus_pngs(*arguments) -> dict[str, bytes]:
+    """Artifact name → PNG bytes of the figures :func:`consensus_figures` draws from ``arguments``."""
+    return {name: png_bytes(figure) for name, figure in consensus_figures(*arguments).items()}
+
+
 def png_bytes(figure: Figure) -> bytes:
     """``figure`` drawn as PNG (matplotlib's defaults, as MLflow's ``log_figure`` saves it)."""
     buffer = io.BytesIO()
