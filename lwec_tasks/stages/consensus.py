@@ -26,7 +26,13 @@ from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import agreement_from_contingency, microcluster_graph_blocks
-from lwec_tasks.stages.whole_table import check_lwea_fits, lwea_on_microclusters, lwgp_on_microclusters
+from lwec_tasks.executors.in_process import InProcess
+from lwec_tasks.stages.whole_table import (
+    check_lwea_fits,
+    log_linkage_progress,
+    lwea_on_microclusters,
+    lwgp_on_microclusters,
+)
 
 
 class PartitionedLabels:
@@ -94,16 +100,17 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     """Exact LWEA: average linkage on the microclusters (counts as weights) on one worker, cut mapped back
     to the rows per partition; labels numbered by each cluster's first row, as in the library.
 
-    Raises :class:`~lwec_tasks.core.errors.LwecMemoryError` when the microclusters' distance matrix does
-    not fit in a worker's memory.
+    Raises :class:`~lwec_tasks.core.errors.LwecMemoryError` when the microclusters' cluster counts do not
+    fit in a worker's memory.
     """
     session = table.session
     micro = ensemble.micro
-    session.submit(check_lwea_fits, micro.size, name="memory-check").result()
+    session.submit(check_lwea_fits, micro.size, len(ensemble.offsets) - 1, name="memory-check").result()
     check_n_clusters(k, upper=micro.size, upper_name="the number of microclusters")
     started = time.perf_counter()
+    report = _linkage_reporter(log) if isinstance(session, InProcess) else log_linkage_progress
     cut = session.submit(lwea_on_microclusters, micro.table, ensemble.offsets, eci, int(k), table.n_rows,
-                         name="lwea")
+                         report, name="lwea")
     leaf_cluster = session.submit(operator.getitem, cut, 0, name="lwea-leaves")
     split, kept, linkage = session.gather([session.submit(operator.getitem, cut, j, name="lwea-splits")
                                            for j in (1, 2, 3)])
@@ -129,6 +136,14 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     result = _finish(table, labels, int(k), log)
     result.micro, result.linkage = micro, linkage
     return result
+
+
+def _linkage_reporter(log):
+    """A linkage progress callback writing to the run's log (in this process)."""
+    def report(done: int, total: int, seconds: float) -> None:
+        log.info("Average linkage: %d of %d merges (%.0f%%) in %.0f s", done, total, 100.0 * done / max(total, 1),
+                 seconds)
+    return report
 
 
 def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, method: str,
