@@ -256,7 +256,7 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
         if d < best or (d == best and y != previous and (y < 0 or g < y)):
             best = d
             y = g
-    if best == 1.0 and y != previous:
+    if best == 1.0 and (previous < 0 or y != previous):
         # Every live group is at distance 1 (sharing nothing, or only clusters of weight 0): the lowest slot.
         y = _next_alive(skip, 0)
         if y == x:
