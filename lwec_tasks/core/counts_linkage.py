@@ -193,7 +193,8 @@ def _drop_below(threshold, candidates, touched, n_touched):
 
 
 @numba.njit(cache=True)
-def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors, skip, candidates, touched, generation):
+def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors, skip, candidates, touched,
+             generation):
     """Nearest live group of ``x`` under the dense chain's tie rule; returns (y, distance).
 
     Candidates come from the lists of x's clusters, shortest first; once the clusters left can add less

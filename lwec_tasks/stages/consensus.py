@@ -21,12 +21,12 @@ from lwec_tasks.core.k_criterion import selection_sample
 from lwec_tasks.core.pair_kernels import sparse_cluster_graph
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.validation import check_n_clusters
+from lwec_tasks.executors.in_process import InProcess
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import agreement_from_contingency, microcluster_graph_blocks
-from lwec_tasks.executors.in_process import InProcess
 from lwec_tasks.stages.whole_table import (
     check_lwea_fits,
     log_linkage_progress,
