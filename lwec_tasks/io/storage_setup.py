@@ -12,12 +12,15 @@ at all. SQLite runs DDL inside transactions only when one is open;
 
 from __future__ import annotations
 
+import logging
+
 import sqlalchemy as sa
 
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
 from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_labels_query
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
+    StorageNames,
     labels_query,
     rows_clause,
     rows_table,
@@ -25,6 +28,7 @@ from lwec_tasks.io.label_storage import (
     runs_table,
     storage_names,
 )
+from lwec_tasks.io.locks import bound_lock_waits
 from lwec_tasks.io.run_tables import (
     drop_run_rows,
     execute_ddl,
@@ -35,20 +39,28 @@ from lwec_tasks.io.run_tables import (
     unpartitioned,
 )
 
+_log = logging.getLogger(__name__)
 
-def begin_writing(connection: sa.Connection, output_table: str) -> None:
+
+def begin_writing(connection: sa.Connection, output_table: str | StorageNames) -> None:
     """Start the connection's transaction as one that writes ``output_table``'s storage; call it first.
 
     SQLite: ``BEGIN IMMEDIATE`` (Python's sqlite3 opens no transaction before DDL, which would then commit at
     once; IMMEDIATE takes the write lock now, waiting as long as the connection's timeout). PostgreSQL: a
-    transaction-level advisory lock on the output table's name, so writers of one table publish in turn.
+    transaction-level advisory lock on the output table's name, so writers of one table publish in turn (a
+    wait for it, logged, holds no reader up); then every other lock wait of the transaction is bounded
+    (:func:`~lwec_tasks.io.locks.bound_lock_waits`), so readers of the storage never queue behind it for long.
     """
     dialect = connection.dialect.name
     if dialect == "sqlite":
         connection.exec_driver_sql("BEGIN IMMEDIATE")
     elif dialect == "postgresql":
-        name = str(storage_names(output_table).view)
-        connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(name))))
+        key = sa.func.hashtext(str(storage_names(output_table).view))
+        if not connection.execute(sa.select(sa.func.pg_try_advisory_xact_lock(key))).scalar_one():
+            _log.info("Waiting for another run writing to table %r to finish its transaction",
+                      str(storage_names(output_table).view))
+            connection.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+        bound_lock_waits(connection)
 
 
 def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> bool:
