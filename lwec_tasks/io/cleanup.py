@@ -74,7 +74,7 @@ def remove_leftovers(engine: sa.Engine, output_table: str | StorageNames, *,
         runs = runs_table(names)  # typed: SQLite's written_at read as a datetime
         states = {row.run: (row.published, row.written_at)
                   for row in connection.execute(sa.select(runs.c.run, runs.c.published, runs.c.written_at))}
-        tables = _run_tables(connection, names)
+        tables = run_tables_of(connection, names)
     postgres = partitioned(engine.dialect)
     cutoff = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(seconds=GRACE_SECONDS)
     unpublished = [run for run, (published, written) in states.items()
@@ -128,7 +128,7 @@ def _drop_staging(connection: sa.Connection, names: StorageNames, run: int) -> N
         sa.Table(staging.name, sa.MetaData(), schema=staging.schema).drop(connection, checkfirst=True)
 
 
-def _run_tables(connection: sa.Connection, names: StorageNames) -> dict[int, set[str]]:
+def run_tables_of(connection: sa.Connection, names: StorageNames) -> dict[int, set[str]]:
     """Run → kinds of its tables in the storage's schema ("rows": its own table, "staging")."""
     found: dict[int, set[str]] = {}
     for table in sa.inspect(connection).get_table_names(schema=names.view.schema):

@@ -17,6 +17,7 @@ import logging
 import sqlalchemy as sa
 
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
+from lwec_tasks.io.cleanup import run_tables_of
 from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_labels_query
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
@@ -166,8 +167,9 @@ def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
 
 def drop_storage(connection: sa.Connection, output_table: str) -> None:
     """Drop ``output_table``'s views (``<output_table>_latest`` and ``<output_table>``), its runs' tables
-    (PostgreSQL: :func:`~lwec_tasks.io.run_tables.drop_run_rows`) and its runs and rows tables, whichever exist,
-    in the caller's transaction."""
+    (PostgreSQL: :func:`~lwec_tasks.io.run_tables.drop_run_rows`), the tables deleted and abandoned runs left
+    (:func:`~lwec_tasks.io.cleanup.run_tables_of`) and its runs and rows tables, whichever exist, in the caller's
+    transaction."""
     names = storage_names(output_table)
     for view in (latest_view_of(names.view), names.view):
         if relation_kind(connection, view) == "view":
@@ -175,5 +177,8 @@ def drop_storage(connection: sa.Connection, output_table: str) -> None:
     if partitioned(connection.dialect) and relation_kind(connection, names.runs) == "table":
         runs = runs_clause(output_table)
         drop_run_rows(connection, output_table, connection.execute(sa.select(runs.c.run)).scalars().all())
+    for run in run_tables_of(connection, names):  # tables of deleted runs not removed yet, staging tables
+        for name in (names.run_rows(run), names.staging(run)):
+            sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)
     for name in (names.rows, names.runs):
         sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)
