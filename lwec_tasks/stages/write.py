@@ -10,8 +10,8 @@ import sqlalchemy as sa
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import ensure_latest_view
 from lwec_tasks.io.catalog import describe_source
-from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.cleanup import remove_leftovers
+from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.label_storage import StorageNames, storage_names
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.io.staging import begin_run, prune_unchanged_run, publish_appended, published_run_matching
