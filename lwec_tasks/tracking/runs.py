@@ -137,7 +137,13 @@ def tracking_error(error: BaseException, tracking_uri: str, run_id: str | None =
     naming the store (password masked) and ``run_id``, the run marked FAILED (None: no run was created)."""
     message = (f"logging to MLflow at {mask_uri(tracking_uri)} failed{f' (run {run_id})' if run_id else ''}: "
                f"{failure_reason(error)}")
-    retryable = store_did_not_answer(error) and not is_http_store(tracking_uri)
-    return TrackingError(scrub(" ".join(message.split()), tracking_uri), retryable=retryable)
+    unreachable = store_did_not_answer(error)
+    kind = StoreUnreachableError if unreachable else TrackingError
+    return kind(scrub(" ".join(message.split()), tracking_uri), retryable=unreachable and not is_http_store(tracking_uri))
+
+
+class StoreUnreachableError(TrackingError):
+    """A :class:`TrackingError` for a store that did not answer (refused or timed-out connections, an unknown
+    host, repeated 5xx answers, a locked SQLite file): the same request may succeed once the store is back."""
 
 

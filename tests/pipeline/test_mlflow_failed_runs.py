@@ -127,8 +127,30 @@ def test_the_message_for_a_rerun_whose_labels_were_already_there():
 
     request = ConsensusRequest(database_url="sqlite:///x.db", table="t", n_clusters=4,
                                tracking_uri="http://ops:s3cret@mlflow:5000")
-    message = tracking_failure_message(request, 0, RuntimeError("boom at http://ops:s3cret@mlflow:5000\nmore"), 300)
+    message = tracking_failure_message(request, 0, ConnectionError("Connection refused by mlflow:5000\nmore"), 300)
     assert message == (f"labels were written to table 't_lwec_labels' (run key '{request.run_key}', 300 rows, "
                        "already there from an earlier run), but logging to MLflow at http://ops:***@mlflow:5000 "
-                       "failed: RuntimeError: boom at http://ops:***@mlflow:5000; rerun the same command once "
+                       "failed: the connection was refused (ConnectionError); rerun the same command once "
                        f"MLflow is back: it reuses run key '{request.run_key}' and logs the MLflow run")
+
+
+@pytest.mark.parametrize(("error", "reachable"), [
+    (ConnectionError("HTTPConnectionPool(host='mlflow', port=5000): Max retries exceeded"), False),
+    (TimeoutError("ConnectTimeout: timed out"), False),
+    (RuntimeError("sqlite3.OperationalError: database is locked"), False),
+    (RuntimeError("Input example does not match the model signature. at http://ops:s3cret@mlflow:5000"), True),
+    (PermissionError("API request to endpoint /api/2.0/mlflow/runs/create failed with error code 403"), True),
+    (RuntimeError("table mcp_servers already exists"), True),
+])
+def test_the_message_advises_a_rerun_only_when_mlflow_was_unreachable(error, reachable):
+    from lwec_tasks.request import ConsensusRequest
+    from lwec_tasks.tasks.summary import tracking_failure_message
+
+    request = ConsensusRequest(database_url="sqlite:///x.db", table="t", n_clusters=4,
+                               tracking_uri="http://ops:s3cret@mlflow:5000")
+    message = tracking_failure_message(request, 300, error, 300)
+    assert message.startswith(f"labels were written to table 't_lwec_labels' (run key '{request.run_key}', 300 "
+                              "rows), but logging to MLflow at http://ops:***@mlflow:5000 failed: ")
+    assert "s3cret" not in message and "\n" not in message
+    assert ("once MLflow is back" in message) is not reachable
+    assert ("MLflow was reachable, so rerunning as it is would fail the same way" in message) is reachable
