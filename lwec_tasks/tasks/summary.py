@@ -74,7 +74,8 @@ def tracking_failure_message(request: ConsensusRequest, rows_written: int, error
     store did not answer (:class:`~lwec_tasks.tracking.runs.StoreUnreachableError`),
     rerun the same command once MLflow is back (the run key comes from the
     parameters, so the rerun uses the same one); otherwise (a refused request, a
-    model MLflow would not take) a rerun would fail alike, and the message says so. ``rows_written`` 0 with ``n_objects`` rows
+    model MLflow would not take) a rerun would fail alike, and the message says so.
+    ``rows_written`` 0 with ``n_objects`` rows
     clustered means an earlier run had written exactly these labels. ``error`` is
     usually a :class:`~lwec_tasks.tracking.TrackingError`; anything else is described the same way.
     """

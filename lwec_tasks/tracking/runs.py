@@ -12,6 +12,7 @@ one nested run per method.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lwec_tasks.masking import scrub
+from lwec_tasks.masking import scrub, url_has_credentials
 from lwec_tasks.tracking.dataset import SourceTable, dataset_input
 from lwec_tasks.tracking.failures import failure_reason, store_did_not_answer
 from lwec_tasks.tracking.limits import check_database_store, is_http_store
@@ -122,6 +123,7 @@ def run_writer(tracking_uri: str, experiment: str) -> Iterator[RunWriter]:
     a store that is not a tracking server did not answer.
     """
     writer = None
+    keep_credentials_unprinted(tracking_uri)
     try:
         check_database_store(tracking_uri)
         client = tracking_client(tracking_uri)
@@ -132,6 +134,18 @@ def run_writer(tracking_uri: str, experiment: str) -> Iterator[RunWriter]:
         raise tracking_error(error, tracking_uri, failed[0] if failed else None) from None
 
 
+#: MLflow's switch (``mlflow.environment_variables``) for the run and experiment links it prints.
+SUPPRESS_URL_PRINTING = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
+
+
+def keep_credentials_unprinted(tracking_uri: str) -> None:
+    """When ``tracking_uri`` carries a password, stop MLflow printing links to runs and experiments in this
+    process: it prints them ("View run ... at: <URI>") with the tracking URI's credentials in them. Sets
+    ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` for the process (nothing to undo: the links are a convenience)."""
+    if url_has_credentials(tracking_uri):
+        os.environ[SUPPRESS_URL_PRINTING] = "true"
+
+
 def tracking_error(error: BaseException, tracking_uri: str, run_id: str | None = None) -> TrackingError:
     """``error`` (raised while logging to the store at ``tracking_uri``) as a one-line :class:`TrackingError`
     naming the store (password masked) and ``run_id``, the run marked FAILED (None: no run was created)."""
@@ -139,7 +153,8 @@ def tracking_error(error: BaseException, tracking_uri: str, run_id: str | None =
                f"{failure_reason(error)}")
     unreachable = store_did_not_answer(error)
     kind = StoreUnreachableError if unreachable else TrackingError
-    return kind(scrub(" ".join(message.split()), tracking_uri), retryable=unreachable and not is_http_store(tracking_uri))
+    retryable = unreachable and not is_http_store(tracking_uri)
+    return kind(scrub(" ".join(message.split()), tracking_uri), retryable=retryable)
 
 
 class StoreUnreachableError(TrackingError):
