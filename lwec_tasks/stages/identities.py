@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from lwec_tasks.executors.progress import Progress
@@ -70,6 +72,5 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
     if embedding_sums is not None:
         embedding_sums = np.zeros((len(sizes), labels.embedding_sums.shape[1]))
         embedding_sums[ids] = labels.embedding_sums
-    return (PartitionedLabels(**{**labels.__dict__, "labels": renamed, "sizes": sizes,
-                                 "embedding_sums": embedding_sums}),
+    return (dataclasses.replace(labels, labels=renamed, sizes=sizes, embedding_sums=embedding_sums),
             StableIds(ids, earlier.run_key, agreement, matching.n_shared))
