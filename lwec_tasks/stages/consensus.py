@@ -31,7 +31,7 @@ from lwec_tasks.stages.reductions import agreement_from_contingency, microcluste
 from lwec_tasks.stages.whole_table import check_lwea_fits, lwea_on_microclusters, lwgp_on_microclusters
 
 
-@dataclass
+@dataclass(eq=False)
 class PartitionedLabels:
     """Consensus labels and what the later stages need of the consensus.
 
