@@ -19,7 +19,7 @@ from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.read import PartitionedTable
 
 
-def write_labels(table: PartitionedTable, labels: list, output_table: str, run: RunMetadata, log,
+def write_labels(table: PartitionedTable, labels: list, output_table: str | StorageNames, run: RunMetadata, log,
                  keep_runs: int | None = None) -> int:
     """Each partition's labels (``labels``: one handle of (n_p,) ids per partition) are appended to the labels
     storage under a new, not yet visible run (:func:`lwec_tasks.io.staging.begin_run`; a wide labels table of
