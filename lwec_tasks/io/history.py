@@ -29,7 +29,7 @@ from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import StorageNames, labels_query, published_runs, rows_clause, runs_clause
 from lwec_tasks.io.locks import bound_lock_waits, lock_errors
 from lwec_tasks.io.names import TableName, parse_table_name
-from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, partitioned, quoted
+from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, partitioned, quoted, unpartitioned
 
 _log = logging.getLogger(__name__)
 
@@ -147,13 +147,15 @@ def converted(connection: sa.Connection, labels_table: str, action: str) -> bool
 
 def delete_runs(connection: sa.Connection, labels_table: str | StorageNames, runs: list[int]) -> None:
     """Delete the runs numbered ``runs`` (the runs table's ``run``) in the caller's transaction: they leave the
-    views at once. Elsewhere than on PostgreSQL their rows are deleted with them. On PostgreSQL their tables
+    views at once. Elsewhere than on PostgreSQL (and in a PostgreSQL rows table of an earlier release, not
+    partitioned yet) their rows are deleted with them. On PostgreSQL their tables
     stay (out of the views, whose join finds no run for them) and are dropped after the transaction by
     :func:`lwec_tasks.io.cleanup.remove_leftovers`, whose ``DROP`` gives up rather than keep readers waiting."""
     table = runs_clause(labels_table)
+    rows_deleted_now = runs and (not partitioned(connection.dialect) or unpartitioned(connection, labels_table))
     for start in range(0, len(runs), _DELETE_BATCH):
         batch = runs[start:start + _DELETE_BATCH]
-        if not partitioned(connection.dialect):
+        if rows_deleted_now:
             drop_run_rows(connection, labels_table, batch)
         connection.execute(sa.delete(table).where(table.c.run.in_(batch)))
 

@@ -289,3 +289,20 @@ def test_run_table_names_fit_postgres_identifiers_and_keep_apart():
     for name in names:
         assert len(name.name.encode("utf-8")) <= MAX_IDENTIFIER_BYTES and name.name.endswith(f"${2**31 - 1}")
     assert run_rows_name(longest, 5).name.startswith(longest[:40])
+
+
+def test_pruning_a_rows_table_of_the_release_before_deletes_its_rows_and_the_next_write_partitions_it(pg):
+    engine, out = pg
+    old_runs = [(rows_for("a", [1, 2, 3], [0, 1, 2]), T0, True),
+                (rows_for("b", [1, 2], [1, 1]), T0 + dt.timedelta(minutes=1), True),
+                (rows_for("c", [4], [0]), T0 + dt.timedelta(minutes=2), True)]
+    write_unpartitioned(engine, out, old_runs)
+    assert prune_runs(engine, out, "features", 1) == ["b", "a"]  # on the plain rows table, before any write
+    rows = storage_names(out).rows
+    with engine.connect() as connection:
+        assert pg_relkind(connection, rows) == "r"
+        left = connection.execute(sa.text(f"select count(*) from {rows}")).scalar_one()
+    assert left == 1  # the pruned runs' rows went with them: no row of no run is left
+    write_labels(engine, out, rows_for("d", [5, 6], [1, 0]))
+    one_partition_per_run(engine, out)
+    assert sorted(published(engine, out)) == ["c", "d"]
