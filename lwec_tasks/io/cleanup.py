@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from lwec_tasks.io.catalog import NARROW, labels_layout
-from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.errors import DatabaseRefusedError, DatabaseUnreachableError, database_errors
 from lwec_tasks.io.label_storage import StorageNames, runs_clause, runs_table, storage_names
 from lwec_tasks.io.locks import LOCK_WAIT_SECONDS, bound_lock_waits, is_lock_timeout, run_is_abandoned
 from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, partitioned, quoted
@@ -141,3 +141,16 @@ def run_tables_of(connection: sa.Connection, names: StorageNames) -> dict[int, s
 def _utc(moment: dt.datetime) -> dt.datetime:
     return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment
 
+
+
+def tidy(engine: sa.Engine, output_table: str | StorageNames, log) -> Leftovers | None:
+    """:func:`remove_leftovers` after a write, its outcome logged on ``log``; a database error is logged as a
+    warning, not raised (the write itself succeeded; a later run tries again). None then."""
+    try:
+        leftovers = remove_leftovers(engine, output_table)
+    except (DatabaseRefusedError, DatabaseUnreachableError) as error:
+        log.warning("Could not remove what earlier runs left in table %r (a later run tries again): %s",
+                    str(storage_names(output_table).view), error)
+        return None
+    leftovers.log(log)
+    return leftovers

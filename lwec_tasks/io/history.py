@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, NARROW, WIDE, labels_layout, relation_kind
+from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import StorageNames, labels_query, published_runs, rows_clause, runs_clause
@@ -111,9 +112,7 @@ def prune_runs(
             engine_or_connection.begin() as connection:
         bound_lock_waits(connection)
         pruned = _prune(connection, labels_table, source_table, keep, keep_run_key)
-    from lwec_tasks.io.cleanup import remove_leftovers  # cleanup reads through this module
-
-    remove_leftovers(engine_or_connection, labels_table).log(_log)
+    tidy(engine_or_connection, labels_table, _log)
     return pruned
 
 

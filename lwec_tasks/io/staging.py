@@ -39,7 +39,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled
 from lwec_tasks.io.catalog import NARROW, labels_layout
-from lwec_tasks.io.cleanup import remove_leftovers
+from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
@@ -463,5 +463,5 @@ def write_labels(
     append = partial(append_to, engine, pending.target, ids, labels, run=pending.append_run,
                      columns=pending.target_columns)
     written = publish_appended(engine, pending, rows, len(ids), append, keep_runs)[0]
-    remove_leftovers(engine, pending.output_table).log(_log)
+    tidy(engine, pending.output_table, _log)
     return written

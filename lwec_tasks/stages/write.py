@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import ensure_latest_view
 from lwec_tasks.io.catalog import describe_source
-from lwec_tasks.io.cleanup import remove_leftovers
+from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.label_storage import StorageNames, storage_names
 from lwec_tasks.io.run_metadata import RunMetadata
@@ -48,7 +48,7 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str | Stor
             log.info("Wrote %d labels to table %r in %.2f s (%.0f rows/s; run key %r, an earlier run of this key "
                      "replaced in one transaction)%s", written, output_table, elapsed,
                      written / max(elapsed, 1e-9), run.run_key, pruned_note(pruned, run, keep_runs))
-        remove_leftovers(engine, names).log(log)
+        tidy(engine, names, log)
         view = ensure_latest_view(engine, names)
     log.info("View %r shows the latest run of each source table in %r", view, output_table)
     return written

@@ -22,7 +22,7 @@ import pytest
 import sqlalchemy as sa
 
 from lwec_tasks.io import LabelRows, ensure_latest_view, write_labels
-from lwec_tasks.io.cleanup import GRACE_SECONDS, remove_leftovers, run_tables_of
+from lwec_tasks.io.cleanup import GRACE_SECONDS, remove_leftovers, run_tables_of, tidy
 from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.io.locks import LOCK_WAIT_SECONDS, LockWaitError
 from lwec_tasks.io.staging import append_to, begin_run
@@ -255,3 +255,15 @@ def wait_until(condition, seconds: float = 20.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+@pytest.mark.postgres
+def test_removing_leftovers_after_a_write_logs_a_database_error_instead_of_failing(pg, caplog):
+    url, _, out = pg
+    engine = sa.create_engine(sa.make_url(url).set(database=f"lwec_missing_{uuid.uuid4().hex[:8]}"))
+    log = logging.getLogger("lwec_tasks.test_tidy")
+    with caplog.at_level(logging.WARNING, logger=log.name):
+        assert tidy(engine, out, log) is None
+    (record,) = caplog.records
+    assert record.levelno == logging.WARNING and repr(out) in record.getMessage()
+    assert "a later run tries again" in record.getMessage() and "does not exist" in record.getMessage()
