@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import operator
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -35,23 +37,33 @@ from lwec_tasks.stages.whole_table import (
 )
 
 
+@dataclass(eq=False)
 class PartitionedLabels:
-    """Consensus labels: ``labels`` (futures of (n_p,) labels), ``sizes`` (rows per cluster id), ``quality``
-    (NMI/ARI against ground truth, or empty); what the labelling model needs of the consensus:
-    ``cluster_vectors`` (LWGP's (n_c, k) Tcut vectors, else None) and ``micro`` (LWEA's microclusters, else
-    None); ``linkage`` LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format (else None);
-    ``k`` the number of clusters asked for (chosen, for "auto") and ``selection`` the automatic choice
-    (:class:`~lwec_tasks.core.auto_k.KSelection`, else None); ``embedding_sums`` LWGP's (k, k) sums of each
-    cluster's normalised embedding rows (else None; the labelling model's consensus centres)."""
+    """Consensus labels and what the later stages need of the consensus.
 
-    def __init__(self, **values):
-        self.cluster_vectors = None
-        self.embedding_sums = None
-        self.micro = None
-        self.linkage = None
-        self.k = None
-        self.selection = None
-        self.__dict__.update(values)
+    Attributes
+    ----------
+    labels : handles of each partition's (n_p,) labels
+    sizes : (k,) rows per cluster id (None until counted)
+    quality : NMI/ARI against the ground truth, or empty
+    cluster_vectors : LWGP's (n_c, k) Tcut vectors (what the labelling model needs), else None
+    embedding_sums : LWGP's (k, k) sums of each cluster's normalised embedding rows (the labelling model's
+        consensus centres), else None
+    micro : LWEA's microclusters (what the labelling model needs), else None
+    linkage : LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format, else None
+    k : the number of clusters asked for (chosen, for "auto")
+    selection : the automatic choice of k (:class:`~lwec_tasks.core.auto_k.KSelection`), else None
+    """
+
+    labels: list
+    sizes: np.ndarray | None = None
+    quality: dict = field(default_factory=dict)
+    cluster_vectors: np.ndarray | None = None
+    embedding_sums: np.ndarray | None = None
+    micro: Any = None
+    linkage: np.ndarray | None = None
+    k: int | None = None
+    selection: Any = None
 
 
 def sample_labels(table: PartitionedTable, labels: PartitionedLabels, positions: np.ndarray) -> np.ndarray:
