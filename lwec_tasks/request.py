@@ -20,6 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from lwec_tasks.core.defaults import AUTO, DEFAULT_ENSEMBLE_SIZE, DEFAULT_THETA, is_auto
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.generators import DEFAULT_MIX, GENERATORS, NAMED_MIXES, canonical_mix
 from lwec_tasks.core.validation import check_integer, check_theta
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table, latest_view_name
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
@@ -34,7 +35,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri",
                              "dask_address", "stable_ids", "keep_runs", "register_model"})
 #: Fields left out of the run key at their default, so the keys of runs without them are unchanged.
-_LEFT_OUT_AT_DEFAULT = frozenset({("base_columns", None), ("missing_labels", "error")})
+_LEFT_OUT_AT_DEFAULT = frozenset({("base_columns", None), ("missing_labels", "error"), ("generators", DEFAULT_MIX)})
 
 
 def _named(check):
@@ -100,6 +101,10 @@ def _method(name: str, value):
     return pipeline_method(value).key
 
 
+def _generators(name: str, value):
+    return canonical_mix(value)
+
+
 def _theta(name: str, value):
     return check_theta(value)
 
@@ -161,6 +166,10 @@ class ConsensusRequest(BaseModel):
     method: Annotated[str, _checked(_method), Field(description=describe_pipeline_methods())] = PIPELINE_METHODS[0]
     ensemble_size: Annotated[int, _checked(_integer(1)), Field(
         description="Number of k-means base clusterings M")] = DEFAULT_ENSEMBLE_SIZE
+    generators: Annotated[str, _checked(_generators), Field(
+        description=f"Generators of the base clusterings: {DEFAULT_MIX} (the paper's protocol), a named mix "
+                    f"({', '.join(NAMED_MIXES)}) or weights such as kmeans:4,genie:3,spectral:3; generators: "
+                    f"{', '.join(GENERATORS)} (see docs/generators.md)")] = DEFAULT_MIX
     theta: Annotated[float, _checked(_theta), Field(
         description="ECI parameter θ > 0 (the paper uses 0.4)")] = DEFAULT_THETA
     seed: Annotated[int | None, _checked(_integer(0, optional=True)), Field(

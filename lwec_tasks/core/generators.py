@@ -52,7 +52,7 @@ DEFAULT_MIX = "kmeans"
 #: Rows a non-k-means generator is fitted on, at most (a fresh seeded uniform sample per clustering).
 FIT_SAMPLE = 20_000
 #: Prototypes per base clustering up to ``LARGE_N`` rows, at most.
-PROTOTYPES = 2_000
+PROTOTYPES = 10_000
 #: Prototypes per base clustering above ``LARGE_N`` rows, at most (the cost of placing every row).
 LARGE_N_PROTOTYPES = 200
 #: Gini thresholds Genie draws from.
@@ -61,8 +61,11 @@ GENIE_THRESHOLDS = (0.1, 0.3, 0.5, 0.7, 1.0)
 SPECTRAL_ANCHORS = 500
 #: Nearest anchors each row is linked to.
 SPECTRAL_NEIGHBOURS = 5
-#: Rows placed per step.
-PREDICT_CHUNK = 65_536
+#: Distances held at once when rows are placed by squared distances.
+PREDICT_BUFFER = 262_144
+#: Above this many prototypes (in at most TREE_MAX_DIMENSIONS features) rows are placed through a k-d tree.
+TREE_MIN_CENTRES = 1_000
+TREE_MAX_DIMENSIONS = 16
 
 
 def parse_mix(value, name: str = "generators") -> tuple[tuple[str, int], ...]:
@@ -159,13 +162,27 @@ class Prototypes:
 
 
 def nearest(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """(n,) int64 index of each row's nearest centre by squared Euclidean distance, chunk by chunk."""
+    """(n,) int64 index of each row's nearest centre by Euclidean distance: a k-d tree for many centres in few
+    dimensions (above :data:`TREE_MIN_CENTRES`, at most :data:`TREE_MAX_DIMENSIONS`), else chunk by chunk by
+    squared distances (ties: the first centre)."""
     X = np.asarray(X, dtype=np.float64)
-    squared = (centres * centres).sum(axis=1)
+    if len(centres) > TREE_MIN_CENTRES and centres.shape[1] <= TREE_MAX_DIMENSIONS:
+        from sklearn.neighbors import KDTree
+
+        return KDTree(centres).query(X, k=1, return_distance=False)[:, 0].astype(np.int64)
+    half_squared = 0.5 * (centres * centres).sum(axis=1)
     out = np.empty(len(X), dtype=np.int64)
-    for start in range(0, len(X), PREDICT_CHUNK):
-        block = X[start:start + PREDICT_CHUNK]
-        out[start:start + PREDICT_CHUNK] = np.argmin(squared - 2.0 * (block @ centres.T), axis=1)
+    # one reused buffer of about PREDICT_BUFFER floats: fresh large temporaries cost more in page faults
+    # than the arithmetic
+    step = max(1, min(len(X), PREDICT_BUFFER // max(len(centres), 1)))
+    buffer = np.empty((step, len(centres)))
+    transposed = np.ascontiguousarray(centres.T)
+    for start in range(0, len(X), step):
+        block = X[start:start + step]
+        scores = buffer[:len(block)]
+        np.matmul(block, transposed, out=scores)
+        np.subtract(half_squared, scores, out=scores)  # ½|c|² − x·c ranks centres as |x − c|² does
+        out[start:start + step] = np.argmin(scores, axis=1)
     return out
 
 

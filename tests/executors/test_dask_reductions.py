@@ -182,23 +182,29 @@ def test_agreement_from_a_contingency_table_equals_nmi_and_ari():
     assert agreement_from_contingency(np.array([[7]])) == {"nmi": 1.0, "ari": 1.0}
 
 
+@pytest.mark.parametrize("generators", ["kmeans", "kmeans,genie,spectral,gmm,subspace,dbscan"])
 @pytest.mark.parametrize("n_rows", [900, 3000])
-def test_base_clusterings_from_partitions_equal_the_local_ones(monkeypatch, n_rows):
+def test_base_clusterings_from_partitions_equal_the_local_ones(monkeypatch, n_rows, generators):
     """Below and above the local large-N threshold (lowered here): same ks, same fitting rows, same labels."""
     from sklearn.datasets import make_blobs
 
     import lwec_tasks.core.base_clusterings as local_rule
+    import lwec_tasks.core.generators as generator_rule
 
     monkeypatch.setattr(local_rule, "LARGE_N", 1000)
     monkeypatch.setattr(local_rule, "SAMPLE_SIZE", 400)
+    monkeypatch.setattr(generator_rule, "FIT_SAMPLE", 700)
+    monkeypatch.setattr(generator_rule, "LARGE_N_PROTOTYPES", 50)
     X, _ = make_blobs(n_rows, n_features=3, centers=5, random_state=4)
-    plan = base_plan(n_rows, 5, random_state=2)
+    plan = base_plan(n_rows, 6, random_state=2, generators=generators)
     positions = plan.positions
-    models = [fit_base_model(sample, k, seed, rows=X[positions], positions=positions)
-              for k, seed, sample in zip(plan.ks, plan.seeds, plan.samples)]
+    models = [fit_base_model(sample, k, seed, kind, plan.budget, rows=X[positions], positions=positions)
+              for k, seed, sample, kind in zip(plan.ks, plan.seeds, plan.samples, plan.kinds)]
     codes = np.hstack([assign_base_labels(X[a:b], models) for a, b in [(0, 250), (250, 251), (251, n_rows)]])
-    np.testing.assert_array_equal(codes.T, generate_base_clusterings(X, 5, random_state=2))
+    np.testing.assert_array_equal(codes.T, generate_base_clusterings(X, 6, random_state=2, generators=generators))
     assert (len(positions) < n_rows) == (n_rows > 1000)
+    if generators != "kmeans" and n_rows > 1000:
+        assert max(len(m.cluster_centers_) for m in models if hasattr(m, "centre_labels")) <= 50
 
 
 def test_assignment_refuses_non_finite_rows_and_takes_finite_rows_whose_sum_overflows():
