@@ -363,3 +363,35 @@ def test_lwgp_stage_is_the_library_lwgp_and_its_sums_are_every_rows_embedding_su
     sizes = np.bincount(written, minlength=5)[placement.cluster_ids]
     assert np.allclose(placement.state["centres"], expected[placement.cluster_ids] / sizes[:, None])
     assert share == 1.0
+
+
+def test_a_mixed_ensembles_labelling_model_places_its_training_rows_by_their_prototypes(monkeypatch, tmp_path):
+    """Prototype models become centres mapped to their cluster's code: the labelling model, given the
+    training rows' raw features, finds the codes the run assigned them, and the library's labels."""
+    import logging
+
+    from helpers.pipeline import blobs_frame, read_stage
+    from lwec_tasks.stages import planning
+    from lwec_tasks.stages.consensus import consensus_labels
+    from lwec_tasks.stages.ensemble import reliability
+    from lwec_tasks.stages.generate import base_clusterings
+    from lwec_tasks.stages.model import labelling_model
+
+    monkeypatch.setattr(planning, "MIN_PARTITION_ROWS", 300)
+    monkeypatch.setenv(planning.PARTITION_ROWS_ENV, "700")
+    log = logging.getLogger("test")
+    mix = "kmeans,genie,spectral,gmm,subspace,dbscan"
+    table, ids, _, raw = read_stage(blobs_frame(n=2_000, centers=4), tmp_path)
+    assert table.n_partitions > 1
+    ensemble = base_clusterings(table, 6, 0, log, generators=mix)
+    X = (raw - table.mean) / table.scale
+    expected = generate_base_clusterings(X, 6, random_state=0, generators=mix)
+    codes = np.concatenate(table.session.gather(ensemble.codes), axis=1).T
+    assert all(ari(codes[:, m], expected[:, m]) == 1.0 for m in range(6))
+    _, eci = reliability(table, ensemble, 0.4, log)
+    labels = consensus_labels(table, ensemble, eci, "lwea", 4, 0.4, 0, log)
+    placement, share = labelling_model(table, ensemble, labels, eci, "lwea", 0.4, 4, 0, True, log)
+    global_codes = codes + ensemble.offsets[:-1]
+    np.testing.assert_array_equal(placement.base_codes(raw), global_codes)
+    written = np.concatenate(table.session.gather(labels.labels))
+    assert share == 1.0 and ari(placement.predict(raw), written) == 1.0
