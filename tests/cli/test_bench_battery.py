@@ -134,3 +134,39 @@ def test_a_folder_without_data_sets_is_refused(tmp_path):
 def test_a_real_battery_set_scores_as_the_paper_protocol_did():
     result = battery.run_set(str(BATTERY), "sipu/flame", (0,), "kmeans", 10)
     assert result.ks == [2, 2] and 0 <= result.scores["LWEA"][0] <= 1
+
+
+def _scores_file(path: Path, mix: str, per_set: dict) -> Path:
+    """A ``--json`` file: per set, the same AMI for every seed of both methods, or (LWEA, LWGP) pairs."""
+    results = []
+    for name, value in per_set.items():
+        lwea_score, lwgp_score = value if isinstance(value, tuple) else (value, value)
+        results.append({"name": name, "n": 10, "ks": [2], "seconds": [0.1],
+                        "scores": {"LWEA": [lwea_score, lwea_score], "LWGP": [lwgp_score, lwgp_score]}})
+    path.write_text(json.dumps({"generators": mix, "seeds": [0, 1], "results": results}))
+    return path
+
+
+def test_leave_one_out_scores_each_set_with_the_mix_chosen_on_the_others(tmp_path):
+    from benchmarks import battery_choice
+
+    # "a" wins on sets 1-2 by a little and loses set 3 by a lot: over all sets "b" wins; holding set 3 out,
+    # "a" is chosen (it wins the other two) and scores 0.2 there.
+    a = _scores_file(tmp_path / "a.json", "kmeans", {"s1": 0.9, "s2": 0.9, "s3": 0.2})
+    b = _scores_file(tmp_path / "b.json", "genie", {"s1": 0.8, "s2": 0.8, "s3": 0.9})
+    result = battery_choice.leave_one_out([battery_choice.load(a), battery_choice.load(b)])
+    assert result["chosen"] == "genie" and result["tuned"]["LWEA"] == pytest.approx((0.8 + 0.8 + 0.9) / 3)
+    # holding s1 out: a has 0.9+0.2=1.1, b has 0.8+0.9=1.7 -> b (0.8); s2 likewise (0.8); s3 out: a 1.8 > b 1.6 -> a
+    assert result["chosen_per_set"] == {"s1": "genie", "s2": "genie", "s3": "kmeans"}
+    assert result["held_out"]["LWEA"] == pytest.approx((0.8 + 0.8 + 0.2) / 3)
+    assert result["held_out_seed_sd"]["LWGP"] == 0
+    assert "Leave one data set out: LWEA 0.600" in battery_choice.report(result)
+
+
+def test_leave_one_out_refuses_candidates_scored_on_different_sets(tmp_path):
+    from benchmarks import battery_choice
+
+    a = _scores_file(tmp_path / "a.json", "kmeans", {"s1": 0.9})
+    b = _scores_file(tmp_path / "b.json", "genie", {"s2": 0.8})
+    with pytest.raises(ValueError, match="different data sets"):
+        battery_choice.leave_one_out([battery_choice.load(a), battery_choice.load(b)])
