@@ -1,7 +1,7 @@
 """Base-clustering generators beside the paper's k-means, and the mixes that choose them.
 
-Every generator is seeded and fitted on at most :data:`FIT_SAMPLE` rows (a seeded uniform sample when there
-are more); every row, in the sample or not, is then labelled by its nearest *prototype*: at most
+Every generator is seeded and fitted on at most :data:`FIT_SAMPLE` rows (:data:`LARGE_N_FIT_SAMPLE` above
+``LARGE_N`` rows; a seeded uniform sample when there are more); every row, in the sample or not, is then labelled by its nearest *prototype*: at most
 :func:`prototype_budget` points of the fitted sample, each carrying its cluster (up to that many sample rows
 the prototypes are the sample rows themselves; beyond it, k-means sub-centres within each cluster, as many
 per cluster as its share of the sample). So the cost is linear in N and a model is a set of labelled
@@ -50,11 +50,13 @@ NAMED_MIXES: dict[str, dict[str, int]] = {
 #: The mix used when none is given.
 DEFAULT_MIX = "kmeans"
 #: Rows a non-k-means generator is fitted on, at most (a fresh seeded uniform sample per clustering).
-FIT_SAMPLE = 20_000
+FIT_SAMPLE = 10_000
+#: Rows a non-k-means generator is fitted on above ``LARGE_N`` rows, at most.
+LARGE_N_FIT_SAMPLE = 5_000
 #: Prototypes per base clustering up to ``LARGE_N`` rows, at most.
 PROTOTYPES = 10_000
 #: Prototypes per base clustering above ``LARGE_N`` rows, at most (the cost of placing every row).
-LARGE_N_PROTOTYPES = 200
+LARGE_N_PROTOTYPES = 64
 #: Gini thresholds Genie draws from.
 GENIE_THRESHOLDS = (0.1, 0.3, 0.5, 0.7, 1.0)
 #: Anchors of the spectral generator, at most.
@@ -137,7 +139,7 @@ def fit_rows(kind: str, n_rows: int, large_n: int, sample_size: int) -> int:
     all rows up to ``large_n``, else ``sample_size``)."""
     if kind == "kmeans":
         return n_rows if n_rows <= large_n else min(sample_size, n_rows)
-    return min(FIT_SAMPLE, n_rows)
+    return min(FIT_SAMPLE if n_rows <= large_n else LARGE_N_FIT_SAMPLE, n_rows)
 
 
 def prototype_budget(n_rows: int, large_n: int) -> int:

@@ -194,6 +194,7 @@ def test_base_clusterings_from_partitions_equal_the_local_ones(monkeypatch, n_ro
     monkeypatch.setattr(local_rule, "LARGE_N", 1000)
     monkeypatch.setattr(local_rule, "SAMPLE_SIZE", 400)
     monkeypatch.setattr(generator_rule, "FIT_SAMPLE", 700)
+    monkeypatch.setattr(generator_rule, "LARGE_N_FIT_SAMPLE", 600)
     monkeypatch.setattr(generator_rule, "LARGE_N_PROTOTYPES", 50)
     X, _ = make_blobs(n_rows, n_features=3, centers=5, random_state=4)
     plan = base_plan(n_rows, 6, random_state=2, generators=generators)
