@@ -2,10 +2,11 @@
 
 Every generator is seeded and fitted on at most :data:`FIT_SAMPLE` rows (:data:`LARGE_N_FIT_SAMPLE` above
 ``LARGE_N`` rows; a seeded uniform sample when there are more); every row, in the sample or not, is then
-labelled by its nearest *prototype*: at most :func:`prototype_budget` points of the fitted sample, each carrying its cluster (up to that many sample rows
-the prototypes are the sample rows themselves; beyond it, k-means sub-centres within each cluster, as many
-per cluster as its share of the sample). So the cost is linear in N and a model is a set of labelled
-centres, which the labelling model (:mod:`lwec_tasks.core.placement`) places new rows with.
+labelled by its nearest *prototype*: at most :func:`prototype_budget` points of the fitted sample, each
+carrying its cluster (up to that many sample rows the prototypes are the sample rows themselves; beyond it,
+k-means sub-centres within each cluster, as many per cluster as its share of the sample). So the cost is
+linear in N and a model is a set of labelled centres, which the labelling model
+(:mod:`lwec_tasks.core.placement`) places new rows with.
 
 Generators (``k`` is the base clustering's drawn number of clusters):
 
