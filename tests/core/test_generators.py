@@ -185,3 +185,13 @@ def test_the_run_command_has_the_option():
     args = build_parser().parse_args(["run", "--database-url", "sqlite:///x.db", "--table", "t", "-k", "3",
                                       "--generators", "genie:2,kmeans:1"])
     assert args.generators == "genie:2,kmeans:1"
+
+
+@pytest.mark.parametrize("method", ["lwea", "lwgp"])
+def test_automatic_k_finds_well_separated_blobs_in_a_mixed_ensemble(blobs, method):
+    from lwec_tasks.core.auto_k import auto_consensus
+
+    X, truth = blobs
+    labels = generate_base_clusterings(X, 10, random_state=0, generators="kmeans:1,genie:1,spectral:1")
+    selection, found = auto_consensus(labels, method, random_state=0)
+    assert selection.k == 4 and adjusted_rand_score(truth, found) > 0.95
