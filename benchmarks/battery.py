@@ -173,7 +173,7 @@ def seed_list(text: str) -> tuple[int, ...]:
 
 def _mix(text: str) -> str:
     from lwec_tasks.core.errors import LwecInputError
-    from lwec_tasks.core.generators import canonical_mix
+    from lwec_tasks.core.mixes import canonical_mix
 
     try:
         return canonical_mix(text)
@@ -183,13 +183,14 @@ def _mix(text: str) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     from lwec_tasks.core.defaults import DEFAULT_ENSEMBLE_SIZE
-    from lwec_tasks.core.generators import DEFAULT_MIX
+    from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
 
     parser.add_argument("--data", required=True, type=Path, metavar="DIR",
                         help="folder of NAME.data.gz / NAME.labels0.gz data sets (searched recursively)")
     parser.add_argument("--seeds", type=seed_list, default=DEFAULT_SEEDS, help="seeds, e.g. 0-4 (default) or 0,3")
-    parser.add_argument("--generators", type=_mix, default=DEFAULT_MIX,
-                        help=f"mix of base-clustering generators (default {DEFAULT_MIX}): a generator, a named "
+    parser.add_argument("--generators", type=_mix, default=RUN_DEFAULT_MIX,
+                        help=f"mix of base-clustering generators (default {RUN_DEFAULT_MIX}, lwec run's): a "
+                             "generator, a named "
                              "mix or weights like kmeans:4,genie:3,spectral:3")
     parser.add_argument("-M", "--ensemble-size", type=int, default=DEFAULT_ENSEMBLE_SIZE,
                         help=f"base clusterings per ensemble (default {DEFAULT_ENSEMBLE_SIZE})")

@@ -89,7 +89,7 @@ def run_label(setting: str, generators: str = "kmeans") -> str:
 
 def _generators(text: str) -> str:
     from lwec_tasks.core.errors import LwecInputError
-    from lwec_tasks.core.generators import canonical_mix
+    from lwec_tasks.core.mixes import canonical_mix
 
     try:
         return canonical_mix(text)

@@ -32,7 +32,8 @@ from threadpoolctl import threadpool_limits
 from lwec_tasks.core.defaults import DEFAULT_ENSEMBLE_SIZE
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.feature_checks import as_float_features, check_finite_features
-from lwec_tasks.core.generators import DEFAULT_MIX, fit_generator, fit_rows, mix_kinds, prototype_budget
+from lwec_tasks.core.generators import fit_generator, fit_rows, prototype_budget
+from lwec_tasks.core.mixes import DEFAULT_MIX, mix_kinds
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.validation import check_integer
 

@@ -22,9 +22,7 @@ Generators (``k`` is the base clustering's drawn number of clusters):
   factor); its noise points are missing labels, filled by their nearest clustered prototype (the rule that
   places any row)
 
-A mix is a generator name, a named mix (:data:`NAMED_MIXES`) or weights ``"kmeans:4,genie:3,spectral:3"``;
-clustering m's generator follows from the mix and m alone (smooth weighted round robin), so the mix is
-reproducible and interleaved.
+The mixes that choose among them are read by :mod:`lwec_tasks.core.mixes`.
 """
 
 from __future__ import annotations
@@ -39,17 +37,6 @@ from sklearn.cluster import DBSCAN, KMeans
 from sklearn.mixture import GaussianMixture
 from sklearn.neighbors import NearestNeighbors
 
-from lwec_tasks.core.errors import LwecInputError
-
-#: Every generator, in the order weights are listed.
-GENERATORS = ("kmeans", "genie", "spectral", "gmm", "subspace", "dbscan")
-#: Named mixes: generator → weight.
-NAMED_MIXES: dict[str, dict[str, int]] = {
-    "paper": {"kmeans": 1},
-    "diverse": {"kmeans": 4, "genie": 3, "spectral": 3},
-}
-#: The mix used when none is given.
-DEFAULT_MIX = "kmeans"
 #: Rows a non-k-means generator is fitted on, at most (a fresh seeded uniform sample per clustering).
 FIT_SAMPLE = 10_000
 #: Rows a non-k-means generator is fitted on above ``LARGE_N`` rows, at most.
@@ -69,70 +56,6 @@ PREDICT_BUFFER = 262_144
 #: Above this many prototypes (in at most TREE_MAX_DIMENSIONS features) rows are placed through a k-d tree.
 TREE_MIN_CENTRES = 1_000
 TREE_MAX_DIMENSIONS = 16
-
-
-def parse_mix(value, name: str = "generators") -> tuple[tuple[str, int], ...]:
-    """The (generator, weight) pairs of a mix, in :data:`GENERATORS` order, weights > 0.
-
-    ``value``: a generator name, a named mix, ``"name:weight,..."`` or a dict; raises
-    :class:`LwecInputError` naming the bad value otherwise.
-    """
-    if isinstance(value, str):
-        text = value.strip().lower()
-        if text in NAMED_MIXES:
-            weights = dict(NAMED_MIXES[text])
-        else:
-            weights = {}
-            for item in (part.strip() for part in text.split(",")):
-                generator, colon, weight = item.partition(":")
-                generator = generator.strip()
-                if generator not in GENERATORS:
-                    raise LwecInputError(
-                        f"{name}={value!r}: unknown generator {generator!r}; known: {', '.join(GENERATORS)}, "
-                        f"or a named mix: {', '.join(NAMED_MIXES)}")
-                try:
-                    weights[generator] = int(weight) if colon else 1
-                except ValueError:
-                    raise LwecInputError(f"{name}={value!r}: the weight of {generator!r} must be a whole number, "
-                                         f"got {weight.strip()!r}") from None
-    elif isinstance(value, dict):
-        weights = dict(value)
-        unknown = [g for g in weights if g not in GENERATORS]
-        if unknown:
-            raise LwecInputError(f"{name}: unknown generator {unknown[0]!r}; known: {', '.join(GENERATORS)}")
-    else:
-        raise LwecInputError(f"{name} must be a generator name, a named mix or 'name:weight,...', got {value!r}")
-    bad = [g for g, w in weights.items() if not isinstance(w, int) or isinstance(w, bool) or w < 0]
-    if bad:
-        raise LwecInputError(f"{name}={value!r}: the weight of {bad[0]!r} must be a whole number >= 0, "
-                             f"got {weights[bad[0]]!r}")
-    pairs = tuple((g, weights[g]) for g in GENERATORS if weights.get(g, 0) > 0)
-    if not pairs:
-        raise LwecInputError(f"{name}={value!r}: no generator has a positive weight")
-    return pairs
-
-
-def canonical_mix(value) -> str:
-    """The mix as ``"name:weight,..."`` in :data:`GENERATORS` order (``"kmeans"`` for k-means alone)."""
-    pairs = parse_mix(value)
-    if len(pairs) == 1:
-        return pairs[0][0]
-    return ",".join(f"{g}:{w}" for g, w in pairs)
-
-
-def mix_kinds(value, n_clusterings: int) -> tuple[str, ...]:
-    """Each of the ``n_clusterings`` base clusterings' generator: smooth weighted round robin over the mix, so
-    every prefix holds each generator in about its share."""
-    pairs = parse_mix(value)
-    total = sum(w for _, w in pairs)
-    current = [0] * len(pairs)
-    kinds = []
-    for _ in range(n_clusterings):
-        current = [c + w for c, (_, w) in zip(current, pairs)]
-        best = max(range(len(pairs)), key=lambda i: (current[i], -i))
-        current[best] -= total
-        kinds.append(pairs[best][0])
-    return tuple(kinds)
 
 
 def fit_rows(kind: str, n_rows: int, large_n: int, sample_size: int) -> int:

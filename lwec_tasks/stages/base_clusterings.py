@@ -23,7 +23,8 @@ from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core import base_clusterings as local_rule
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.generators import DEFAULT_MIX, fit_generator, fit_rows, mix_kinds, prototype_budget
+from lwec_tasks.core.generators import fit_generator, fit_rows, prototype_budget
+from lwec_tasks.core.mixes import DEFAULT_MIX, mix_kinds
 from lwec_tasks.core.seeds import base_seed, derived_seed
 
 

@@ -12,7 +12,7 @@ import operator
 
 import numpy as np
 
-from lwec_tasks.core.generators import DEFAULT_MIX, canonical_mix
+from lwec_tasks.core.mixes import DEFAULT_MIX, canonical_mix
 from lwec_tasks.core.seeds import base_seed
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part

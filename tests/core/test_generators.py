@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,12 +14,14 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from lwec_tasks import LwecInputError, generate_base_clusterings
+from lwec_tasks import request as request_module
 from lwec_tasks.core import generators as gen
+from lwec_tasks.core import mixes
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.request import ConsensusRequest
 
-OTHERS = [g for g in gen.GENERATORS if g != "kmeans"]
-EVERY = ",".join(gen.GENERATORS)
+OTHERS = [g for g in mixes.GENERATORS if g != "kmeans"]
+EVERY = ",".join(mixes.GENERATORS)
 
 
 @pytest.fixture(scope="module")
@@ -136,26 +141,27 @@ def test_the_kmeans_mix_is_the_papers_protocol(blobs):
 
 
 @settings(max_examples=50, deadline=None)
-@given(weights=st.lists(st.integers(0, 5), min_size=len(gen.GENERATORS), max_size=len(gen.GENERATORS)),
+@given(weights=st.lists(st.integers(0, 5), min_size=len(mixes.GENERATORS), max_size=len(mixes.GENERATORS)),
        m=st.integers(1, 40))
 def test_a_mix_gives_each_generator_its_share_of_every_prefix(weights, m):
     if not any(weights):
         return
-    text = ",".join(f"{g}:{w}" for g, w in zip(gen.GENERATORS, weights))
-    kinds = gen.mix_kinds(text, m)
+    text = ",".join(f"{g}:{w}" for g, w in zip(mixes.GENERATORS, weights))
+    kinds = mixes.mix_kinds(text, m)
     total = sum(weights)
     for j in range(1, m + 1):
-        for g, w in zip(gen.GENERATORS, weights):
+        for g, w in zip(mixes.GENERATORS, weights):
             assert abs(kinds[:j].count(g) - j * w / total) < 1 + 1e-9
 
 
 @pytest.mark.parametrize("value, canonical", [
     ("kmeans", "kmeans"), ("  KMeans ", "kmeans"), ("genie,kmeans", "kmeans:1,genie:1"),
-    ("spectral:3, kmeans:4,genie:3", "kmeans:4,genie:3,spectral:3"), ("diverse", gen.canonical_mix("diverse")),
+    ("spectral:3, kmeans:4,genie:3", "kmeans:4,genie:3,spectral:3"), ("lwec", mixes.RUN_DEFAULT_MIX),
+    ("paper", "kmeans"),
     ({"genie": 2, "gmm": 0}, "genie"),
 ])
 def test_mixes_are_read_in_one_canonical_spelling(value, canonical):
-    assert gen.canonical_mix(value) == canonical
+    assert mixes.canonical_mix(value) == canonical
 
 
 @pytest.mark.parametrize("value, culprit", [
@@ -164,17 +170,22 @@ def test_mixes_are_read_in_one_canonical_spelling(value, canonical):
 ])
 def test_bad_mixes_are_refused_naming_the_value(value, culprit):
     with pytest.raises(LwecInputError, match="generators") as error:
-        gen.parse_mix(value)
+        mixes.parse_mix(value)
     assert culprit in str(error.value)
 
 
 def test_the_request_checks_the_mix_and_keeps_old_run_keys():
     common = dict(database_url="sqlite:///x.db", table="t", n_clusters=3)
     default = ConsensusRequest(**common)
-    assert default.generators == "kmeans"
-    assert ConsensusRequest(**common, generators="kmeans").run_key == default.run_key
-    mixed = ConsensusRequest(**common, generators="genie:1,kmeans:1")
-    assert mixed.generators == "kmeans:1,genie:1" and mixed.run_key != default.run_key
+    assert default.generators == mixes.RUN_DEFAULT_MIX == mixes.canonical_mix(mixes.RUN_DEFAULT_MIX)
+    paper = ConsensusRequest(**common, generators="kmeans")
+    # k-means runs keep the keys they had before there were mixes: the field is left out of the key
+    deciding = {k: v for k, v in paper.model_dump().items() if k not in request_module._NOT_IN_RUN_KEY
+                and k not in ("generators", "base_columns", "missing_labels")}
+    digest = hashlib.sha256(json.dumps(deciding, sort_keys=True, default=list).encode()).hexdigest()
+    assert paper.run_key == f"lwea-k3-{digest[:12]}"
+    mixed = ConsensusRequest(**common, generators="genie:1,spectral:1")
+    assert mixed.generators == "genie:1,spectral:1" and len({mixed.run_key, default.run_key, paper.run_key}) == 3
     with pytest.raises(LwecInputError, match="'wobble'"):
         ConsensusRequest(**common, generators="wobble")
 

@@ -120,7 +120,8 @@ def test_lwea_cuts_that_split_a_microcluster_match_exactly(prefect_server, mlflo
     url = f"sqlite:///{tmp_path / 'split.db'}"
     frame = blobs_table(url, "blobs", 3000, n_features=4, centers=4, cluster_std=3.0, seed=2, text_ids=True)
     _assert_local_cut_splits(frame, theta=0.05, k=12, ensemble_size=6, seed=3)
-    result = compare(url, dask_scheduler, mlflow_store, method="lwea", n_clusters=12, theta=0.05, ensemble_size=6)
+    result = compare(url, dask_scheduler, mlflow_store, method="lwea", n_clusters=12, theta=0.05, ensemble_size=6,
+                     generators="kmeans")
     np.testing.assert_array_equal(result["dask_labels"], result["local_labels"])
 
 
