@@ -349,7 +349,7 @@ def script_command(url: str, table: str, output_table: str) -> list[str]:
 
 def lwec_command(url: str, table: str, output_table: str, tracking_uri: str, run_key: str,
                  generators: str = "kmeans") -> list[str]:
-    mix = [] if generators == "kmeans" else ["--generators", generators]
+    mix = ["--generators", generators]  # always given: the run's own default is another mix
     return [sys.executable, "-m", "lwec_tasks", "run", "--database-url", url, "--table", table,
             "-k", str(K), "--method", METHOD, "-M", str(ENSEMBLE_SIZE), "--seed", str(SEED),
             "--features", ",".join(FEATURES), "--output-table", output_table, "--run-name", run_key,
