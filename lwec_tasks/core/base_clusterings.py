@@ -125,7 +125,7 @@ def fit_base_clusterings(
         Called as each clustering m (0-based) with k clusters finishes (from a worker thread).
     generators : str or dict, default "kmeans"
         The mix of generators (:func:`lwec_tasks.core.generators.parse_mix`): ``"kmeans"`` (the paper),
-        a named mix such as ``"diverse"``, or weights ``"kmeans:4,genie:3,spectral:3"``.
+        a named mix such as ``"lwec"``, or weights ``"kmeans:4,genie:3,spectral:3"``.
 
     Returns
     -------
