@@ -83,8 +83,18 @@ POLL_SECONDS = 0.05
 MIB = 2**20
 
 
-def run_label(setting: str) -> str:
-    return f"lwec {setting}"
+def run_label(setting: str, generators: str = "kmeans") -> str:
+    return f"lwec {setting}" if generators == "kmeans" else f"lwec {setting} [{generators}]"
+
+
+def _generators(text: str) -> str:
+    from lwec_tasks.core.errors import LwecInputError
+    from lwec_tasks.core.mixes import canonical_mix
+
+    try:
+        return canonical_mix(text)
+    except LwecInputError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 # ----------------------------------------------------------------------------- options
@@ -104,6 +114,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--output", metavar="FILE", help="also write the printed report (markdown) to FILE")
     parser.add_argument("--workdir", metavar="DIR",
                         help="MLflow store, Prefect homes and process logs (default: a temporary directory, removed)")
+    parser.add_argument("--generators", type=_generators, action="append", metavar="MIX",
+                        help="base-clustering mix of the lwec runs (lwec run --generators); repeat the option to "
+                             "time several mixes in the same run (default: kmeans, the paper's)")
     parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                         help="skip the unmeasured lwec run that fills numba's cache")
     return parser
@@ -334,11 +347,13 @@ def script_command(url: str, table: str, output_table: str) -> list[str]:
     return [sys.executable, str(ROOT / "benchmarks" / "competent_script.py"), url, table, output_table]
 
 
-def lwec_command(url: str, table: str, output_table: str, tracking_uri: str, run_key: str) -> list[str]:
+def lwec_command(url: str, table: str, output_table: str, tracking_uri: str, run_key: str,
+                 generators: str = "kmeans") -> list[str]:
+    mix = ["--generators", generators]  # always given: the run's own default is another mix
     return [sys.executable, "-m", "lwec_tasks", "run", "--database-url", url, "--table", table,
             "-k", str(K), "--method", METHOD, "-M", str(ENSEMBLE_SIZE), "--seed", str(SEED),
             "--features", ",".join(FEATURES), "--output-table", output_table, "--run-name", run_key,
-            "--experiment", EXPERIMENT, "--tracking-uri", tracking_uri]
+            "--experiment", EXPERIMENT, "--tracking-uri", tracking_uri, *mix]
 
 
 def run_script(url: str, table: str, output_table: str, workdir: Path) -> dict:
@@ -352,7 +367,7 @@ def run_script(url: str, table: str, output_table: str, workdir: Path) -> dict:
 
 
 def run_lwec(url: str, table: str, output_table: str, workdir: Path, tracking_uri: str, setting: str,
-             api_url: str | None = None, server=None) -> dict:
+             api_url: str | None = None, server=None, generators: str = "kmeans") -> dict:
     """One ``lwec run`` process: ``temporary`` with a fresh ``PREFECT_HOME`` and no ``PREFECT_API_URL``,
     ``temporary-warm`` with the ``PREFECT_HOME`` of the warm-up (its server database already made),
     ``server-up`` with ``PREFECT_API_URL`` = ``api_url``."""
@@ -366,8 +381,8 @@ def run_lwec(url: str, table: str, output_table: str, workdir: Path, tracking_ur
         home.mkdir(parents=True, exist_ok=True)
         env = prefect_environment(home, None)
     log_file = workdir / f"{output_table}.log"
-    measured = measure_process(lwec_command(url, table, output_table, tracking_uri, run_key), env, workdir,
-                               log_file, watch=server)
+    measured = measure_process(lwec_command(url, table, output_table, tracking_uri, run_key, generators), env,
+                               workdir, log_file, watch=server)
     if measured["returncode"] != 0:
         return {**measured, "error": last_lines(log_file, 5) or "failed"}
     text = log_file.read_text(errors="replace")
@@ -563,21 +578,25 @@ def report(summaries: list[dict], repeats: int) -> str:
 
 
 def measure_size(url: str, rows: int, settings: list[str], repeats: int, workdir: Path, tracking_uri: str,
-                 server: tuple | None) -> dict[str, list[dict]]:
+                 server: tuple | None, mixes: tuple[str, ...] = ("kmeans",)) -> dict[str, list[dict]]:
     table = ensure_table(url, rows)
     truth = read_column(url, table, "target")
-    runs: dict[str, list[dict]] = {SCRIPT: [], **{run_label(s): [] for s in settings}}
+    # run name -> (setting, mix, short name for its labels table)
+    plan = {run_label(s, mix): (s, mix, re.sub(r"[^a-z]+", "_", run_label(s)) + (f"_mix{i}" if i else ""))
+            for i, mix in enumerate(mixes) for s in settings}
+    runs: dict[str, list[dict]] = {SCRIPT: [], **{name: [] for name in plan}}
     for repeat in range(repeats):
         for name in runs:
-            output_table = f"{table}_{re.sub(r'[^a-z]+', '_', name)}_{repeat}"
+            slug = re.sub(r"[^a-z]+", "_", name) if name == SCRIPT else plan[name][2]
+            output_table = f"{table}_{slug}_{repeat}"
             drop_labels(url, output_table)
             log(f"# {rows:,} rows, {name}, repeat {repeat + 1}/{repeats}")
             if name == SCRIPT:
                 result = run_script(url, table, output_table, workdir)
             else:
-                setting = name.removeprefix("lwec ")
+                setting, mix, _ = plan[name]
                 api_url, process = server if setting == "server-up" else (None, None)
-                result = run_lwec(url, table, output_table, workdir, tracking_uri, setting, api_url, process)
+                result = run_lwec(url, table, output_table, workdir, tracking_uri, setting, api_url, process, mix)
             if "error" not in result:
                 result["nmi"] = nmi_against(truth, read_column(url, output_table, "label"))
             drop_labels(url, output_table)
@@ -608,8 +627,9 @@ def main(args) -> int:
         if args.warm_up:
             warm_up(args.database_url, workdir, tracking_uri)
         with contextmanager_if("server-up" in args.settings, lambda: prefect_server(workdir)) as server:
+            mixes = tuple(dict.fromkeys(args.generators or ["kmeans"]))
             all_runs = {rows: measure_size(args.database_url, rows, args.settings, args.repeats, workdir,
-                                           tracking_uri, server) for rows in args.rows}
+                                           tracking_uri, server, mixes) for rows in args.rows}
     summaries = [summarise(rows, runs) for rows, runs in all_runs.items()]
     text = report(summaries, args.repeats)
     header = (f"Machine: {machine_description()}\nDatabase: "

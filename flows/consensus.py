@@ -19,6 +19,7 @@ from pydantic import Field
 
 from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
 from lwec_tasks.core.eci import DEFAULT_THETA
+from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
 from lwec_tasks.executors import open_executor
 from lwec_tasks.io import mask_url
 from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
@@ -53,6 +54,7 @@ def consensus_flow(
     label_column: str | None = None,
     method: PipelineMethod = PIPELINE_METHODS[0],
     ensemble_size: Annotated[int, Field(ge=1)] = DEFAULT_ENSEMBLE_SIZE,
+    generators: str = RUN_DEFAULT_MIX,
     theta: Annotated[float, Field(gt=0)] = DEFAULT_THETA,
     seed: Annotated[int | None, Field(ge=0)] = 0,
     experiment: str = "lwec",

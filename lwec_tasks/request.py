@@ -20,6 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from lwec_tasks.core.defaults import AUTO, DEFAULT_ENSEMBLE_SIZE, DEFAULT_THETA, is_auto
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.mixes import DEFAULT_MIX, GENERATORS, NAMED_MIXES, RUN_DEFAULT_MIX, canonical_mix
 from lwec_tasks.core.validation import check_integer, check_theta
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table, latest_view_name
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
@@ -36,8 +37,9 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 #: Fields that do not change the labels, so they are left out of the derived run key.
 _NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri",
                              "dask_address", "stable_ids", "keep_runs", "register_model"})
-#: Fields left out of the run key at their default, so the keys of runs without them are unchanged.
-_LEFT_OUT_AT_DEFAULT = frozenset({("base_columns", None), ("missing_labels", "error")})
+#: Fields left out of the run key at these values, so the keys of runs without them are unchanged (runs before
+#: there were generators other than k-means were k-means runs).
+_LEFT_OUT_AT_DEFAULT = frozenset({("base_columns", None), ("missing_labels", "error"), ("generators", DEFAULT_MIX)})
 
 
 def _named(check):
@@ -103,6 +105,10 @@ def _method(name: str, value):
     return pipeline_method(value).key
 
 
+def _generators(name: str, value):
+    return canonical_mix(value)
+
+
 def _theta(name: str, value):
     return check_theta(value)
 
@@ -164,6 +170,10 @@ class ConsensusRequest(BaseModel):
     method: Annotated[str, _checked(_method), Field(description=describe_pipeline_methods())] = PIPELINE_METHODS[0]
     ensemble_size: Annotated[int, _checked(_integer(1)), Field(
         description="Number of k-means base clusterings M")] = DEFAULT_ENSEMBLE_SIZE
+    generators: Annotated[str, _checked(_generators), Field(
+        description=f"Generators of the base clusterings: {DEFAULT_MIX} (the paper's protocol), a named mix "
+                    f"({', '.join(NAMED_MIXES)}) or weights such as kmeans:4,genie:3,spectral:3; generators: "
+                    f"{', '.join(GENERATORS)} (see docs/generators.md)")] = RUN_DEFAULT_MIX
     theta: Annotated[float, _checked(_theta), Field(
         description="ECI parameter θ > 0 (the paper uses 0.4)")] = DEFAULT_THETA
     seed: Annotated[int | None, _checked(_integer(0, optional=True)), Field(

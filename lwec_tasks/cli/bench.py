@@ -4,7 +4,9 @@
 options as ``python -m benchmarks``); ``lwec bench pipeline ...`` times the
 whole flow against a naive pandas pipeline (:mod:`benchmarks.pipeline`);
 ``lwec bench competent ...`` times the whole ``lwec run`` process against a
-competent one-model script (:mod:`benchmarks.competent`).
+competent one-model script (:mod:`benchmarks.competent`); ``lwec bench battery
+--data DIR`` scores LWEA and LWGP on a folder of clustering benchmark data sets
+beside the published anchors (:mod:`benchmarks.battery`).
 The suite is not installed with the package; it is found in the checkout the
 package was installed from (``pip install -e .``).
 """
@@ -23,6 +25,7 @@ def _import_benchmarks():
         return None
     if str(PROJECT_ROOT) not in sys.path:
         sys.path.insert(0, str(PROJECT_ROOT))
+    import benchmarks.battery
     import benchmarks.competent
     import benchmarks.options
     import benchmarks.pipeline
@@ -41,7 +44,7 @@ def register(subparsers) -> None:
     suite = _import_benchmarks()
     if suite is not None:
         suite.options.add_arguments(parser)
-        kinds = parser.add_subparsers(dest="bench_kind", metavar="{pipeline,competent}")
+        kinds = parser.add_subparsers(dest="bench_kind", metavar="{pipeline,competent,battery}")
         pipeline = kinds.add_parser(
             "pipeline", help="the whole flow against pandas.read_sql + MiniBatchKMeans + COPY",
             description=suite.pipeline.__doc__.split("\n\n")[0])
@@ -50,6 +53,10 @@ def register(subparsers) -> None:
             "competent", help="the whole `lwec run` process against ADBC + one KMeans on a sample",
             description=suite.competent.__doc__.split("\n\n")[0])
         suite.competent.add_arguments(competent)
+        battery = kinds.add_parser(
+            "battery", help="LWEA and LWGP on a folder of benchmark data sets, beside the anchors' scores",
+            description=suite.battery.__doc__.split("\n\n")[0])
+        suite.battery.add_arguments(battery)
     parser.set_defaults(handler=_run)
 
 
@@ -65,4 +72,6 @@ def _run(args) -> int:
         return suite.pipeline.main(args)
     if getattr(args, "bench_kind", None) == "competent":
         return suite.competent.main(args)
+    if getattr(args, "bench_kind", None) == "battery":
+        return suite.battery.main(args)
     return suite.runner.main(args)

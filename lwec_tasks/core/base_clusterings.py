@@ -1,4 +1,4 @@
-"""Base clusterings by k-means with a random number of clusters (paper §V-A).
+"""Base clusterings by k-means with a random number of clusters (paper §V-A), or by a mix of generators.
 
 Up to :data:`LARGE_N` objects this is the paper's protocol: each of the M
 clusterings is k-means (one initialisation) on all rows with k drawn uniformly
@@ -11,6 +11,9 @@ The M fits are independent and run concurrently on ``n_jobs`` threads (one
 BLAS/OpenMP thread each; scikit-learn releases the GIL in its k-means loops).
 Each fit's seed is derived from ``random_state`` and its index alone, so the
 labels do not depend on the number of workers.
+
+``generators`` chooses each clustering's generator (:mod:`lwec_tasks.core.generators`); the default,
+``"kmeans"``, is the paper's protocol above. The ks and seeds are drawn the same way whatever the mix.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from threadpoolctl import threadpool_limits
 from lwec_tasks.core.defaults import DEFAULT_ENSEMBLE_SIZE
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.feature_checks import as_float_features, check_finite_features
+from lwec_tasks.core.generators import fit_generator, fit_rows, prototype_budget
+from lwec_tasks.core.mixes import DEFAULT_MIX, mix_kinds
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.validation import check_integer
 
@@ -66,13 +71,15 @@ class BaseClusterings:
 
     Attributes
     ----------
-    labels : ndarray (N, M) int64; column m holds each row's nearest centre of clustering m
-    centres : tuple of M arrays (k_m, d) float64, in the space of the rows clustered
-        (the standardised features in the pipeline)
+    labels : ndarray (N, M) int64; column m holds each row's cluster in clustering m: its nearest centre's
+    centres : tuple of M arrays (P_m, d) float64, in the space of the rows clustered
+        (the standardised features in the pipeline): k-means centres, or a generator's prototypes
+    centre_labels : tuple of M arrays (P_m,) int64, the cluster of each centre (0..P_m−1 for k-means)
     """
 
     labels: np.ndarray
     centres: tuple[np.ndarray, ...]
+    centre_labels: tuple[np.ndarray, ...] = ()
 
 
 def generate_base_clusterings(
@@ -83,9 +90,10 @@ def generate_base_clusterings(
     random_state=None,
     n_jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    generators=DEFAULT_MIX,
 ) -> np.ndarray:
     """The labels of :func:`fit_base_clusterings` (same parameters): ndarray (N, M), int64 0..k−1 per column."""
-    return fit_base_clusterings(X, n_clusterings, k_min, k_max, random_state, n_jobs, progress).labels
+    return fit_base_clusterings(X, n_clusterings, k_min, k_max, random_state, n_jobs, progress, generators).labels
 
 
 def fit_base_clusterings(
@@ -96,6 +104,7 @@ def fit_base_clusterings(
     random_state=None,
     n_jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    generators=DEFAULT_MIX,
 ) -> BaseClusterings:
     """Build an ensemble of k-means base clusterings and keep their centres.
 
@@ -114,6 +123,9 @@ def fit_base_clusterings(
         Fits run at once; default: every core this process may use.
     progress : callable(m, k), optional
         Called as each clustering m (0-based) with k clusters finishes (from a worker thread).
+    generators : str or dict, default "kmeans"
+        The mix of generators (:func:`lwec_tasks.core.generators.parse_mix`): ``"kmeans"`` (the paper),
+        a named mix such as ``"lwec"``, or weights ``"kmeans:4,genie:3,spectral:3"``.
 
     Returns
     -------
@@ -137,11 +149,22 @@ def fit_base_clusterings(
     n_jobs = len(os.sched_getaffinity(0)) if n_jobs is None else check_integer("n_jobs", n_jobs, 1)
     base = base_seed(random_state)
     ks = np.random.default_rng(base).integers(k_min, k_max + 1, size=n_clusterings)
+    kinds = mix_kinds(generators, n_clusterings)
     labels = np.empty((n, n_clusterings), dtype=np.int64)
     centres: list[np.ndarray | None] = [None] * n_clusterings
+    owners: list[np.ndarray | None] = [None] * n_clusterings
 
     def fit(m: int) -> None:
         seed, k = derived_seed(base, m), int(ks[m])
+        if kinds[m] != "kmeans":
+            size = fit_rows(kinds[m], n, LARGE_N, SAMPLE_SIZE)
+            sample = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False)) if size < n else None
+            model = fit_generator(kinds[m], X if sample is None else X[sample], k, seed, prototype_budget(n, LARGE_N))
+            labels[:, m] = model.predict(X)
+            centres[m], owners[m] = model.cluster_centers_, model.centre_labels
+            if progress is not None:
+                progress(m, k)
+            return
         model = KMeans(n_clusters=k, n_init=1, random_state=seed)
         if not large:
             labels[:, m] = model.fit_predict(X)
@@ -151,6 +174,7 @@ def fit_base_clusterings(
             for start in range(0, n, ASSIGN_CHUNK):
                 labels[start:start + ASSIGN_CHUNK, m] = model.predict(X[start:start + ASSIGN_CHUNK])
         centres[m] = np.asarray(model.cluster_centers_, dtype=np.float64)
+        owners[m] = np.arange(len(centres[m]), dtype=np.int64)
         if progress is not None:
             progress(m, k)
 
@@ -158,4 +182,4 @@ def fit_base_clusterings(
     # scikit-learn's threads spin-wait badly when the other cores are busy.
     with threadpool_limits(1), ThreadPoolExecutor(max_workers=min(n_jobs, n_clusterings)) as pool:
         list(pool.map(fit, range(n_clusterings)))  # list() re-raises the first failed fit
-    return BaseClusterings(labels, tuple(centres))
+    return BaseClusterings(labels, tuple(centres), tuple(owners))

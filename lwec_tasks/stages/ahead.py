@@ -197,10 +197,11 @@ def work_ahead(request) -> WorkAhead | None:
             work = WorkAhead(table, table_lines)
             if request.base_columns is None:
                 started = time.perf_counter()
-                work.ensemble = base_clusterings(table, request.ensemble_size, request.seed, ensemble_log)
+                work.ensemble = base_clusterings(table, request.ensemble_size, request.seed, ensemble_log,
+                                                 request.generators)
                 work.ensemble_lines = ensemble_lines
                 work.ensemble_seconds = time.perf_counter() - started
-                work.ensemble_key = (request.ensemble_size, request.seed)
+                work.ensemble_key = (request.ensemble_size, request.seed, request.generators)
     except LwecInputError:
         raise
     except Exception:  # noqa: BLE001 - the tasks do the work again and report what they meet
@@ -284,7 +285,8 @@ def taken_table(request, session, log) -> PartitionedTable | None:
     """The table read ahead for ``request``, its partitions now the executor ``session``'s, its read's lines
     logged to ``log``; None when none was."""
     work = _AHEAD.get(request_key(request))
-    if work is None or (work.ensemble is not None and work.ensemble_key != (request.ensemble_size, request.seed)):
+    if work is None or (work.ensemble is not None and work.ensemble_key != (request.ensemble_size, request.seed,
+                                                                      request.generators)):
         return None  # (the base clusterings released the table's rows: it serves only with them)
     if work.ensemble is None:
         del _AHEAD[request_key(request)]

@@ -6,7 +6,9 @@ Which rows each k-means model is fitted on depends only on N and the run's seed:
 ``LARGE_N_K_MAX``). Positions are in the table's id order, so they do not depend on the partitioning:
 the flow gathers those rows from the partitions, the executor fits the same models the library fits,
 and every partition assigns its rows to the nearest centre — the library's labels. The constants are read
-from the core module at call time, so the library and the pipeline always follow one rule.
+from the core module at call time, so the library and the pipeline always follow one rule. With a mix of
+generators (:mod:`lwec_tasks.core.generators`) each clustering is fitted on its generator's rows and becomes a
+set of labelled prototypes; rows are still placed by their nearest centre.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core import base_clusterings as local_rule
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.generators import fit_generator, fit_rows, prototype_budget
+from lwec_tasks.core.mixes import DEFAULT_MIX, mix_kinds
 from lwec_tasks.core.seeds import base_seed, derived_seed
 
 
@@ -31,11 +35,15 @@ class BasePlan:
     ks : (M,) number of clusters of each base clustering
     seeds : (M,) k-means seed of each
     samples : M sorted arrays of the row positions (in id order) each model is fitted on
+    kinds : M generator names (all "kmeans" for the paper's protocol)
+    budget : the most prototypes a non-k-means model keeps
     """
 
     ks: np.ndarray
     seeds: np.ndarray
     samples: list[np.ndarray]
+    kinds: tuple[str, ...] = ()
+    budget: int = 0
 
     @property
     def positions(self) -> np.ndarray:
@@ -46,30 +54,39 @@ class BasePlan:
         return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])]
 
 
-def base_plan(n_rows: int, n_clusterings: int, random_state=None) -> BasePlan:
-    """The ks, seeds and fitting rows of the base clusterings of ``n_rows`` rows: the library's draws."""
+def base_plan(n_rows: int, n_clusterings: int, random_state=None, generators=DEFAULT_MIX) -> BasePlan:
+    """The ks, seeds, fitting rows and generators of the base clusterings of ``n_rows`` rows: the library's
+    draws."""
     base = base_seed(random_state)
     large = n_rows > local_rule.LARGE_N
     k_max = max(min(math.isqrt(n_rows), local_rule.LARGE_N_K_MAX) if large else math.isqrt(n_rows), 2)
     ks = np.random.default_rng(base).integers(2, k_max + 1, size=n_clusterings).astype(np.int64)
     seeds = np.array([derived_seed(base, m) for m in range(n_clusterings)], dtype=np.int64)
-    if large:
-        size = min(local_rule.SAMPLE_SIZE, n_rows)
-        samples = [np.sort(np.random.default_rng(int(seed)).choice(n_rows, size=size, replace=False)) for seed in seeds]
-    else:
-        samples = [np.arange(n_rows)] * n_clusterings
-    return BasePlan(ks, seeds, samples)
+    kinds = mix_kinds(generators, n_clusterings)
+    every_row = np.arange(n_rows)
+    samples = []
+    for seed, kind in zip(seeds, kinds):
+        size = fit_rows(kind, n_rows, local_rule.LARGE_N, local_rule.SAMPLE_SIZE)
+        samples.append(every_row if size >= n_rows else
+                       np.sort(np.random.default_rng(int(seed)).choice(n_rows, size=size, replace=False)))
+    return BasePlan(ks, seeds, samples, kinds, prototype_budget(n_rows, local_rule.LARGE_N))
 
 
-def fit_base_model(sample: np.ndarray, k: int, seed: int, *, rows: np.ndarray, positions: np.ndarray) -> KMeans:
-    """k-means (one initialisation) on the ``sample`` positions, taken from ``rows`` gathered at ``positions``."""
+def fit_base_model(sample: np.ndarray, k: int, seed: int, kind: str = "kmeans", budget: int = 0, *,
+                   rows: np.ndarray, positions: np.ndarray):
+    """Generator ``kind`` on the ``sample`` positions, taken from ``rows`` gathered at ``positions``: k-means (one
+    initialisation), or a :class:`~lwec_tasks.core.generators.Prototypes` model of at most ``budget``
+    prototypes."""
     with threadpool_limits(1):
-        return KMeans(n_clusters=int(k), n_init=1, random_state=int(seed)).fit(rows[np.searchsorted(positions, sample)])
+        X = rows[np.searchsorted(positions, sample)]
+        if kind != "kmeans":
+            return fit_generator(kind, X, int(k), int(seed), int(budget))
+        return KMeans(n_clusters=int(k), n_init=1, random_state=int(seed)).fit(X)
 
 
-def assign_base_labels(X: np.ndarray, models: list[KMeans]) -> np.ndarray:
-    """(M, n) int32: each row's nearest centre in every model; X is (n, d) standardised, finite (LwecInputError
-    otherwise)."""
+def assign_base_labels(X: np.ndarray, models: list) -> np.ndarray:
+    """(M, n) int32: each row's cluster (its nearest centre's) in every model; X is (n, d) standardised, finite
+    (LwecInputError otherwise)."""
     # X is checked once here rather than by each of the M predicts (a pass over X each); a sum of finite
     # values is finite unless it overflows.
     if not np.isfinite(X.sum()) and not np.isfinite(X).all():

@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from lwec_tasks.core.mixes import DEFAULT_MIX, canonical_mix
 from lwec_tasks.core.seeds import base_seed
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
@@ -69,24 +70,28 @@ def gather_rows(session, parts: list, positions: np.ndarray, offsets: np.ndarray
     return session.submit(np.concatenate, pieces, name=f"{name}-concat")  # the futures in the list are resolved
 
 
-def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log) -> PartitionedEnsemble:
-    """M k-means base clusterings by the library's rule: each model fitted on the rows the library fits it on
-    (all rows, or above ``LARGE_N`` a seeded sample per clustering), every partition assigned to the models.
+def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log,
+                     generators: str = DEFAULT_MIX) -> PartitionedEnsemble:
+    """M base clusterings by the library's rule: each model fitted on the rows the library fits it on
+    (all rows, or above ``LARGE_N`` a seeded sample per clustering; for generators other than k-means up to
+    ``FIT_SAMPLE`` rows), every partition assigned to the models; ``generators`` is the mix
+    (:mod:`lwec_tasks.core.generators`).
 
     The features are released from the workers' memory afterwards; a seeded sample of at most
     :data:`PICTURE_SAMPLE` of the gathered rows is kept for the cluster map (see :func:`picture_positions`).
     """
     session = table.session
-    plan = base_plan(table.n_rows, ensemble_size, seed)
+    plan = base_plan(table.n_rows, ensemble_size, seed, generators)
     positions = plan.positions
     rows = gather_rows(session, table.rows, positions, table.offsets, part.standardised_rows, "base-sample",
                         mean=table.mean, scale=table.scale)
     picture = picture_positions(positions, seed)
     picture_rows = session.submit(operator.getitem, rows, np.searchsorted(positions, picture), name="picture-rows")
     shared_positions = session.share(positions)
-    models = session.map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), name="fit-base",
-                         rows=rows, positions=shared_positions)
-    Progress(log, f"fit {len(models)} k-means models on {len(plan.samples[0])} rows each").wait(
+    models = session.map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), plan.kinds,
+                         [plan.budget] * len(plan.kinds), name="fit-base", rows=rows, positions=shared_positions)
+    fitted = "k-means" if set(plan.kinds) == {"kmeans"} else f"base ({canonical_mix(generators)})"
+    Progress(log, f"fit {len(models)} {fitted} models on up to {max(map(len, plan.samples))} rows each").wait(
         models, rows=[len(sample) for sample in plan.samples])
     sample_rows = picture_rows.result()
     del picture_rows

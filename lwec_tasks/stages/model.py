@@ -40,16 +40,21 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
     started = time.perf_counter()
     base_values = None if ensemble.dictionaries is None else tuple(tuple(d) for d in ensemble.dictionaries)
     if base_values is None:
-        centres = [np.ascontiguousarray(model.cluster_centers_, dtype=np.float64)
-                   for model in session.gather(ensemble.models)]
+        fitted = session.gather(ensemble.models)
+        centres = [np.ascontiguousarray(model.cluster_centers_, dtype=np.float64) for model in fitted]
+        # a generator's prototypes carry their cluster (centre_labels); a k-means centre is its own cluster
+        owners = [getattr(model, "centre_labels", None) for model in fitted]
     else:
         centres = list(code_centres(ensemble.ks))
+        owners = [None] * len(centres)
     centre_codes = []
     for m, column_centres in enumerate(centres):
         start, stop = int(ensemble.offsets[m]), int(ensemble.offsets[m + 1])
-        codes = np.full(len(column_centres), -1, dtype=np.int64)
-        codes[ensemble.cluster_label[start:stop]] = np.arange(start, stop)
-        centre_codes.append(codes)
+        raw = np.arange(len(column_centres)) if owners[m] is None else np.asarray(owners[m], dtype=np.int64)
+        by_label = np.full(int(max(raw.max(initial=-1) + 1, ensemble.cluster_label[start:stop].max(initial=-1) + 1)),
+                           -1, dtype=np.int64)
+        by_label[ensemble.cluster_label[start:stop]] = np.arange(start, stop)
+        centre_codes.append(by_label[raw])
     cluster_ids = np.flatnonzero(labels.sizes > 0).astype(np.int64)
     vectors = labels.cluster_vectors if method == "lwgp" else None
     if vectors is not None:  # summed over the microclusters while k-means labelled them

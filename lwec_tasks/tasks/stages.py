@@ -60,7 +60,8 @@ def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
 @task(name="generate-base-clusterings", cache_policy=NO_CACHE)
 @timed_stage("generate")
 def generate_ensemble(table: PartitionedTable, request: ConsensusRequest) -> PartitionedEnsemble:
-    """M k-means base clusterings: fitted on the library's rows (all, or a seeded sample), every row assigned
+    """M base clusterings (k-means, or the mix ``request.generators``): fitted on the library's rows (all, or a
+    seeded sample), every row assigned
     (or taken as the command line generated them before the run started, :mod:`lwec_tasks.stages.ahead`);
     with ``request.base_columns`` the clusterings those label columns hold."""
     if request.base_columns is not None:
@@ -70,7 +71,7 @@ def generate_ensemble(table: PartitionedTable, request: ConsensusRequest) -> Par
         ensemble, seconds = taken
         add_stage_seconds("generate", seconds)
         return ensemble
-    return base_clusterings(table, request.ensemble_size, request.seed, get_run_logger())
+    return base_clusterings(table, request.ensemble_size, request.seed, get_run_logger(), request.generators)
 
 
 @task(name="ensemble-driven-cluster-index", cache_policy=NO_CACHE)

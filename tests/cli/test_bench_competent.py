@@ -204,3 +204,16 @@ def test_the_whole_benchmark_with_one_lwec_run(tmp_path):
     assert lwec["nmi"] > 0.7 and size["medians"]["script"]["nmi"] > 0.7
     assert lwec["tree_peak_mib"] >= lwec["main_peak_mib"] > 100
     assert size["ratios"]["lwec temporary"]["seconds"] > 0
+
+
+def test_mixes_are_timed_as_their_own_lwec_runs():
+    args = build_parser().parse_args(["bench", "competent", "--database-url", "sqlite:///x.db",
+                                      "--generators", "kmeans", "--generators", "genie:1,kmeans:1"])
+    assert args.generators == ["kmeans", "kmeans:1,genie:1"]
+    command = competent.lwec_command("sqlite:///x.db", "t", "out", "sqlite:///m.db", "key", "kmeans:1,genie:1")
+    assert command[command.index("--generators") + 1] == "kmeans:1,genie:1"
+    command = competent.lwec_command("sqlite:///x.db", "t", "out", "sqlite:///m.db", "key")
+    assert command[command.index("--generators") + 1] == "kmeans"  # explicitly: lwec run's default differs
+    assert competent.run_label("server-up", "kmeans:1,genie:1") == "lwec server-up [kmeans:1,genie:1]"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "competent", "--database-url", "sqlite:///x.db", "--generators", "nope"])

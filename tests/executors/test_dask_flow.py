@@ -120,8 +120,25 @@ def test_lwea_cuts_that_split_a_microcluster_match_exactly(prefect_server, mlflo
     url = f"sqlite:///{tmp_path / 'split.db'}"
     frame = blobs_table(url, "blobs", 3000, n_features=4, centers=4, cluster_std=3.0, seed=2, text_ids=True)
     _assert_local_cut_splits(frame, theta=0.05, k=12, ensemble_size=6, seed=3)
-    result = compare(url, dask_scheduler, mlflow_store, method="lwea", n_clusters=12, theta=0.05, ensemble_size=6)
+    result = compare(url, dask_scheduler, mlflow_store, method="lwea", n_clusters=12, theta=0.05, ensemble_size=6,
+                     generators="kmeans")
     np.testing.assert_array_equal(result["dask_labels"], result["local_labels"])
+
+
+def test_a_mix_of_generators_gives_the_same_labels_on_both_executors_as_in_the_library(
+        prefect_server, mlflow_store, dask_scheduler, tmp_path):
+    from sklearn.preprocessing import StandardScaler
+
+    from lwec_tasks import generate_base_clusterings, lwea
+
+    mix = "kmeans,genie,spectral,gmm,subspace,dbscan"
+    url = f"sqlite:///{tmp_path / 'mix.db'}"
+    frame = blobs_table(url, "blobs", 3000, n_features=4, centers=4, cluster_std=3.0, seed=2)
+    result = compare(url, dask_scheduler, mlflow_store, method="lwea", n_clusters=4, ensemble_size=6, generators=mix)
+    np.testing.assert_array_equal(result["dask_labels"], result["local_labels"])
+    X = StandardScaler().fit_transform(frame[[c for c in frame.columns if c.startswith("f")]].to_numpy())
+    expected = lwea(generate_base_clusterings(X, 6, random_state=3, generators=mix), 4)
+    assert ari(expected, result["local_labels"]) == 1.0
 
 
 def _assert_local_cut_splits(frame, theta, k, ensemble_size, seed):

@@ -182,23 +182,30 @@ def test_agreement_from_a_contingency_table_equals_nmi_and_ari():
     assert agreement_from_contingency(np.array([[7]])) == {"nmi": 1.0, "ari": 1.0}
 
 
+@pytest.mark.parametrize("generators", ["kmeans", "kmeans,genie,spectral,gmm,subspace,dbscan"])
 @pytest.mark.parametrize("n_rows", [900, 3000])
-def test_base_clusterings_from_partitions_equal_the_local_ones(monkeypatch, n_rows):
+def test_base_clusterings_from_partitions_equal_the_local_ones(monkeypatch, n_rows, generators):
     """Below and above the local large-N threshold (lowered here): same ks, same fitting rows, same labels."""
     from sklearn.datasets import make_blobs
 
     import lwec_tasks.core.base_clusterings as local_rule
+    import lwec_tasks.core.generators as generator_rule
 
     monkeypatch.setattr(local_rule, "LARGE_N", 1000)
     monkeypatch.setattr(local_rule, "SAMPLE_SIZE", 400)
+    monkeypatch.setattr(generator_rule, "FIT_SAMPLE", 700)
+    monkeypatch.setattr(generator_rule, "LARGE_N_FIT_SAMPLE", 600)
+    monkeypatch.setattr(generator_rule, "LARGE_N_PROTOTYPES", 50)
     X, _ = make_blobs(n_rows, n_features=3, centers=5, random_state=4)
-    plan = base_plan(n_rows, 5, random_state=2)
+    plan = base_plan(n_rows, 6, random_state=2, generators=generators)
     positions = plan.positions
-    models = [fit_base_model(sample, k, seed, rows=X[positions], positions=positions)
-              for k, seed, sample in zip(plan.ks, plan.seeds, plan.samples)]
+    models = [fit_base_model(sample, k, seed, kind, plan.budget, rows=X[positions], positions=positions)
+              for k, seed, sample, kind in zip(plan.ks, plan.seeds, plan.samples, plan.kinds)]
     codes = np.hstack([assign_base_labels(X[a:b], models) for a, b in [(0, 250), (250, 251), (251, n_rows)]])
-    np.testing.assert_array_equal(codes.T, generate_base_clusterings(X, 5, random_state=2))
+    np.testing.assert_array_equal(codes.T, generate_base_clusterings(X, 6, random_state=2, generators=generators))
     assert (len(positions) < n_rows) == (n_rows > 1000)
+    if generators != "kmeans" and n_rows > 1000:
+        assert max(len(m.cluster_centers_) for m in models if hasattr(m, "centre_labels")) <= 50
 
 
 def test_assignment_refuses_non_finite_rows_and_takes_finite_rows_whose_sum_overflows():
@@ -357,3 +364,35 @@ def test_lwgp_stage_is_the_library_lwgp_and_its_sums_are_every_rows_embedding_su
     sizes = np.bincount(written, minlength=5)[placement.cluster_ids]
     assert np.allclose(placement.state["centres"], expected[placement.cluster_ids] / sizes[:, None])
     assert share == 1.0
+
+
+def test_a_mixed_ensembles_labelling_model_places_its_training_rows_by_their_prototypes(monkeypatch, tmp_path):
+    """Prototype models become centres mapped to their cluster's code: the labelling model, given the
+    training rows' raw features, finds the codes the run assigned them, and the library's labels."""
+    import logging
+
+    from helpers.pipeline import blobs_frame, read_stage
+    from lwec_tasks.stages import planning
+    from lwec_tasks.stages.consensus import consensus_labels
+    from lwec_tasks.stages.ensemble import reliability
+    from lwec_tasks.stages.generate import base_clusterings
+    from lwec_tasks.stages.model import labelling_model
+
+    monkeypatch.setattr(planning, "MIN_PARTITION_ROWS", 300)
+    monkeypatch.setenv(planning.PARTITION_ROWS_ENV, "700")
+    log = logging.getLogger("test")
+    mix = "kmeans,genie,spectral,gmm,subspace,dbscan"
+    table, ids, _, raw = read_stage(blobs_frame(n=2_000, centers=4), tmp_path)
+    assert table.n_partitions > 1
+    ensemble = base_clusterings(table, 6, 0, log, generators=mix)
+    X = (raw - table.mean) / table.scale
+    expected = generate_base_clusterings(X, 6, random_state=0, generators=mix)
+    codes = np.concatenate(table.session.gather(ensemble.codes), axis=1).T
+    assert all(ari(codes[:, m], expected[:, m]) == 1.0 for m in range(6))
+    _, eci = reliability(table, ensemble, 0.4, log)
+    labels = consensus_labels(table, ensemble, eci, "lwea", 4, 0.4, 0, log)
+    placement, share = labelling_model(table, ensemble, labels, eci, "lwea", 0.4, 4, 0, True, log)
+    global_codes = codes + ensemble.offsets[:-1]
+    np.testing.assert_array_equal(placement.base_codes(raw), global_codes)
+    written = np.concatenate(table.session.gather(labels.labels))
+    assert share == 1.0 and ari(placement.predict(raw), written) == 1.0

@@ -93,15 +93,19 @@ def table_exists(url: str, table: str) -> bool:
 
 
 def expected_labels(frame: pd.DataFrame, features, k: int, ensemble_size: int, seed: int, theta: float = 0.4,
-                    method: str = "lwea") -> pd.Series:
-    """Labels computed straight from the library on the standardised features, indexed by id."""
+                    method: str = "lwea", generators: str | None = None) -> pd.Series:
+    """Labels computed straight from the library on the standardised features, indexed by id (base clusterings
+    by ``generators``, default the run's default mix)."""
     from sklearn.preprocessing import StandardScaler
 
     from lwec_tasks import Ensemble, generate_base_clusterings, lwea, lwgp
+    from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
 
+    generators = RUN_DEFAULT_MIX if generators is None else generators
     ordered = frame.sort_values("id")
     X = StandardScaler().fit_transform(ordered[list(features)].to_numpy(dtype=float))
-    ensemble = Ensemble(generate_base_clusterings(X, n_clusterings=ensemble_size, random_state=seed))
+    ensemble = Ensemble(generate_base_clusterings(X, n_clusterings=ensemble_size, random_state=seed,
+                                                  generators=generators))
     if method == "lwea":
         labels = lwea(ensemble, k, theta=theta)
     else:

@@ -29,6 +29,7 @@ from helpers.throwaway_tables import throwaway_features_table
 from lwec_tasks.cli import main as lwec_main
 from lwec_tasks.cli import run as run_cli
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
 from lwec_tasks.io import DatabaseUnreachableError
 from lwec_tasks.stages import ahead
 from lwec_tasks.tracking import TrackingError
@@ -117,7 +118,8 @@ def test_lwgp_without_standardising_explicit_columns_and_run_name(prefect_server
     from lwec_tasks import Ensemble, generate_base_clusterings, lwgp
 
     ordered = frame.sort_values("id")
-    ensemble = Ensemble(generate_base_clusterings(ordered[["f2", "f0"]].to_numpy(), n_clusterings=6, random_state=3))
+    ensemble = Ensemble(generate_base_clusterings(ordered[["f2", "f0"]].to_numpy(), n_clusterings=6, random_state=3,
+                                                  generators=RUN_DEFAULT_MIX))
     np.testing.assert_array_equal(stored["label"], lwgp(ensemble, 3, theta=0.4, random_state=3))
     run_data = MlflowClient(mlflow_store).get_run(summary["mlflow_run_id"]).data
     assert "nmi" not in run_data.metrics and run_data.params["feature_columns"] == "f2,f0"

@@ -1,0 +1,88 @@
+"""Mixes of base-clustering generators: which generator makes each of the M base clusterings.
+
+Only the standard library here (the command line checks a run's parameters before it imports the numeric
+core). A mix is a generator name, a named mix (:data:`NAMED_MIXES`) or weights ``"kmeans:4,genie:3"``;
+clustering m's generator follows from the mix and m alone (smooth weighted round robin), so the mix is
+reproducible and interleaved. The generators themselves are in :mod:`lwec_tasks.core.generators`.
+"""
+
+from __future__ import annotations
+
+from lwec_tasks.core.errors import LwecInputError
+
+#: Every generator, in the order weights are listed.
+GENERATORS = ("kmeans", "genie", "spectral", "gmm", "subspace", "dbscan")
+#: Named mixes: generator → weight. "lwec" is the default of ``lwec run`` (see :data:`RUN_DEFAULT_MIX`).
+NAMED_MIXES: dict[str, dict[str, int]] = {
+    "paper": {"kmeans": 1},
+    "lwec": {"kmeans": 1, "genie": 1, "gmm": 1},
+}
+#: The mix of the library functions and of the paper's reproduction: k-means alone.
+DEFAULT_MIX = "kmeans"
+#: The mix of a consensus run (``lwec run``, the flow) when none is given: chosen on the development half of
+#: the clustering benchmark battery by leave-one-data-set-out validation (docs/generators.md).
+RUN_DEFAULT_MIX = "kmeans:1,genie:1,gmm:1"
+
+
+def parse_mix(value, name: str = "generators") -> tuple[tuple[str, int], ...]:
+    """The (generator, weight) pairs of a mix, in :data:`GENERATORS` order, weights > 0.
+
+    ``value``: a generator name, a named mix, ``"name:weight,..."`` or a dict; raises
+    :class:`LwecInputError` naming the bad value otherwise.
+    """
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in NAMED_MIXES:
+            weights = dict(NAMED_MIXES[text])
+        else:
+            weights = {}
+            for item in (part.strip() for part in text.split(",")):
+                generator, colon, weight = item.partition(":")
+                generator = generator.strip()
+                if generator not in GENERATORS:
+                    raise LwecInputError(
+                        f"{name}={value!r}: unknown generator {generator!r}; known: {', '.join(GENERATORS)}, "
+                        f"or a named mix: {', '.join(NAMED_MIXES)}")
+                try:
+                    weights[generator] = int(weight) if colon else 1
+                except ValueError:
+                    raise LwecInputError(f"{name}={value!r}: the weight of {generator!r} must be a whole number, "
+                                         f"got {weight.strip()!r}") from None
+    elif isinstance(value, dict):
+        weights = dict(value)
+        unknown = [g for g in weights if g not in GENERATORS]
+        if unknown:
+            raise LwecInputError(f"{name}: unknown generator {unknown[0]!r}; known: {', '.join(GENERATORS)}")
+    else:
+        raise LwecInputError(f"{name} must be a generator name, a named mix or 'name:weight,...', got {value!r}")
+    bad = [g for g, w in weights.items() if not isinstance(w, int) or isinstance(w, bool) or w < 0]
+    if bad:
+        raise LwecInputError(f"{name}={value!r}: the weight of {bad[0]!r} must be a whole number >= 0, "
+                             f"got {weights[bad[0]]!r}")
+    pairs = tuple((g, weights[g]) for g in GENERATORS if weights.get(g, 0) > 0)
+    if not pairs:
+        raise LwecInputError(f"{name}={value!r}: no generator has a positive weight")
+    return pairs
+
+
+def canonical_mix(value) -> str:
+    """The mix as ``"name:weight,..."`` in :data:`GENERATORS` order (``"kmeans"`` for k-means alone)."""
+    pairs = parse_mix(value)
+    if len(pairs) == 1:
+        return pairs[0][0]
+    return ",".join(f"{g}:{w}" for g, w in pairs)
+
+
+def mix_kinds(value, n_clusterings: int) -> tuple[str, ...]:
+    """Each of the ``n_clusterings`` base clusterings' generator: smooth weighted round robin over the mix, so
+    every prefix holds each generator in about its share."""
+    pairs = parse_mix(value)
+    total = sum(w for _, w in pairs)
+    current = [0] * len(pairs)
+    kinds = []
+    for _ in range(n_clusterings):
+        current = [c + w for c, (_, w) in zip(current, pairs)]
+        best = max(range(len(pairs)), key=lambda i: (current[i], -i))
+        current[best] -= total
+        kinds.append(pairs[best][0])
+    return tuple(kinds)

@@ -1,0 +1,208 @@
+"""Base-clustering generators: seeded, shaped, placing rows by their nearest prototype, and the mixes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.distance import cdist
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+from lwec_tasks import LwecInputError, generate_base_clusterings
+from lwec_tasks import request as request_module
+from lwec_tasks.core import generators as gen
+from lwec_tasks.core import mixes
+from lwec_tasks.core.base_clusterings import fit_base_clusterings
+from lwec_tasks.request import ConsensusRequest
+
+OTHERS = [g for g in mixes.GENERATORS if g != "kmeans"]
+EVERY = ",".join(mixes.GENERATORS)
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    X, truth = make_blobs(600, n_features=3, centers=4, cluster_std=1.0, random_state=5)
+    return X, truth
+
+
+@pytest.mark.parametrize("kind", OTHERS)
+def test_each_generator_gives_the_same_labels_for_the_same_seed(blobs, kind):
+    X, _ = blobs
+    a = gen.fit_generator(kind, X, 5, 11, 10_000)
+    b = gen.fit_generator(kind, X, 5, 11, 10_000)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    np.testing.assert_array_equal(a.cluster_centers_, b.cluster_centers_)
+
+
+@pytest.mark.parametrize("kind", ["spectral", "gmm", "subspace", "dbscan"])
+def test_a_seeded_generator_differs_between_seeds_on_structureless_data(kind):
+    X = np.random.default_rng(0).uniform(size=(400, 4))
+    labellings = [gen.fit_generator(kind, X, 6, seed, 10_000).predict(X) for seed in range(4)]
+    assert any(adjusted_rand_score(labellings[0], other) < 0.99 for other in labellings[1:])
+
+
+def test_genie_draws_its_threshold_and_its_sample_from_the_seed(monkeypatch):
+    X = np.random.default_rng(1).uniform(size=(600, 2))
+    monkeypatch.setattr(gen, "FIT_SAMPLE", 300)
+    labellings = [generate_base_clusterings(X, 1, random_state=seed, generators="genie")[:, 0] for seed in range(4)]
+    assert any(adjusted_rand_score(labellings[0], other) < 0.99 for other in labellings[1:])
+    again = generate_base_clusterings(X, 1, random_state=0, generators="genie")[:, 0]
+    np.testing.assert_array_equal(again, labellings[0])
+
+
+@pytest.mark.parametrize("kind", OTHERS)
+def test_well_separated_blobs_are_found_by_every_generator_but_dbscan_at_their_k(blobs, kind):
+    X, truth = blobs
+    found = gen.fit_generator(kind, X, 4, 3, 10_000).predict(X)
+    if kind == "dbscan":  # no k: it finds the dense regions, at least the four blobs' worth of them
+        assert adjusted_rand_score(truth, found) > 0.5
+    else:
+        assert adjusted_rand_score(truth, found) > 0.95
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 300), p=st.integers(1, 40), d=st.integers(1, 5), seed=st.integers(0, 2**31))
+def test_a_row_takes_the_cluster_of_its_nearest_prototype(n, p, d, seed):
+    rng = np.random.default_rng(seed)
+    X, centres = rng.normal(size=(n, d)), rng.normal(size=(p, d))
+    owners = rng.integers(0, 5, size=p)
+    model = gen.Prototypes(centres, owners)
+    np.testing.assert_array_equal(model.predict(X), owners[np.argmin(cdist(X, centres, "sqeuclidean"), axis=1)])
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(5, 400), k=st.integers(1, 6), budget=st.integers(8, 60), seed=st.integers(0, 1000))
+def test_compression_keeps_every_cluster_within_the_budget(n, k, budget, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    labels = rng.integers(0, k, size=n)
+    labels[: min(k, n)] = np.arange(min(k, n))  # every cluster has a row
+    model = gen.compress(X, labels, budget, seed)
+    assert len(model.cluster_centers_) <= budget
+    assert set(model.centre_labels.tolist()) == set(labels.tolist())
+    if n <= budget:  # the rows themselves: every row keeps its cluster
+        np.testing.assert_array_equal(model.predict(X), labels)
+    else:  # each prototype lies within its cluster's bounding box
+        for c in range(k):
+            inside = model.cluster_centers_[model.centre_labels == c]
+            members = X[labels == c]
+            assert (inside >= members.min(axis=0) - 1e-9).all() and (inside <= members.max(axis=0) + 1e-9).all()
+
+
+def test_noise_is_a_missing_label_filled_by_the_nearest_clustered_point():
+    rng = np.random.default_rng(2)
+    X = np.concatenate([rng.normal(0, 0.3, size=(200, 2)), rng.normal(6, 0.3, size=(200, 2)),
+                        rng.uniform(-4, 10, size=(12, 2))])
+    labels = np.array([0] * 200 + [1] * 200 + [-1] * 12)  # as DBSCAN gives noise
+    model = gen.compress(X, gen._compact(labels), 10_000, 0)
+    assert len(model.cluster_centers_) == 400 and -1 not in model.centre_labels
+    placed = model.predict(X)
+    nearest_clustered = labels[:400][np.argmin(cdist(X[400:], X[:400]), axis=1)]
+    np.testing.assert_array_equal(placed[400:], nearest_clustered)
+    np.testing.assert_array_equal(placed[:400], labels[:400])
+    # the generator itself: its noise points are placed, never a label of their own
+    found = gen.fit_generator("dbscan", X, 2, 0, 10_000).predict(X)
+    assert found.min() == 0 and len(found) == len(X)
+
+
+def test_label_shapes_of_a_mixed_ensemble(blobs):
+    X, _ = blobs
+    base = fit_base_clusterings(X, 12, random_state=7, generators=EVERY)
+    assert base.labels.shape == (600, 12) and base.labels.dtype == np.int64
+    assert len(base.centres) == len(base.centre_labels) == 12
+    for m in range(12):
+        column = base.labels[:, m]
+        assert column.min() >= 0 and column.max() < len(base.centres[m])
+        # every row's label is its nearest centre's
+        nearest = np.argmin(cdist(X, base.centres[m], "sqeuclidean"), axis=1)
+        np.testing.assert_array_equal(column, base.centre_labels[m][nearest])
+    np.testing.assert_array_equal(base.labels, generate_base_clusterings(X, 12, random_state=7, generators=EVERY,
+                                                                         n_jobs=1))
+
+
+def test_the_kmeans_mix_is_the_papers_protocol(blobs):
+    from sklearn.cluster import KMeans
+
+    from lwec_tasks.core.seeds import base_seed, derived_seed
+
+    X, _ = blobs
+    labels = generate_base_clusterings(X, 3, random_state=4, generators="kmeans")
+    np.testing.assert_array_equal(labels, generate_base_clusterings(X, 3, random_state=4))
+    base = base_seed(4)
+    ks = np.random.default_rng(base).integers(2, 24 + 1, size=3)
+    for m in range(3):
+        expected = KMeans(int(ks[m]), n_init=1, random_state=derived_seed(base, m)).fit_predict(X)
+        np.testing.assert_array_equal(labels[:, m], expected)
+
+
+@settings(max_examples=50, deadline=None)
+@given(weights=st.lists(st.integers(0, 5), min_size=len(mixes.GENERATORS), max_size=len(mixes.GENERATORS)),
+       m=st.integers(1, 40))
+def test_a_mix_gives_each_generator_its_share_of_every_prefix(weights, m):
+    if not any(weights):
+        return
+    text = ",".join(f"{g}:{w}" for g, w in zip(mixes.GENERATORS, weights))
+    kinds = mixes.mix_kinds(text, m)
+    total = sum(weights)
+    for j in range(1, m + 1):
+        for g, w in zip(mixes.GENERATORS, weights):
+            assert abs(kinds[:j].count(g) - j * w / total) < 1 + 1e-9
+
+
+@pytest.mark.parametrize("value, canonical", [
+    ("kmeans", "kmeans"), ("  KMeans ", "kmeans"), ("genie,kmeans", "kmeans:1,genie:1"),
+    ("spectral:3, kmeans:4,genie:3", "kmeans:4,genie:3,spectral:3"), ("lwec", mixes.RUN_DEFAULT_MIX),
+    ("paper", "kmeans"),
+    ({"genie": 2, "gmm": 0}, "genie"),
+])
+def test_mixes_are_read_in_one_canonical_spelling(value, canonical):
+    assert mixes.canonical_mix(value) == canonical
+
+
+@pytest.mark.parametrize("value, culprit", [
+    ("kmeans,wobble", "'wobble'"), ("genie:two", "'two'"), ("genie:-1", "genie"), ("genie:0", "no generator"),
+    (3, "3"), ({"birch": 1}, "'birch'"),
+])
+def test_bad_mixes_are_refused_naming_the_value(value, culprit):
+    with pytest.raises(LwecInputError, match="generators") as error:
+        mixes.parse_mix(value)
+    assert culprit in str(error.value)
+
+
+def test_the_request_checks_the_mix_and_keeps_old_run_keys():
+    common = dict(database_url="sqlite:///x.db", table="t", n_clusters=3)
+    default = ConsensusRequest(**common)
+    assert default.generators == mixes.RUN_DEFAULT_MIX == mixes.canonical_mix(mixes.RUN_DEFAULT_MIX)
+    paper = ConsensusRequest(**common, generators="kmeans")
+    # k-means runs keep the keys they had before there were mixes: the field is left out of the key
+    deciding = {k: v for k, v in paper.model_dump().items() if k not in request_module._NOT_IN_RUN_KEY
+                and k not in ("generators", "base_columns", "missing_labels")}
+    digest = hashlib.sha256(json.dumps(deciding, sort_keys=True, default=list).encode()).hexdigest()
+    assert paper.run_key == f"lwea-k3-{digest[:12]}"
+    mixed = ConsensusRequest(**common, generators="genie:1,spectral:1")
+    assert mixed.generators == "genie:1,spectral:1" and len({mixed.run_key, default.run_key, paper.run_key}) == 3
+    with pytest.raises(LwecInputError, match="'wobble'"):
+        ConsensusRequest(**common, generators="wobble")
+
+
+def test_the_run_command_has_the_option():
+    from lwec_tasks.cli import build_parser
+
+    args = build_parser().parse_args(["run", "--database-url", "sqlite:///x.db", "--table", "t", "-k", "3",
+                                      "--generators", "genie:2,kmeans:1"])
+    assert args.generators == "genie:2,kmeans:1"
+
+
+@pytest.mark.parametrize("method", ["lwea", "lwgp"])
+def test_automatic_k_finds_well_separated_blobs_in_a_mixed_ensemble(blobs, method):
+    from lwec_tasks.core.auto_k import auto_consensus
+
+    X, truth = blobs
+    labels = generate_base_clusterings(X, 10, random_state=0, generators="kmeans:1,genie:1,spectral:1")
+    selection, found = auto_consensus(labels, method, random_state=0)
+    assert selection.k == 4 and adjusted_rand_score(truth, found) > 0.95
