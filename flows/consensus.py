@@ -24,7 +24,6 @@ from lwec_tasks.io import mask_url
 from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
 from lwec_tasks.request import ConsensusRequest, document_parameters
-from lwec_tasks.stages.ahead import drawing_ahead
 from lwec_tasks.stages.consensus import sample_labels
 from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
 from lwec_tasks.tasks.stages import (
@@ -92,7 +91,7 @@ def run_stages(request: ConsensusRequest) -> dict:
         labels = consensus(table, ensemble, reliability, request)
         labels, stable = stable_cluster_ids(table, labels, request)
         shown = sample_labels(table, labels, ensemble.sample)
-        prepare_tracking(request.tracking_uri, figures=not drawing_ahead())
+        prepare_tracking(request.tracking_uri)
         # The figures are drawn while the labels are written; MLflow is contacted after.
         writing = write_label_rows.submit(table, labels, request)
         try:

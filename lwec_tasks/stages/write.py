@@ -16,6 +16,7 @@ from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.io.staging import begin_run, prune_unchanged_run, publish_appended, published_run_matching
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.read import PartitionedTable
+from lwec_tasks.stopping import publishing
 
 
 def write_labels(table: PartitionedTable, labels: list, output_table: str, run: RunMetadata, log,
@@ -32,14 +33,17 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str, run: 
     written, only the pruning of ``keep_runs`` applies, and 0 is returned.
     """
     started = time.perf_counter()
-    with opened_engine(table.database_url) as engine:
+    what = f"labels of run key {run.run_key!r} in table {output_table!r}"
+    with opened_engine(table.database_url) as engine, publishing(what) as publish:
         if labels_already_stored(table, labels, output_table, run, engine, log):
             written = 0
+            publish.cross()  # nothing is published once the run was asked to stop (lwec_tasks.stopping)
             pruned = prune_unchanged_run(engine, output_table, run, keep_runs)
             log.info("Labels for run key %r already in table %r; not rewritten (checked in %.2f s)%s", run.run_key,
                      output_table, time.perf_counter() - started, pruned_note(pruned, run, keep_runs))
         else:
-            written, pruned = append_and_publish(table, labels, output_table, run, engine, log, keep_runs)
+            written, pruned = append_and_publish(table, labels, output_table, run, engine, log, keep_runs,
+                                                 before_publish=publish.cross)
             elapsed = time.perf_counter() - started
             log.info("Wrote %d labels to table %r in %.2f s (%.0f rows/s; run key %r, an earlier run of this key "
                      "replaced in one transaction)%s", written, output_table, elapsed,
@@ -67,9 +71,12 @@ def labels_already_stored(table: PartitionedTable, labels: list, output_table: s
 
 
 def append_and_publish(table: PartitionedTable, labels: list, output_table: str, run: RunMetadata,
-                       engine: sa.Engine, log, keep_runs: int | None) -> tuple[int, list[str]]:
+                       engine: sa.Engine, log, keep_runs: int | None,
+                       before_publish=lambda: None) -> tuple[int, list[str]]:
     """Append the partitions' ``labels`` under a new run and publish it (:func:`write_labels`); returns (rows
-    published, run keys deleted by the pruning). On failure the new run is discarded and the error raised."""
+    published, run keys deleted by the pruning). ``before_publish()`` is called once the rows are appended, before
+    the publishing transaction (raising stops the publish). On failure the new run is discarded and the error
+    raised."""
     session = table.session
     id_type = table.id_type if table.id_type is not None else sa.BigInteger()
     pending = begin_run(engine, output_table, id_type, run)
@@ -83,7 +90,9 @@ def append_and_publish(table: PartitionedTable, labels: list, output_table: str,
             writes = session.map(write, table.keys, labels, run=pending.append_run, columns=pending.target_columns,
                                  name="write")
         Progress(log, "write labels").wait(writes, rows=table.counts, settle=True)
-        return sum(session.gather(writes))
+        appended = sum(session.gather(writes))
+        before_publish()
+        return appended
 
     return publish_appended(engine, pending, run, table.n_rows, append, keep_runs)
 
