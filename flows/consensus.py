@@ -25,6 +25,7 @@ from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
 from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
 from lwec_tasks.request import ConsensusRequest, document_parameters
 from lwec_tasks.stages.consensus import sample_labels
+from lwec_tasks.stopping import stops_recorded
 from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
 from lwec_tasks.tasks.stages import (
     build_labelling_model,
@@ -78,7 +79,7 @@ def consensus_flow(
     get_run_logger().info("%s consensus of table %r (%s) into %s clusters; labels → %r (run key %r)",
                           request.method.upper(), table, mask_url(database_url), request.n_clusters,
                           request.resolved_output_table, request.run_key)
-    with flow_run_heartbeats():
+    with flow_run_heartbeats(), stops_recorded():  # nothing is published once SIGINT or SIGTERM arrived
         return run_stages(request)
 
 

@@ -1,10 +1,12 @@
 """Stopping a run on SIGINT or SIGTERM: nothing is published once the signal has arrived.
 
 :func:`stop_on_signals` (``lwec run``) turns the first SIGINT or SIGTERM into a stop request: it is recorded,
-the console's log handlers fall silent, and :class:`KeyboardInterrupt` interrupts the command's thread. Work in
-other threads (a label write) goes on to its publishing boundary, :func:`publishing`, which refuses to publish
-once a stop was requested (:class:`RunStopped`), so the database is left as it was. :func:`stopped_outcome` then
-says, in one line, what was and was not published, once a publish under way has ended.
+the console's log handlers fall silent, and :class:`KeyboardInterrupt` interrupts the command's thread. A flow
+records stop requests too (:func:`stops_recorded`), before the handler in force when it started (Prefect's own,
+which turns SIGTERM into a cancellation of a deployed run's flow run, or the command's). Work in other threads (a
+label write) goes on to its publishing boundary, :func:`publishing`, which refuses to publish once a stop was
+requested (:class:`RunStopped`), so the database is left as it was. :func:`stopped_outcome` then says, in one
+line, what was and was not published, once a publish under way has ended.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class _Stop:
         self.signal: int | None = None
         self.under_way: list[str] = []
         self.published: list[str] = []
+        self.quiet = False  # whether a stop silences the console (under stop_on_signals)
 
 
 _STOP = _Stop()
@@ -42,11 +45,14 @@ def stop_requested() -> int | None:
 
 
 def request_stop(signum: int) -> None:
-    """Record a stop request (as the first of :data:`STOP_SIGNALS` does)."""
+    """Record a stop request (as the first of :data:`STOP_SIGNALS` does); under :func:`stop_on_signals` the
+    console's log handlers fall silent."""
     with _STOP.changed:
         if _STOP.signal is None:
             _STOP.signal = signum
         _STOP.changed.notify_all()
+    if _STOP.quiet:
+        _silence_console()
 
 
 class Publish:
@@ -124,24 +130,56 @@ def _silence_console() -> None:
                 handler.setLevel(logging.CRITICAL + 1)
 
 
+_RAISED = threading.Event()  # whether _on_signal raised KeyboardInterrupt already
+
+
 def _on_signal(signum, frame) -> None:
-    first = _STOP.signal is None
     request_stop(signum)
-    if first:
-        _silence_console()
+    if not _RAISED.is_set():
+        _RAISED.set()
         raise KeyboardInterrupt
 
 
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
-    """Within the block (in the main thread), the first SIGINT or SIGTERM requests a stop and raises
-    :class:`KeyboardInterrupt`; later ones are only recorded. The previous handlers come back after it."""
+    """Within the block (in the main thread), the first SIGINT or SIGTERM requests a stop, silences the
+    console's log handlers and raises :class:`KeyboardInterrupt`; later ones are only recorded. The previous
+    handlers come back after it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {signum: signal.signal(signum, _on_signal) for signum in STOP_SIGNALS}
+    _STOP.quiet = True
     try:
         yield
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextmanager
+def stops_recorded() -> Iterator[None]:
+    """Within the block (a flow's body, in the main thread), SIGINT and SIGTERM are recorded as stop requests
+    (:func:`request_stop`) before the handler in force at its start runs as it would have. Elsewhere nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+
+    def record(signum, frame) -> None:
+        request_stop(signum)
+        handler = previous[signum]
+        if callable(handler):
+            handler(signum, frame)
+        elif handler == signal.SIG_DFL:  # the default: end as the signal would have ended the process
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, record)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if handler is not None:
+                signal.signal(signum, handler)
