@@ -140,12 +140,12 @@ def test_a_failure_met_while_reading_is_the_last_line_and_the_temporary_server_i
     frame.loc[5, "f1"] = float("nan")
     write_frame(url, "gaps", frame)
     environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    done = subprocess.run([sys.executable, "-m", "lwec_tasks", "run", "--database-url", url, "--table", "gaps",
-                           "-k", "3", "-M", "3", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"],
-                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300,
-                          env={**environment, "PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_HOME": str(tmp_path)},
-                          start_new_session=True)
-    output = done.stdout
+    done = subprocess.Popen([sys.executable, "-m", "lwec_tasks", "run", "--database-url", url, "--table", "gaps",
+                             "-k", "3", "-M", "3", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**environment, "PREFECT_LOGGING_LEVEL": "INFO", "PREFECT_HOME": str(tmp_path)},
+                            start_new_session=True)
+    output, _ = done.communicate(timeout=300)
     assert done.returncode == 2, output[-3000:]
     lines = output.strip().splitlines()
     assert lines[-1].startswith("lwec run: error: ") and "non-finite" in lines[-1], lines[-5:]
