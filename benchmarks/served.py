@@ -26,7 +26,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from benchmarks.competent import ENSEMBLE_SIZE, K, METHOD, SEED, ensure_table, prefect_server, run_script
+from benchmarks.competent import ENSEMBLE_SIZE, METHOD, SEED, K, ensure_table, prefect_server, run_script
 from benchmarks.competent_script import FEATURES
 from benchmarks.executors import ROOT, child_environment, drop_labels, log
 
