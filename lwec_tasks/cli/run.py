@@ -89,14 +89,25 @@ def run_checked_flow(parameters: dict, verbose: bool = False, server=None) -> di
     """The consensus flow's summary, after checking everything that can be checked before it starts
     (:func:`run_after_checks`); ``server``: a temporary Prefect server already started for it."""
     apply_prefect_defaults()  # before the imports below, which import Prefect
+    from lwec_tasks.collector import collections_held_off
+
+    with collections_held_off():  # until the flow's modules are imported (collect_from_here below)
+        return _run_checked_flow(parameters, verbose, server)
+
+
+def _run_checked_flow(parameters: dict, verbose: bool, server) -> dict:
     from lwec_tasks.cli.services import check_tracking_store
+    from lwec_tasks.collector import collect_from_here
     from lwec_tasks.request import ConsensusRequest
 
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
 
     def consensus_flow():
         from flows.consensus import consensus_flow
+        from lwec_tasks.tasks.track import prepare_tracking
 
+        prepare_tracking(request.tracking_uri)  # MLflow's and the figures' modules too (the flow's call is quick)
+        collect_from_here()  # the run's modules are all imported
         return consensus_flow
 
     return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,

@@ -1,0 +1,47 @@
+"""A command's start-up without the cyclic garbage collector's rounds.
+
+Importing Prefect, MLflow and the numeric libraries makes hundreds of thousands of long-lived objects, and
+Python's cyclic garbage collector walks the ones made so far again and again while they are being made. A
+command that runs a flow holds collections off while it starts up (:func:`collections_held_off`), then freezes
+every object made so far (``gc.freeze``: later collections skip the imported modules' objects) and collects as
+usual from there (:func:`collect_from_here`). The start-up's little garbage is frozen with them and kept until
+the command ends. Figures: BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: Whether :func:`collections_held_off` holds collections off in this process.
+_held = False
+
+
+@contextmanager
+def collections_held_off() -> Iterator[None]:
+    """No cyclic collection in this block until :func:`collect_from_here`. On leaving it, the collector is as it
+    was before and nothing stays frozen."""
+    global _held
+    if not gc.isenabled():  # held off by the caller already: theirs to resume
+        yield
+        return
+    gc.disable()
+    _held = True
+    try:
+        yield
+    finally:
+        _held = False
+        gc.unfreeze()
+        gc.enable()
+
+
+def collect_from_here() -> None:
+    """Once the start-up's imports are done: freeze every object made so far and turn the collector on again.
+    Does nothing unless :func:`collections_held_off` holds collections off."""
+    global _held
+    if not _held:
+        return
+    _held = False
+    gc.freeze()
+    gc.enable()
