@@ -5,7 +5,8 @@ Python's cyclic garbage collector walks the ones made so far again and again whi
 command that runs a flow holds collections off while it starts up (:func:`collections_held_off`), then freezes
 every object made so far (``gc.freeze``: later collections skip the imported modules' objects) and collects as
 usual from there (:func:`collect_from_here`). The start-up's little garbage is frozen with them and kept until
-the command ends. Figures: BENCHMARKS.md.
+the command ends. A flow module imports its modules the same way (:func:`imports_without_collections`), for the
+process of a deployed run, which imports it first. Figures: BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -45,3 +46,18 @@ def collect_from_here() -> None:
     _held = False
     gc.freeze()
     gc.enable()
+
+
+@contextmanager
+def imports_without_collections() -> Iterator[None]:
+    """Imports in this block make no collection; afterwards every object made so far is frozen and the collector
+    is on again. Nothing changes when collections are held off already (:func:`collections_held_off`)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
