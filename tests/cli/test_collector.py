@@ -2,6 +2,9 @@
 flow (lwec_tasks.collector)."""
 
 import gc
+import json
+import subprocess
+import sys
 
 import pytest
 
@@ -49,6 +52,8 @@ def test_a_collector_the_caller_turned_off_stays_off():
 def test_lwec_run_runs_its_flow_collecting_over_a_frozen_start_up(monkeypatch, sqlite_url, tmp_path):
     import flows.consensus
 
+    gc.unfreeze()  # importing the flow's module froze what this process had made (imports_without_collections)
+
     seen = []
 
     def fake_flow(**parameters):
@@ -64,3 +69,17 @@ def test_lwec_run_runs_its_flow_collecting_over_a_frozen_start_up(monkeypatch, s
                       "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]) == 0
     assert seen == [(False, False), (True, True)]  # the check held off; the flow collecting, start-up frozen
     assert collector_state() == (True, False)
+
+
+def test_the_flows_module_imports_without_collections_and_freezes_what_they_made():
+    """A deployed run's process imports the flow's module first. In a fresh interpreter."""
+    script = ("import gc, json\n"
+              "counts = []\n"
+              "gc.callbacks.append(lambda phase, info: counts.append(1) if phase == 'start' else None)\n"
+              "import flows.consensus\n"
+              "print(json.dumps([len(counts), gc.isenabled(), gc.get_freeze_count() > 100000]))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    collections, enabled, frozen = json.loads(done.stdout.splitlines()[-1])
+    assert enabled and frozen
+    assert collections < 50  # those of the interpreter's own start-up and of imports before the flow's module
