@@ -14,6 +14,13 @@ from lwec_tasks.cli import run as run_cli
 from lwec_tasks.collector import collect_from_here, collections_held_off
 
 
+@pytest.fixture(autouse=True)
+def unfrozen():
+    """Each test starts from an unfrozen heap: importing the flow's module in this process froze it
+    (imports_without_collections)."""
+    gc.unfreeze()
+
+
 def collector_state() -> tuple[bool, bool]:
     """(collecting, some objects frozen)"""
     return gc.isenabled(), gc.get_freeze_count() > 0
