@@ -19,8 +19,10 @@ from contextlib import contextmanager
 
 #: Signals that stop a run, and the exit status of a command they stopped (128 + the signal's number).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-#: Seconds :func:`stopped_outcome` waits for a publish under way to end.
-SETTLE_SECONDS = 30.0
+#: Seconds :func:`stopped_outcome` waits for a publish under way to end (its transaction takes well under a
+#: second unless it waits for a lock); one still under way then is abandoned: the command ends, and its
+#: uncommitted transaction with it.
+SETTLE_SECONDS = 2.0
 
 
 class RunStopped(Exception):
@@ -108,8 +110,9 @@ def stopped_outcome(pending: str) -> str:
     published, under_way = published_so_far()
     name = signal.Signals(signum).name
     if under_way:
-        return (f"Stopped ({name}); {'; '.join(under_way)} still being published when the command ended "
-                "(its transaction is either committed whole or not at all)")
+        done = f"published: {'; '.join(published)}; " if published else ""
+        return (f"Stopped ({name}); {done}{'; '.join(under_way)} not published (its transaction, still waiting, "
+                "ends uncommitted with the command)")
     if published:
         return f"Stopped ({name}); published: {'; '.join(published)}; nothing else of the run was published"
     return f"Stopped ({name}) before anything was published: {pending} not published"
