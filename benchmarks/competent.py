@@ -388,18 +388,7 @@ def run_lwec(url: str, table: str, output_table: str, workdir: Path, tracking_ur
     text = log_file.read_text(errors="replace")
     stages, mlflow_seconds, run_id = mlflow_stage_times(tracking_uri, run_key)
     phases = flow_phases(text, measured["started_at"], measured["seconds"])
-    for line, stage in ((READ_AHEAD_LINE, "load"), (GENERATED_AHEAD_LINE, "generate")):
-        if phases and line in text:
-            # Done while the command started up, before the flow run began: those seconds are the stage's, so
-            # they move from "before flow" to the flow's stages.
-            phases["before_flow_seconds"] -= stages.get(stage, 0.0)
-            phases["flow_seconds"] += stages.get(stage, 0.0)
     return {**measured, "stages": stages, "mlflow_seconds": mlflow_seconds, "mlflow_run_id": run_id, **phases}
-
-
-#: The load and generate tasks' lines for work done before the flow run began (``lwec_tasks.stages.ahead``).
-READ_AHEAD_LINE = "was read before the flow run started"
-GENERATED_AHEAD_LINE = "base clusterings were generated before the flow run started"
 
 
 #: Prefect's console lines that open and close the flow run: ``HH:MM:SS.mmm | LEVEL | Flow run 'name' - ...``.

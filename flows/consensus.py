@@ -13,32 +13,36 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from prefect import allow_failure, flow, get_run_logger
-from prefect.runtime import flow_run
-from pydantic import Field
+from lwec_tasks.collector import imports_without_collections
 
-from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
-from lwec_tasks.core.eci import DEFAULT_THETA
-from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
-from lwec_tasks.executors import open_executor
-from lwec_tasks.io import mask_url
-from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
-from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
-from lwec_tasks.request import ConsensusRequest, document_parameters
-from lwec_tasks.stages.ahead import drawing_ahead
-from lwec_tasks.stages.consensus import sample_labels
-from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
-from lwec_tasks.tasks.stages import (
-    build_labelling_model,
-    cluster_reliability,
-    consensus,
-    generate_ensemble,
-    load_features,
-    stable_cluster_ids,
-    write_label_rows,
-)
-from lwec_tasks.tasks.summary import publish_summary
-from lwec_tasks.tasks.track import RunFacts, draw_figures, log_to_mlflow, prepare_tracking
+# A deployed run's process imports these first: without the collector's rounds (lwec_tasks.collector).
+with imports_without_collections():
+    from prefect import allow_failure, flow, get_run_logger
+    from prefect.runtime import flow_run
+    from pydantic import Field
+
+    from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
+    from lwec_tasks.core.eci import DEFAULT_THETA
+    from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
+    from lwec_tasks.executors import open_executor
+    from lwec_tasks.io import mask_url
+    from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
+    from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
+    from lwec_tasks.request import ConsensusRequest, document_parameters
+    from lwec_tasks.stages.consensus import sample_labels
+    from lwec_tasks.stopping import stops_recorded
+    from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
+    from lwec_tasks.tasks.stages import (
+        build_labelling_model,
+        cluster_reliability,
+        consensus,
+        generate_ensemble,
+        load_features,
+        stable_cluster_ids,
+        write_label_rows,
+    )
+    from lwec_tasks.tasks.summary import publish_summary
+    from lwec_tasks.tasks.track import RunFacts, draw_figures, log_to_mlflow, prepare_tracking
 
 FLOW_NAME = "lwec-consensus"
 
@@ -81,7 +85,7 @@ def consensus_flow(
     get_run_logger().info("%s consensus of table %r (%s) into %s clusters; labels → %r (run key %r)",
                           request.method.upper(), table, mask_url(database_url), request.n_clusters,
                           request.resolved_output_table, request.run_key)
-    with flow_run_heartbeats():
+    with flow_run_heartbeats(), stops_recorded():  # nothing is published once SIGINT or SIGTERM arrived
         return run_stages(request)
 
 
@@ -94,7 +98,7 @@ def run_stages(request: ConsensusRequest) -> dict:
         labels = consensus(table, ensemble, reliability, request)
         labels, stable = stable_cluster_ids(table, labels, request)
         shown = sample_labels(table, labels, ensemble.sample)
-        prepare_tracking(request.tracking_uri, figures=not drawing_ahead())
+        prepare_tracking(request.tracking_uri)
         # The figures are drawn while the labels are written; MLflow is contacted after.
         writing = write_label_rows.submit(table, labels, request)
         try:

@@ -1,13 +1,12 @@
-"""A run's start-up without the cyclic garbage collector's rounds.
+"""A command's start-up without the cyclic garbage collector's rounds.
 
-Importing Prefect, MLflow and the numeric libraries makes about 700,000 objects, and Python's cyclic garbage
-collector walks the ones made so far again and again while they are being made: 1.3 CPU-seconds of a
-one-million-row ``lwec run`` with a Prefect server up (1,210 collections, 8 of them over every object). A
+Importing Prefect, MLflow and the numeric libraries makes hundreds of thousands of long-lived objects, and
+Python's cyclic garbage collector walks the ones made so far again and again while they are being made. A
 command that runs a flow holds collections off while it starts up (:func:`collections_held_off`), then freezes
 every object made so far (``gc.freeze``: later collections skip the imported modules' objects) and collects as
-usual from there (:func:`collect_from_here`). The start-up's garbage is frozen with them: about 10,000 objects
-(2.9 MB by their own sizes) against 700,000, kept until the command ends, where a collection to find them first
-would cost 0.4 CPU-seconds.
+usual from there (:func:`collect_from_here`). The start-up's little garbage is frozen with them and kept until
+the command ends. A flow module imports its modules the same way (:func:`imports_without_collections`), for the
+process of a deployed run, which imports it first. Figures: BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-#: Whether :func:`collections_held_off` holds collections off in this process (a forked child inherits it).
+#: Whether :func:`collections_held_off` holds collections off in this process.
 _held = False
 
 
@@ -47,3 +46,18 @@ def collect_from_here() -> None:
     _held = False
     gc.freeze()
     gc.enable()
+
+
+@contextmanager
+def imports_without_collections() -> Iterator[None]:
+    """Imports in this block make no collection; afterwards every object made so far is frozen and the collector
+    is on again. Nothing changes when collections are held off already (:func:`collections_held_off`)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()

@@ -11,8 +11,7 @@ labels-table columns; ids of the same kind). They raise
 e.g. permission denied) or :class:`~lwec_tasks.io.errors.DatabaseUnreachableError`.
 
 The load tasks run the same checks (:func:`plan_consensus_read`,
-:func:`plan_assign_read`) on their own connection — the consensus load reuses the plan of a check made for
-the same request moments before in the same process (:func:`consensus_read_plan`) — then read the rows; what
+:func:`plan_assign_read`) on their own connection, then read the rows; what
 only the values can show (NaN and infinities, duplicate ids, text in a
 feature column) is checked there.
 
@@ -22,8 +21,6 @@ the command line can call these before Prefect's temporary server starts.
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,7 +30,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.catalog import NOT_CHECKED, SourceTable, check_label_table, count_values, describe_source
 from lwec_tasks.io.columns import ColumnPlan, plan_columns, require_columns, resolve_id_column
-from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine, resolve_database_url
+from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 from lwec_tasks.io.names import parse_table_name
 
@@ -78,36 +75,9 @@ def check_consensus_request(request: ConsensusRequest) -> None:
     if engine is None:
         return
     try:
-        plan = plan_consensus_read(engine, request)
-        _CHECKED.clear()  # only the last check's plan is kept
-        _CHECKED[request_key(request)] = (time.monotonic(), plan)
+        plan_consensus_read(engine, request)
     finally:
         engine.dispose()
-
-
-#: How long the plan of a check stays good for the run the check was made for.
-CHECKED_PLAN_SECONDS = 120.0
-#: The plan of the last :func:`check_consensus_request` in this process, by request, with when it was made.
-_CHECKED: dict[str, tuple[float, ReadPlan]] = {}
-
-
-def consensus_read_plan(engine: sa.Engine, request: ConsensusRequest) -> ReadPlan:
-    """The plan :func:`check_consensus_request` made for the same request in this process at most
-    :data:`CHECKED_PLAN_SECONDS` ago (the command line checks a run just before starting it, and counting a
-    large table twice would cost seconds); used once. Otherwise :func:`plan_consensus_read` on ``engine``."""
-    made, plan = _CHECKED.pop(request_key(request), (None, None)) if _CHECKED else (None, None)
-    if plan is not None and time.monotonic() - made <= CHECKED_PLAN_SECONDS:
-        return plan
-    return plan_consensus_read(engine, request)
-
-
-def request_key(request: ConsensusRequest) -> str:
-    """What the read of ``request`` depends on, as a key: every parameter, with the database reference resolved
-    (so ``env:VAR`` and its URL agree) and the run's name and tracking URI left out (a schedule fills in the
-    name; neither changes what is read)."""
-    parameters = request.model_dump(exclude={"run_name", "tracking_uri"})
-    parameters["database_url"] = resolve_database_url(request.database_url)
-    return json.dumps(parameters, sort_keys=True, default=list)
 
 
 def check_assign_request(

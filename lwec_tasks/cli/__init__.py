@@ -51,8 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     """
     as_program = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command started
+        print("lwec: Stopped (SIGINT) before anything was published", file=sys.stderr, flush=True)
+        return 130
     if not getattr(args, "handler", None):
         parser.print_help()
         return 0

@@ -38,8 +38,8 @@ def report_failure(command: str, error: BaseException, verbose: bool = False) ->
     """Print ``error`` as one line, ``lwec COMMAND: error: ...``, after any traceback (``verbose``); return the
     exit code.
 
-    Commands that run a flow do so in :func:`~lwec_tasks.cli.prefect_server.stopped_when_done`, so that this
-    line is also the last of their output.
+    Commands that run a flow stop their temporary Prefect server before (:func:`lwec_tasks.cli.run.run_after_checks`),
+    so that this line is also the last of their output.
     """
     if verbose:
         traceback.print_exception(error)

@@ -104,7 +104,7 @@ def run_demo(args: argparse.Namespace) -> int:
         print(f"Built table {args.dataset!r} in {args.database.resolve()} from scikit-learn's {args.dataset} "
               "dataset")
         try:
-            summary = run_checked_flow(parameters)
+            summary = run_checked_flow(parameters, server=server)
         except Exception as error:  # noqa: BLE001 - every failure of the flow is one line, printed last
             return report_failure("demo", error)
     finally:

@@ -1,24 +1,16 @@
-"""The temporary Prefect server of a command: started early, in the background, and stopped before the command
-prints its outcome.
+"""The temporary Prefect API server of a command run without a Prefect API, which ends with the command.
 
-Without a Prefect API URL, Prefect starts a temporary API server (a ``uvicorn`` process) on the first flow run
-of a process, waits seconds for it, and stops it at exit, logging "Stopping temporary server on ..." after
-everything the command printed. Here:
-
-- :func:`start_temporary_server` starts the same server process as soon as the request is checked, so it boots
-  while the command imports the flow (Prefect's own start would only begin once the flow is called);
-  :meth:`TemporaryServer.hand_to_prefect` waits for it to answer and makes it the process's Prefect API, and
-  :meth:`TemporaryServer.stop` stops it (after sending Prefect's pending logs and events to it) as soon as the
-  flow is done, so the command's own last words, its summary or its error, come last;
-- :func:`stopped_when_done` does the same for a temporary server Prefect started itself;
-- :meth:`TemporaryServer.serving` runs a flow without heartbeats: they tell a lasting server that a run's
-  process died, and this server dies with the process (Prefect's engine also waits up to a second at the end
-  of a run for its heartbeat thread, which sleeps in one-second steps).
+Without ``PREFECT_API_URL`` (in the environment or the active profile) a flow run needs a Prefect server for
+its duration. :func:`start_temporary_server` starts one (:mod:`lwec_tasks.cli.server_process`: Prefect's REST API
+under uvicorn, as Prefect's own temporary server) as soon as the command's input is checked, so it boots while
+the command imports the flow; :meth:`TemporaryServer.serving` waits for it and points Prefect at it for the
+flow's call, without heartbeats (they tell a lasting server that a run's process died; this one dies with the
+command). The server process reads a pipe from the command and ends when the pipe closes, so it never outlives
+the command, however the command ends.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import socket
 import subprocess
@@ -28,52 +20,60 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
-#: Seconds to wait for Prefect's pending logs and events to reach the server.
+#: Seconds to wait for Prefect's pending logs and events to reach the server before it stops.
 DRAIN_SECONDS = 5
-#: Exit status of uvicorn when its port is taken; the server is then started again on another port.
-PORT_IN_USE = 3
-#: Environment of the server process, as Prefect sets it for its temporary server (no UI, ephemeral mode).
-SERVER_ENVIRONMENT = {"PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"}
+#: Seconds the server gets to answer its health check (Prefect's own setting for its temporary server).
+STARTUP_TIMEOUT_VARIABLE = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+DEFAULT_STARTUP_TIMEOUT = 120.0
+#: Settings of the server process: no UI, no usage analytics.
+SERVER_SETTINGS = {"PREFECT_UI_ENABLED": "false", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+#: How many ports are tried when the one picked was taken before the server bound it.
+PORT_ATTEMPTS = 3
 
 
 class TemporaryServer:
-    """A Prefect API server process on ``127.0.0.1:port``, started for this command by
-    :func:`start_temporary_server`."""
+    """A Prefect API server process on ``127.0.0.1:port`` that ends with this process.
 
-    def __init__(self, environment: dict[str, str], startup_timeout: float):
-        self.environment = environment
-        self.startup_timeout = startup_timeout
-        self.port = _free_port()
+    ``register_blocks`` False: the server does not register Prefect's block types in its database as it starts
+    (``PREFECT_SERVER_REGISTER_BLOCKS_ON_START``; 1.5–2 CPU-seconds on a new database), for a command that reads
+    no block. An explicit setting of the user's wins.
+    """
+
+    def __init__(self, register_blocks: bool = True, startup_timeout: float | None = None):
+        from prefect.settings import get_current_settings
+
+        blocks = {} if register_blocks else {"PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false",
+                                             "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
+        users = get_current_settings().to_environment_variables(exclude_unset=True)
+        self.environment = {**os.environ, **blocks, **users, **SERVER_SETTINGS}
+        self.environment.pop("PREFECT_API_URL", None)
+        self.startup_timeout = startup_timeout or float(os.environ.get(STARTUP_TIMEOUT_VARIABLE,
+                                                                       DEFAULT_STARTUP_TIMEOUT))
         self.process = self._spawn()
-        self.handed = False
-        atexit.register(self._stop_process)  # whatever way the command ends
-
-    @property
-    def api_url(self) -> str:
-        return f"{self.address}/api"
 
     @property
     def address(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def _spawn(self) -> subprocess.Popen:
-        from importlib.util import find_spec
+    @property
+    def api_url(self) -> str:
+        return f"{self.address}/api"
 
-        # The command Prefect's SubprocessASGIServer runs for its temporary server.
-        app_dir = os.path.dirname(find_spec("prefect").submodule_search_locations[0])
-        return subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--app-dir", app_dir, "--factory", "prefect.server.api.server:create_app",
-             "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "error", "--lifespan", "on"],
-            env=self.environment)
+    def _spawn(self) -> subprocess.Popen:
+        self.port = _free_port()
+        # Its standard input is this process's pipe: the server ends when the pipe closes.
+        return subprocess.Popen([sys.executable, "-m", "lwec_tasks.cli.server_process", str(self.port)],
+                                stdin=subprocess.PIPE, env=self.environment)
 
     def wait_until_ready(self) -> None:
-        """Return once the server answers its health check; raise RuntimeError when it exits or the startup
-        timeout passes first."""
+        """Return once the server answers its health check; raise RuntimeError when it exits (after
+        :data:`PORT_ATTEMPTS` ports) or the startup timeout passes first."""
         deadline = time.monotonic() + self.startup_timeout
+        attempts = 1
         while time.monotonic() < deadline:
             status = self.process.poll()
-            if status == PORT_IN_USE:
-                self.port = _free_port()
+            if status is not None and attempts < PORT_ATTEMPTS:  # e.g. its port taken meanwhile: another one
+                attempts += 1
                 self.process = self._spawn()
             elif status is not None:
                 raise RuntimeError(f"the temporary Prefect server exited with status {status} before it answered")
@@ -82,136 +82,65 @@ class TemporaryServer:
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"the temporary Prefect server did not answer within {self.startup_timeout:g} s "
-                           "(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS)")
-
-    def hand_to_prefect(self) -> None:
-        """Wait until the server answers, then make it this process's Prefect API (``PREFECT_API_URL``).
-
-        It serves no UI, so no UI address is set (``PREFECT_UI_URL`` empty: no links to a page that will be
-        gone). :meth:`stop` gives the settings back. Calling it again does nothing.
-        """
-        if self.handed:
-            return
-        from prefect.context import refresh_global_settings_context
-
-        self.wait_until_ready()
-        from prefect.logging import get_logger
-
-        get_logger().info("Temporary server on %s is ready", self.address)
-        self._replaced = {name: os.environ.get(name) for name in _API_SETTINGS}
-        os.environ.update({"PREFECT_API_URL": self.api_url, "PREFECT_UI_URL": ""})
-        refresh_global_settings_context()
-        self.handed = True
+                           f"({STARTUP_TIMEOUT_VARIABLE})")
 
     @contextmanager
     def serving(self) -> Iterator[None]:
-        """Hand the server to Prefect (:meth:`hand_to_prefect`) and run the block's flow without heartbeats."""
-        from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+        """Wait until the server answers, then, within the block, make it Prefect's API (no UI address: no links
+        to a page that will be gone) with flow-run heartbeats off."""
+        self.wait_until_ready()
+        from prefect.settings import (
+            PREFECT_API_URL,
+            PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+            PREFECT_UI_URL,
+            temporary_settings,
+        )
 
-        self.hand_to_prefect()
-        # The API URL too: a settings context entered earlier (a test harness's) would otherwise be copied as is.
-        with temporary_settings(updates={PREFECT_API_URL: self.api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            yield
+        with temporary_settings(updates={PREFECT_API_URL: self.api_url, PREFECT_UI_URL: None,
+                                         PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+            try:
+                yield
+            finally:
+                drain_prefect_workers()  # while the API URL is still this server's
 
     def stop(self) -> None:
-        """Send Prefect's pending logs and events to the server (once it was handed to Prefect), stop it, and
-        give Prefect's API settings back. Calling it again does nothing."""
-        if self.handed:
-            _drain_prefect_workers()
-            self._stop_process()
-            from prefect.context import refresh_global_settings_context
-
-            for name, value in self._replaced.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
-            refresh_global_settings_context()
-            self.handed = False
-        self._stop_process()
-
-    def _stop_process(self) -> None:
+        """Stop the server. Calling it again does nothing."""
         if self.process.poll() is None:
-            from prefect.logging import get_logger
-
-            get_logger().info("Stopping temporary server on %s", self.address)
-            self.process.terminate()
+            with suppress(OSError):
+                self.process.stdin.close()  # the server ends at the end of its input
             try:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        elif self.process.stdin is not None:
+            with suppress(OSError):
+                self.process.stdin.close()
 
 
-#: The settings :meth:`TemporaryServer.hand_to_prefect` sets while the server is in use.
-_API_SETTINGS = ("PREFECT_API_URL", "PREFECT_UI_URL")
+def prefect_api_configured() -> bool:
+    """Whether Prefect has an API to talk to (``PREFECT_API_URL`` in the environment or the active profile)."""
+    from prefect.settings import get_current_settings
+
+    return bool(get_current_settings().api.url)
 
 
 def start_temporary_server(register_blocks: bool = True) -> TemporaryServer | None:
-    """Start Prefect's temporary API server in the background when this process will need one; else None.
-
-    ``register_blocks`` False: the server does not register Prefect's block types in its database as it starts
-    (``PREFECT_SERVER_REGISTER_BLOCKS_ON_START``; 1.5–2 CPU-seconds on a new database, beside the run's own work),
-    for a command that reads no block. Nor does it record a registration in Prefect's memo store (which would
-    keep the next server from registering them). An explicit setting of the user's wins.
-
-    None when a Prefect API is configured (``PREFECT_API_URL``, the active profile), when Prefect's temporary
-    server already runs in this process (e.g. a test harness's) or when ephemeral mode is off. A server started
-    by an earlier call and still running is returned again. Imports Prefect's settings (call it after
-    :func:`~lwec_tasks.cli.run.apply_prefect_defaults`); the server is found ready by
-    :meth:`TemporaryServer.hand_to_prefect`.
-    """
-    global _STARTED
-    if _STARTED is not None and _STARTED.process.poll() is None:
-        return _STARTED
-    from prefect.settings import get_current_settings
-
-    settings = get_current_settings()
-    if settings.api.url or not settings.server.ephemeral.enabled or _temporary_server_running():
-        return None
-    blocks = {} if register_blocks else {"PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "0",
-                                         "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "0"}
-    user_settings = settings.to_environment_variables(exclude_unset=True)
-    environment = {**os.environ, **SERVER_ENVIRONMENT, **blocks, **user_settings}
-    _STARTED = TemporaryServer(environment, settings.server.ephemeral.startup_timeout_seconds)
-    return _STARTED
-
-
-#: The server :func:`start_temporary_server` started last.
-_STARTED: TemporaryServer | None = None
-
-
-def temporary_server_booting() -> bool:
-    """Whether a temporary server started by :func:`start_temporary_server` runs and has not been handed to
-    Prefect yet (this process will wait for it)."""
-    return _STARTED is not None and not _STARTED.handed and _STARTED.process.poll() is None
+    """A :class:`TemporaryServer` started now when no Prefect API is configured; else None."""
+    return None if prefect_api_configured() else TemporaryServer(register_blocks)
 
 
 @contextmanager
-def stopped_when_done() -> Iterator[None]:
-    """Run a flow in this block; on leaving it, stop the temporary server the block started.
-
-    A server that was already running (another caller's, e.g. a test harness) is left alone.
-    """
-    was_running = _temporary_server_running()
-    try:
+def served_flow(server: TemporaryServer | None) -> Iterator[None]:
+    """The block's flow run served by ``server`` (:meth:`TemporaryServer.serving`), or by the configured API."""
+    if server is None:
         yield
-    finally:
-        if not was_running and _temporary_server_running():
-            stop_temporary_server()
-
-
-def stop_temporary_server() -> None:
-    """Send Prefect's pending logs and events, then stop this process's temporary server (if it runs)."""
-    if not _temporary_server_running():
         return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    _drain_prefect_workers()
-    SubprocessASGIServer().stop()
+    with server.serving():
+        yield
 
 
-def _drain_prefect_workers() -> None:
+def drain_prefect_workers() -> None:
     """Send the log lines and events Prefect still holds to its API (waiting at most :data:`DRAIN_SECONDS` each)."""
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
@@ -219,12 +148,6 @@ def _drain_prefect_workers() -> None:
     for worker in (APILogWorker, EventsWorker):
         with suppress(Exception):  # an undelivered log line must not hide the outcome
             worker.drain_all(timeout=DRAIN_SECONDS)
-
-
-def _temporary_server_running() -> bool:
-    """Whether Prefect's temporary server (the one without a fixed port) runs in this process."""
-    module = sys.modules.get("prefect.server.api.server")
-    return module is not None and bool(module.SubprocessASGIServer().running)
 
 
 def _free_port() -> int:

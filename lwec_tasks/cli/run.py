@@ -1,24 +1,23 @@
 """``lwec run``: the consensus flow on a database table, from the command line.
 
-One option per parameter of :func:`flows.consensus.consensus_flow`, generated
-from :class:`~lwec_tasks.request.ConsensusRequest`.
-Without ``PREFECT_API_URL`` the flow runs against a temporary local Prefect
-server started for this process. The parameters, the table and the services
-the run needs are checked before that (:func:`run_checked_flow`), and a
-failure is the last line printed. Before the flow run starts, an in-process run
-reads its table and generates its base clusterings (:mod:`lwec_tasks.stages.ahead`).
+One option per parameter of :func:`flows.consensus.consensus_flow`, generated from
+:class:`~lwec_tasks.request.ConsensusRequest`. In order: the parameters, the table and the services the run
+needs are checked (:func:`run_after_checks`); Prefect's API is found, or a temporary server that ends with the
+command is started (:mod:`lwec_tasks.cli.prefect_server`); the flow runs with the parameters; its outcome, or
+its failure, is the last thing printed. Ctrl-C (SIGINT) or SIGTERM stops the run: nothing more is published and
+one line says what was (:mod:`lwec_tasks.stopping`).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 
 from lwec_tasks.cli.request_options import add_request_options, request_parameters
 
-# A fresh temporary Prefect server may need more than the default 20 s to start.
 # Prefect reads its settings once, when it is first imported, so these must be
 # in the environment before anything imports Prefect (see apply_prefect_defaults).
 _PREFECT_DEFAULTS = {
@@ -45,7 +44,8 @@ def register(subparsers) -> None:
                     "database, parameters/metrics/artifacts to an MLflow run. A database URL or tracking "
                     "URI that contains a password is handed to the flow as 'env:VAR' (an environment "
                     "variable of this process only), so the password is not stored with the flow run's "
-                    "parameters in Prefect.",
+                    "parameters in Prefect. Ctrl-C stops the run (exit status 130) without publishing "
+                    "anything more.",
     )
     add_request_options(parser, required=("database_url", "table", "n_clusters"))
     parser.add_argument("-v", "--verbose", action="store_true",
@@ -55,80 +55,82 @@ def register(subparsers) -> None:
 
 def run_command(args: argparse.Namespace) -> int:
     """Check, run the consensus flow, print where the results went. Failures reach :func:`lwec_tasks.cli.main`,
-    which prints them in one line (the traceback too with ``--verbose``)."""
-    apply_prefect_defaults()
-    parameters = request_parameters(args)
-    started = time.perf_counter()
-    summary = run_checked_flow(parameters, args.verbose)
-    print_outcome(summary, parameters, seconds=time.perf_counter() - started)
+    which prints them in one line (the traceback too with ``--verbose``). Stopped by SIGINT or SIGTERM: one line
+    saying what was and was not published, and exit status 130 or 143."""
+    from lwec_tasks.stopping import exit_status, stop_on_signals, stop_requested, stopped_outcome
+
+    with stop_on_signals():
+        parameters = request_parameters(args)
+        started = time.perf_counter()
+        try:
+            summary = run_checked_flow(parameters, args.verbose)
+        except BaseException:
+            if stop_requested() is None:
+                raise
+            sys.stdout.flush()
+            print(f"lwec run: {stopped_outcome(unpublished(parameters))}", file=sys.stderr, flush=True)
+            return exit_status()
+        print_outcome(summary, parameters, seconds=time.perf_counter() - started)
     return 0
 
 
-def run_checked_flow(parameters: dict, verbose: bool = False) -> dict:
-    """The consensus flow's summary, after checking everything that can be checked before it starts.
+def unpublished(parameters: dict) -> str:
+    """What a run of ``parameters`` publishes, for the line of a stopped run."""
+    from lwec_tasks.request import ConsensusRequest
 
-    The parameters, the table and its columns (:func:`check_before_prefect`) are checked before Prefect
-    is imported, so bad input is reported within seconds; then the Prefect API and a Dask scheduler are
-    asked whether they answer. A temporary Prefect server started for the flow is stopped when it is done.
-    """
+    try:
+        request = ConsensusRequest(**parameters)
+    except Exception:  # noqa: BLE001 - stopped before the parameters were checked
+        return "its labels and MLflow run"
+    return (f"labels of run key {request.run_key!r} in table {request.resolved_output_table!r} and its MLflow run")
+
+
+def run_checked_flow(parameters: dict, verbose: bool = False, server=None) -> dict:
+    """The consensus flow's summary, after checking everything that can be checked before it starts
+    (:func:`run_after_checks`); ``server``: a temporary Prefect server already started for it."""
     apply_prefect_defaults()  # before the imports below, which import Prefect
     from lwec_tasks.collector import collections_held_off
 
     with collections_held_off():  # until the flow's modules are imported (collect_from_here below)
-        return _run_checked_flow(parameters, verbose)
+        return _run_checked_flow(parameters, verbose, server)
 
 
-def _run_checked_flow(parameters: dict, verbose: bool) -> dict:
+def _run_checked_flow(parameters: dict, verbose: bool, server) -> dict:
     from lwec_tasks.cli.services import check_tracking_store
     from lwec_tasks.collector import collect_from_here
     from lwec_tasks.request import ConsensusRequest
 
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
-    ahead = []  # the child process reading the table and generating the base clusterings, once started
 
     def consensus_flow():
         from flows.consensus import consensus_flow
-        from lwec_tasks.cli.prefect_server import temporary_server_booting
         from lwec_tasks.tasks.track import prepare_tracking
 
-        prepare_tracking(request.tracking_uri, figures=not ahead)  # a child doing the work ahead draws them
+        prepare_tracking(request.tracking_uri)  # MLflow's and the figures' modules too (the flow's call is quick)
         collect_from_here()  # the run's modules are all imported
-        for process in ahead:
-            process.collect()  # the flow's first tasks take the table and the base clusterings
-        if not ahead and works_ahead(request) and temporary_server_booting():
-            from lwec_tasks.stages.ahead import keep_work_ahead
-
-            keep_work_ahead(request)  # here, once imported: the server's boot keeps the other core busy
         return consensus_flow
 
-    try:
-        if works_ahead(request) and prefect_api_in_environment():
-            from lwec_tasks.stages.ahead import start_work_ahead
-
-            # At once, on the core this process's imports and checks leave idle (it plans its own read).
-            ahead.append(start_work_ahead(request))
-        return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,
-                                check_services=[lambda: check_tracking_store(request.tracking_uri)])
-    finally:
-        for process in ahead:
-            process.cancel()
+    return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,
+                            check_services=[lambda: check_tracking_store(request.tracking_uri)], server=server)
 
 
 def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: dict,
                      check_inputs: Callable[[], None], verbose: bool = False,
-                     check_services: Sequence[Callable[[], None]] = ()) -> dict:
+                     check_services: Sequence[Callable[[], None]] = (), server=None) -> dict:
     """Run the flow ``load_flow()`` with ``parameters`` once everything checkable before it has been checked.
 
-    ``check_inputs`` (the table, its columns, the output table) runs before Prefect is imported, unless the
-    database URL names a Prefect block or secret, which only Prefect can read: then it runs once Prefect's
-    API answers. ``check_services`` (e.g. the MLflow store) follow, then the Dask scheduler at
-    ``parameters["dask_address"]``, if any. Then, without a Prefect API URL, a
-    temporary Prefect server starts in the background while ``load_flow`` imports the flow, and serves it
-    (:meth:`~lwec_tasks.cli.prefect_server.TemporaryServer.serving`); with one, that
-    API is asked whether it answers. The temporary server is stopped when the flow is done; ``verbose``
-    keeps Prefect's tracebacks on the console. Returns the flow's result.
+    1. Checks: ``check_inputs`` (the table, its columns, the output table), unless the database URL names a
+       Prefect block or secret, which only Prefect can read (then it runs once Prefect's API answers);
+       ``check_services`` (e.g. the MLflow store); the Dask scheduler at ``parameters["dask_address"]``, if any.
+    2. Prefect: without a configured Prefect API, a temporary server is started (``server``, if given, is one
+       already started), which boots while ``load_flow`` imports the flow; with one, that API is asked whether
+       it answers.
+    3. The flow, called with ``parameters`` (passwords moved into this process's environment,
+       :func:`credentials_out_of_parameters`); ``verbose`` keeps Prefect's tracebacks on the console.
+
+    A temporary server started here is stopped when the flow is done. Returns the flow's result.
     """
-    from lwec_tasks.cli.prefect_server import start_temporary_server, stopped_when_done
+    from lwec_tasks.cli.prefect_server import served_flow, start_temporary_server
     from lwec_tasks.cli.services import CHECK_TIMEOUT_SECONDS, check_prefect_api
     from lwec_tasks.tasks.heartbeats import sent_by_the_flow
 
@@ -141,42 +143,26 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
         from lwec_tasks.executors.dask import check_scheduler
 
         check_scheduler(parameters["dask_address"], CHECK_TIMEOUT_SECONDS)
-    # Boots while the flow's modules are imported (seconds either way); None when a Prefect API is configured.
-    server = start_temporary_server(register_blocks=resolved_by_prefect)
+    started = server is None and start_temporary_server(register_blocks=resolved_by_prefect)
+    server = server or started or None
     try:
         if server is None:
             check_prefect_api()
-        with stopped_when_done():
+        flow = load_flow()
+        if not verbose:
+            from lwec_tasks.cli.console import hide_tracebacks_on_console
+
+            hide_tracebacks_on_console()
+        # A lasting server gets heartbeats that stop with the work; the temporary one none (it dies with us).
+        with served_flow(server), sent_by_the_flow():
             if resolved_by_prefect:
-                if server is not None:
-                    server.hand_to_prefect()
                 import lwec_tasks.tasks.credentials  # noqa: F401 - resolves block: and secret: references
 
                 check_inputs()
-            flow = load_flow()
-            if not verbose:
-                from lwec_tasks.cli.console import hide_tracebacks_on_console
-
-                hide_tracebacks_on_console()
-            # A lasting server gets heartbeats that stop with the work; the temporary one none (it dies with us).
-            with sent_by_the_flow() if server is None else server.serving():
-                return flow(**_credentials_out_of_parameters(parameters))
+            return flow(**credentials_out_of_parameters(parameters))
     finally:
-        if server is not None:
-            server.stop()
-
-
-def works_ahead(request) -> bool:
-    """Whether the command may read the table and generate the base clusterings before the flow run starts
-    (:mod:`lwec_tasks.stages.ahead`): not for a Dask cluster, nor for a database URL only Prefect resolves."""
-    return not request.dask_address and not needs_prefect_to_resolve(request.database_url)
-
-
-def prefect_api_in_environment() -> bool:
-    """Whether ``PREFECT_API_URL`` is set: Prefect has an API to talk to and no temporary server will start.
-    (Read from the environment alone: Prefect, which would also read its profile, is imported only once
-    everything checkable has been checked.)"""
-    return bool(os.environ.get("PREFECT_API_URL"))
+        if started:
+            started.stop()
 
 
 def check_before_prefect(request) -> None:
@@ -200,7 +186,7 @@ def needs_prefect_to_resolve(database_url: str) -> bool:
 _SECRET_VARIABLES = {"database_url": "LWEC_RUN_DATABASE_URL", "tracking_uri": "LWEC_RUN_TRACKING_URI"}
 
 
-def _credentials_out_of_parameters(parameters: dict) -> dict:
+def credentials_out_of_parameters(parameters: dict) -> dict:
     """``parameters`` with any URL that holds a password replaced by ``env:VAR``.
 
     Flow parameters are stored by Prefect (and shown in its UI); the URL itself

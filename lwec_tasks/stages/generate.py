@@ -2,8 +2,7 @@
 
 Which rows each model is fitted on depends only on N and the seed (:mod:`lwec_tasks.stages.base_clusterings`);
 the executor gathers those rows from the partitions, fits the models and assigns every partition. Plain numpy
-and scikit-learn: ``lwec run``'s child doing this ahead of the flow run (:mod:`lwec_tasks.stages.ahead`)
-loads no numba kernels.
+and scikit-learn (no numba kernels).
 """
 
 from __future__ import annotations

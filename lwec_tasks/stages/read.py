@@ -19,7 +19,7 @@ from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import check_label_table, id_key_type, mask_url
 from lwec_tasks.io.connection import opened_engine, resolve_database_url
 from lwec_tasks.io.features import nonfinite_counts_message, useless_columns_message
-from lwec_tasks.preflight import consensus_read_plan
+from lwec_tasks.preflight import plan_consensus_read
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition_count
 from lwec_tasks.stages.sums import Moments, standard_scale
@@ -76,7 +76,7 @@ def load_table(session, request, log) -> PartitionedTable:
     started = time.perf_counter()
     k_min = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
     with opened_engine(request.database_url) as engine:
-        planned = consensus_read_plan(engine, request)
+        planned = plan_consensus_read(engine, request)
     table, summaries = read_partitions(session, request.database_url, request.table, planned, request.chunk_size,
                                        request.drop_nonfinite, log)
     plan = planned.columns

@@ -1,8 +1,7 @@
 """Sums over partitions that need no numba kernels: column moments (the standardisation's mean and scale)
 and element-wise sums of tables.
 
-Plain numpy: the read and the base clusterings (in a worker, or in ``lwec run``'s child working ahead of the
-flow run) load no numba kernels.
+Plain numpy: the read and the base clusterings load no numba kernels.
 """
 
 from __future__ import annotations

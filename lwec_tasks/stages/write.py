@@ -17,6 +17,7 @@ from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.io.staging import begin_run, prune_unchanged_run, publish_appended, published_run_matching
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.read import PartitionedTable
+from lwec_tasks.stopping import publishing
 
 
 def write_labels(table: PartitionedTable, labels: list, output_table: str | StorageNames, run: RunMetadata, log,
@@ -36,14 +37,17 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str | Stor
     """
     started = time.perf_counter()
     names = storage_names(output_table)  # resolved once; every step below takes these names
-    with opened_engine(table.database_url) as engine:
+    what = f"labels of run key {run.run_key!r} in table {output_table!r}"
+    with opened_engine(table.database_url) as engine, publishing(what) as publish:
         if labels_already_stored(table, labels, names, run, engine, log):
             written = 0
+            publish.cross()  # nothing is published once the run was asked to stop (lwec_tasks.stopping)
             pruned = prune_unchanged_run(engine, names, run, keep_runs)
             log.info("Labels for run key %r already in table %r; not rewritten (checked in %.2f s)%s", run.run_key,
                      output_table, time.perf_counter() - started, pruned_note(pruned, run, keep_runs))
         else:
-            written, pruned = append_and_publish(table, labels, names, run, engine, log, keep_runs)
+            written, pruned = append_and_publish(table, labels, names, run, engine, log, keep_runs,
+                                                 before_publish=publish.cross)
             elapsed = time.perf_counter() - started
             log.info("Wrote %d labels to table %r in %.2f s (%.0f rows/s; run key %r, an earlier run of this key "
                      "replaced in one transaction)%s", written, output_table, elapsed,
@@ -72,9 +76,12 @@ def labels_already_stored(table: PartitionedTable, labels: list, output_table: S
 
 
 def append_and_publish(table: PartitionedTable, labels: list, output_table: StorageNames, run: RunMetadata,
-                       engine: sa.Engine, log, keep_runs: int | None) -> tuple[int, list[str]]:
+                       engine: sa.Engine, log, keep_runs: int | None,
+                       before_publish=lambda: None) -> tuple[int, list[str]]:
     """Append the partitions' ``labels`` under a new run and publish it (:func:`write_labels`); returns (rows
-    published, run keys deleted by the pruning). On failure the new run is discarded and the error raised."""
+    published, run keys deleted by the pruning). ``before_publish()`` is called once the rows are appended, before
+    the publishing transaction (raising stops the publish). On failure the new run is discarded and the error
+    raised."""
     session = table.session
     id_type = table.id_type if table.id_type is not None else sa.BigInteger()
     pending = begin_run(engine, output_table, id_type, run)
@@ -88,7 +95,9 @@ def append_and_publish(table: PartitionedTable, labels: list, output_table: Stor
             writes = session.map(write, table.keys, labels, run=pending.append_run, columns=pending.target_columns,
                                  name="write")
         Progress(log, "write labels").wait(writes, rows=table.counts, settle=True)
-        return sum(session.gather(writes))
+        appended = sum(session.gather(writes))
+        before_publish()
+        return appended
 
     return publish_appended(engine, pending, run, table.n_rows, append, keep_runs)
 

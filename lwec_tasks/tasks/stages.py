@@ -18,7 +18,6 @@ from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.stages.ahead import taken_ensemble, taken_table
 from lwec_tasks.stages.base_columns import base_column_ensemble
 from lwec_tasks.stages.consensus import PartitionedLabels, consensus_labels
 from lwec_tasks.stages.ensemble import reliability
@@ -28,7 +27,7 @@ from lwec_tasks.stages.model import labelling_model
 from lwec_tasks.stages.read import PartitionedTable, load_table
 from lwec_tasks.stages.write import write_labels
 from lwec_tasks.tasks.retry import database_task
-from lwec_tasks.tasks.timings import add_stage_seconds, timed_stage
+from lwec_tasks.tasks.timings import timed_stage
 
 
 @dataclass(frozen=True)
@@ -45,15 +44,9 @@ def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
     """Check the table and have the executor read it in partitions (kept in its memory).
 
     The checks are :func:`lwec_tasks.preflight.plan_consensus_read`'s (the command line runs them before
-    Prefect starts, and :func:`lwec_tasks.preflight.consensus_read_plan` reuses their plan). A table the command
-    line read while it started up (:mod:`lwec_tasks.stages.ahead`) is taken as it is, its read's seconds
-    counted as this stage's. Nothing is written. Raises :class:`~lwec_tasks.core.errors.LwecInputError` on bad
-    input and :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the database does not answer.
+    Prefect starts). Nothing is written. Raises :class:`~lwec_tasks.core.errors.LwecInputError` on bad input
+    and :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the database does not answer.
     """
-    table = taken_table(request, executor, get_run_logger())
-    if table is not None:
-        add_stage_seconds("load", table.seconds)
-        return table
     return load_table(executor, request, get_run_logger())
 
 
@@ -61,16 +54,9 @@ def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
 @timed_stage("generate")
 def generate_ensemble(table: PartitionedTable, request: ConsensusRequest) -> PartitionedEnsemble:
     """M base clusterings (k-means, or the mix ``request.generators``): fitted on the library's rows (all, or a
-    seeded sample), every row assigned
-    (or taken as the command line generated them before the run started, :mod:`lwec_tasks.stages.ahead`);
-    with ``request.base_columns`` the clusterings those label columns hold."""
+    seeded sample), every row assigned; with ``request.base_columns`` the clusterings those label columns hold."""
     if request.base_columns is not None:
         return base_column_ensemble(table, request.missing_labels, request.seed, get_run_logger())
-    taken = taken_ensemble(request, table, get_run_logger())
-    if taken is not None:
-        ensemble, seconds = taken
-        add_stage_seconds("generate", seconds)
-        return ensemble
     return base_clusterings(table, request.ensemble_size, request.seed, get_run_logger(), request.generators)
 
 

@@ -71,20 +71,12 @@ def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliabil
     ``shown_labels`` (S,) are the written labels of the cluster map's rows.
 
     Contacts no store, and imports nothing after :func:`prepare_tracking`: the flow draws while the labels are
-    written. They are drawn by the child process that did the run's work ahead when there is one
-    (:func:`~lwec_tasks.stages.ahead.figures_drawn_ahead`), on the core the write leaves idle; here when it
-    cannot (imported here then, if :func:`prepare_tracking` left them out).
+    written.
     """
-    from lwec_tasks.stages.ahead import figures_drawn_ahead
-
-    arguments = (request.method, request.theta, cluster_reliability.eci, labels.sizes, ensemble.sample_rows,
-                 shown_labels, labels.k, labels.linkage, labels.selection)
-    drawn = figures_drawn_ahead(arguments)
-    if drawn is not None:
-        return drawn
     from lwec_tasks.tracking.figures import consensus_pngs
 
-    return consensus_pngs(*arguments)
+    return consensus_pngs(request.method, request.theta, cluster_reliability.eci, labels.sizes,
+                          ensemble.sample_rows, shown_labels, labels.k, labels.linkage, labels.selection)
 
 
 def deployment_id() -> str | None:
@@ -98,21 +90,18 @@ def deployment_id() -> str | None:
     return str(context.flow_run.deployment_id) if context.flow_run.deployment_id else None
 
 
-def prepare_tracking(tracking_uri: str | None = None, figures: bool = True) -> None:
+def prepare_tracking(tracking_uri: str | None = None) -> None:
     """Import what :func:`log_to_mlflow` uses (MLflow; for a database store, MLflow's code for it: about a
-    second) and, unless ``figures`` is False (they are drawn elsewhere), what :func:`draw_figures` draws with;
-    do MLflow's own first-log work (:func:`~lwec_tasks.tracking.model.prepare_model_logging`). Contacts no store.
+    second) and what :func:`draw_figures` draws with; do MLflow's own first-log work
+    (:func:`~lwec_tasks.tracking.model.prepare_model_logging`). Contacts no store.
 
-    ``lwec run`` calls it before the flow run starts (while its child process reads the table, with a Prefect
-    server up); the flow calls it (quick by then) before the labels are written beside the figures being drawn,
-    as imports in two threads at once can meet half-initialised modules.
+    The flow calls it before the labels are written beside the figures being drawn, as imports in two threads
+    at once can meet half-initialised modules.
     """
+    from lwec_tasks.tracking.figures import prepare_figures
     from lwec_tasks.tracking.model import prepare_model_logging
 
-    if figures:
-        from lwec_tasks.tracking.figures import prepare_figures
-
-        prepare_figures()
+    prepare_figures()
     prepare_model_logging()
     uri = resolve_tracking_uri(tracking_uri)
     if uri.lower().startswith("sqlite:") or database_backend(uri):  # MLflow's SqlAlchemyStore keeps it

@@ -6,6 +6,7 @@ functions, so they share one default store and one artifact layout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -80,13 +81,83 @@ def local_artifact_location(tracking_uri: str) -> str | None:
 
 def tracking_client(tracking_uri: str):
     """An ``mlflow.MlflowClient`` for the store at ``tracking_uri``, with lwec's request limits
-    (:func:`~lwec_tasks.tracking.limits.limit_mlflow_requests`) in effect."""
+    (:func:`~lwec_tasks.tracking.limits.limit_mlflow_requests`) in effect. A SQLite store that does not exist
+    yet is created whole first (:func:`sqlite_store_whole`)."""
     from mlflow import MlflowClient
 
     from lwec_tasks.tracking.limits import limit_mlflow_requests
 
     limit_mlflow_requests()
+    sqlite_store_whole(tracking_uri)
     return MlflowClient(tracking_uri=tracking_uri)
+
+
+class IncompleteStoreError(RuntimeError):
+    """A SQLite MLflow store whose creation never finished (no schema version recorded)."""
+
+
+def sqlite_file(tracking_uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI (None for other stores and in-memory SQLite)."""
+    if not tracking_uri.lower().startswith("sqlite:///"):
+        return None
+    path = tracking_uri[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def sqlite_store_whole(tracking_uri: str) -> None:
+    """Make sure the SQLite MLflow store at ``tracking_uri`` (if it is one) is whole.
+
+    A store that does not exist yet (no file, or an empty one) is created by MLflow in a temporary file beside
+    it and then linked into place in one step, so a process killed meanwhile leaves no half-made store (and
+    two runs creating it at once end up with one of theirs). An existing store without a recorded schema
+    version (one whose creation was interrupted by an earlier release) raises :class:`IncompleteStoreError`
+    naming the file and its fix. Other stores are left alone.
+    """
+    path = sqlite_file(tracking_uri)
+    if path is None:
+        return
+    path = path.resolve()
+    if path.exists() and path.stat().st_size > 0:
+        if not _has_schema_version(path):
+            raise IncompleteStoreError(
+                f"the MLflow store {str(path)!r} is incomplete (its creation was interrupted): move it aside "
+                f"(mv {path} {path}.broken) and run again, which creates a new store")
+        return
+    _remove_abandoned_creations(path)
+    creating = path.with_name(f".{path.name}.{os.getpid()}.creating")
+    try:
+        from mlflow import MlflowClient
+
+        MlflowClient(tracking_uri=f"sqlite:///{creating}").search_experiments(max_results=1)  # MLflow creates it
+        if path.exists():  # an empty file: replaced; a store made meanwhile by another run: kept
+            if path.stat().st_size == 0:
+                os.replace(creating, path)
+        else:
+            with contextlib.suppress(FileExistsError):
+                os.link(creating, path)
+    finally:
+        creating.unlink(missing_ok=True)
+
+
+def _has_schema_version(path: Path) -> bool:
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)) as connection:
+            return connection.execute("SELECT count(*) FROM alembic_version").fetchone()[0] > 0
+    except sqlite3.DatabaseError:
+        return False
+
+
+def _remove_abandoned_creations(path: Path) -> None:
+    """Remove temporary files of store creations whose process is gone (killed while creating the store)."""
+    if not Path("/proc/self").exists():  # no way to tell a live creator from a dead one
+        return
+    for leftover in path.parent.glob(f".{path.name}.*.creating"):
+        pid = leftover.name[len(path.name) + 2:-len(".creating")]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            leftover.unlink(missing_ok=True)
+
 
 
 def experiment_id(client, name: str, tracking_uri: str) -> str:

@@ -4,7 +4,6 @@ temporary server has stopped; and only the command being run is imported."""
 from __future__ import annotations
 
 import sys
-import types
 
 import pytest
 
@@ -55,51 +54,10 @@ def test_only_the_command_being_run_is_built():
     assert commands(build_parser(["runn"])) == commands(build_parser())  # a typo gets the list of commands
 
 
-class FakeServer:
-    """Stands in for prefect.server.api.server.SubprocessASGIServer (one instance, like its default one)."""
-
-    running = False
-    stopped = 0
-
-    def __new__(cls):
-        return cls.instance
-
-    def stop(self):
-        type(self).stopped += 1
-        type(self).running = False
-
-
-@pytest.fixture
-def fake_prefect_server(monkeypatch):
-    FakeServer.instance = object.__new__(FakeServer)
-    FakeServer.running, FakeServer.stopped = False, 0
-    module = types.ModuleType("prefect.server.api.server")
-    module.SubprocessASGIServer = FakeServer
-    monkeypatch.setitem(sys.modules, "prefect.server.api.server", module)
-    monkeypatch.setattr(server_module, "DRAIN_SECONDS", 0.1)
-    return FakeServer
-
-
-def test_the_temporary_server_a_flow_started_is_stopped_when_it_is_done(fake_prefect_server):
-    with pytest.raises(RuntimeError), server_module.stopped_when_done():
-        fake_prefect_server.running = True  # the flow's first call started it
-        raise RuntimeError("the flow failed")
-    assert fake_prefect_server.stopped == 1 and not fake_prefect_server.running
-
-
-def test_a_server_running_before_is_left_alone(fake_prefect_server):
-    fake_prefect_server.running = True  # e.g. a test harness's
-    with server_module.stopped_when_done():
-        pass
-    assert fake_prefect_server.stopped == 0 and fake_prefect_server.running
-
-
 @pytest.mark.slow
 def test_a_flow_the_temporary_server_serves_sends_no_heartbeats(tmp_path, monkeypatch):
     """The server dies with the command, so nothing could watch the heartbeats; Prefect's engine would also wait
     up to a second for its heartbeat thread at the end of the run."""
-    import os
-
     from prefect import flow
     from prefect.settings import get_current_settings
 
@@ -109,9 +67,9 @@ def test_a_flow_the_temporary_server_serves_sends_no_heartbeats(tmp_path, monkey
         return settings.flows.heartbeat_frequency, settings.api.url
 
     default = get_current_settings().flows.heartbeat_frequency
-    environment = {**os.environ, **server_module.SERVER_ENVIRONMENT, "PREFECT_HOME": str(tmp_path)}
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path))
     monkeypatch.setattr(server_module, "DRAIN_SECONDS", 1)
-    server = server_module.TemporaryServer(environment, startup_timeout=120)
+    server = server_module.TemporaryServer(register_blocks=False)
     try:
         with server.serving():
             frequency, api_url = heartbeat_setting()
@@ -127,8 +85,7 @@ import json, sys, urllib.request
 from lwec_tasks.cli import prefect_server
 counts = []
 for register_blocks in (False, True):
-    prefect_server._STARTED = None
-    server = prefect_server.start_temporary_server(register_blocks=register_blocks)
+    server = prefect_server.TemporaryServer(register_blocks=register_blocks)
     try:
         server.wait_until_ready()
         request = urllib.request.Request(f"{server.api_url}/block_types/filter", data=b"{}", method="POST",
@@ -165,7 +122,7 @@ def test_a_users_block_registration_setting_wins(tmp_path):
 
     script = ("from lwec_tasks.cli import prefect_server as s\n"
               "s.TemporaryServer._spawn = lambda self: None\n"
-              "print(s.start_temporary_server(register_blocks=False).environment"
+              "print(s.TemporaryServer(register_blocks=False).environment"
               "['PREFECT_SERVER_REGISTER_BLOCKS_ON_START'])\n")
     environment = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
     environment.update(PREFECT_HOME=str(tmp_path), PREFECT_API_BLOCKS_REGISTER_ON_START="true")

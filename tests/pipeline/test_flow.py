@@ -31,7 +31,6 @@ from lwec_tasks.cli import run as run_cli
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
 from lwec_tasks.io import DatabaseUnreachableError
-from lwec_tasks.stages import ahead
 from lwec_tasks.tracking import TrackingError
 
 FEATURES = ["f0", "f1", "f2", "f3"]
@@ -298,14 +297,6 @@ def test_lwec_run_prints_where_results_went(prefect_server, mlflow_store, blobs)
     np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
 
 
-class NoWorkAhead:
-    def collect(self):
-        pass
-
-    def cancel(self):
-        pass
-
-
 def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys, sqlite_url):
     import flows.consensus
 
@@ -318,10 +309,8 @@ def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys
                 "mlflow_tracking_uri": "masked"}
 
     monkeypatch.setattr(flows.consensus, "consensus_flow", fake_flow)
-    # The host "db" does not exist: this test is about the parameters the flow receives, not the preflight nor
-    # the table read while the command starts up.
+    # The host "db" does not exist: this test is about the parameters the flow receives, not the preflight.
     monkeypatch.setattr(run_cli, "check_before_prefect", lambda request: None)
-    monkeypatch.setattr(ahead, "start_work_ahead", lambda request: NoWorkAhead())
     monkeypatch.delenv("LWEC_RUN_DATABASE_URL", raising=False)
     monkeypatch.delenv("LWEC_RUN_TRACKING_URI", raising=False)
     database = "postgresql+psycopg://lwec:s3cret@db/x"

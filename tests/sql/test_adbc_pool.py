@@ -76,8 +76,7 @@ def test_concurrent_threads_get_distinct_connections(connect):
 
 
 def test_a_forked_child_opens_its_own_connection_and_leaves_its_parents_alone(connect):
-    """The command forks the process that reads ahead: it must not share its parent's connection (one socket,
-    two clients) nor end it."""
+    """A forked child must not share its parent's pooled connection (one socket, two clients) nor end it."""
     import os
 
     parent_backend = backend(connect)  # now idle in the pool
@@ -96,32 +95,3 @@ def test_a_forked_child_opens_its_own_connection_and_leaves_its_parents_alone(co
     assert os.waitpid(child, 0)[1] == 0
     assert child_backend not in (-1, parent_backend)
     assert backend(connect) == parent_backend  # the parent's idle connection still works, and is reused
-
-
-def test_the_writes_connections_opened_while_the_command_waits_are_the_ones_handed_out(connect):
-    from types import SimpleNamespace
-
-    from lwec_tasks.stages.ahead import open_write_connections
-
-    open_write_connections(SimpleNamespace(database_url=postgres_url_or_skip()), count=2)
-    (idle,) = adbc_pool._idle.values()
-    opened = {id(connection) for _, connection in idle}
-    assert len(opened) == 2
-    with ExitStack() as stack:
-        held = [stack.enter_context(connect()) for _ in range(2)]
-        assert {id(connection) for connection in held} == opened
-        for connection in held:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1")
-                assert cursor.fetchone()[0] == 1
-
-
-def test_opening_the_writes_connections_ahead_leaves_other_databases_alone(tmp_path):
-    from types import SimpleNamespace
-
-    from lwec_tasks.stages.ahead import open_write_connections
-
-    adbc_pool.close_idle_connections()
-    open_write_connections(SimpleNamespace(database_url=f"sqlite:///{tmp_path / 'x.db'}"), count=2)
-    open_write_connections(SimpleNamespace(database_url="postgresql+psycopg://nobody:x@127.0.0.1:1/none"), count=2)
-    assert adbc_pool._idle == {}

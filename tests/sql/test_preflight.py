@@ -13,10 +13,9 @@ import pytest
 import sqlalchemy as sa
 
 from helpers.pipeline import PROJECT_ROOT, blobs_frame, drop_labels_table, free_port, unique, write_frame
-from lwec_tasks import preflight
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import DatabaseUnreachableError, LabelRows, ensure_latest_view, open_engine, write_labels
-from lwec_tasks.preflight import check_assign_request, check_consensus_request, consensus_read_plan, plan_consensus_read
+from lwec_tasks.preflight import check_assign_request, check_consensus_request, plan_consensus_read
 from lwec_tasks.request import ConsensusRequest
 
 
@@ -66,26 +65,6 @@ def test_the_plan_holds_the_id_range_for_partitioning(db_url, tables):
     assert (planned.id_low, planned.id_high) == (int(frame["id"].min()), int(frame["id"].max()))
     # Only integer ids split by range; other ids are split by their order (no min/max needed).
     assert (by_text.id_low, by_text.id_high) == (None, None)
-
-
-def test_the_load_reuses_the_plan_of_the_check_just_made_once(db_url, tables, monkeypatch):
-    table = tables(blobs_frame(n=40))
-    check_consensus_request(request(db_url, table))
-    (stored,) = [plan for _, plan in preflight._CHECKED.values()]
-    engine = open_engine(db_url)
-    try:
-        other = consensus_read_plan(engine, request(db_url, table, n_clusters=4))  # another request: planned anew
-        assert other is not stored  # the same checks give the same plan
-        assert [(p.columns, p.n_rows, p.output_table, p.id_low, p.id_high) for p in (other, stored)] == \
-            [(stored.columns, 40, stored.output_table, 1000, 1039)] * 2
-        assert consensus_read_plan(engine, request(db_url, table)) is stored
-        assert consensus_read_plan(engine, request(db_url, table)) is not stored  # used once
-        check_consensus_request(request(db_url, table))
-        (stored,) = [plan for _, plan in preflight._CHECKED.values()]
-        monkeypatch.setattr(preflight, "CHECKED_PLAN_SECONDS", -1.0)  # too old: the table is planned again
-        assert consensus_read_plan(engine, request(db_url, table)) is not stored
-    finally:
-        engine.dispose()
 
 
 @pytest.mark.parametrize("overrides, message", [

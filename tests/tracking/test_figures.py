@@ -129,18 +129,3 @@ def test_after_the_tracking_is_prepared_drawing_the_figures_imports_nothing():
     done = subprocess.run([sys.executable, "-c", DRAW_AFTER_PREPARING], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "5 figures drawn; imported: []" in done.stdout, done.stdout
-
-
-def test_tracking_prepared_for_figures_drawn_elsewhere_leaves_matplotlib_unimported():
-    """With a Prefect server up, ``lwec run``'s child process draws the figures: the command spends none of its
-    start-up on matplotlib. In a fresh interpreter, where nothing was imported by other tests."""
-    import subprocess
-    import sys
-
-    script = ("import sys\n"
-              "from lwec_tasks.tasks.track import prepare_tracking\n"
-              "prepare_tracking(figures=False)\n"
-              "print(sorted({'matplotlib', 'PIL', 'mlflow'} & {m.split('.')[0] for m in sys.modules}))\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "['mlflow']"

@@ -1,0 +1,212 @@
+"""Stopping ``lwec run``: SIGINT and SIGTERM end it with one line saying what was and was not published, and
+nothing is published after the signal; ``kill -9`` leaves no process and no database connection behind.
+
+Real processes and signals: each run is a fresh ``lwec run`` process in a session of its own, so that whatever
+it started can be found afterwards by its process group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from helpers.pipeline import blobs_frame, postgres_url_or_skip, read_labels, table_exists, unique, write_frame
+from helpers.processes import processes_in_group
+
+#: Runs ``lwec ARGV...`` as the console script does, first sending this process SIGNAL where WHERE says:
+#: "write" — as the first partition's labels are appended (before the run is published); "mlflow" — as the
+#: MLflow run is about to be created (after the labels were published); "none" — not at all.
+SIGNALLING = """
+import os, signal, sys, time
+where, name, *argv = sys.argv[1:]
+number = getattr(signal, name)
+if where == "write":
+    from lwec_tasks.stages import partitions
+    original_write = partitions.write_partition
+    def write_partition(*args, **kwargs):
+        os.kill(os.getpid(), number)
+        time.sleep(0.5)  # the command's thread takes the signal meanwhile; this one goes on to the boundary
+        return original_write(*args, **kwargs)
+    partitions.write_partition = write_partition
+elif where == "mlflow":
+    from lwec_tasks.tracking import runs
+    original_writer = runs.run_writer
+    def run_writer(*args, **kwargs):
+        os.kill(os.getpid(), number)
+        time.sleep(5)
+        return original_writer(*args, **kwargs)
+    runs.run_writer = run_writer
+from lwec_tasks.cli import main
+sys.argv = ["lwec", *argv]
+sys.exit(main())
+"""
+
+
+def run_arguments(url: str, table: str, output: str, tmp_path: Path) -> list[str]:
+    return ["run", "--database-url", url, "--table", table, "-k", "3", "-M", "3", "--output-table", output,
+            "--run-name", "stopped", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+
+
+def start_lwec(argv: list[str], env: dict, cwd: Path, where: str = "none", name: str = "SIGINT") -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", SIGNALLING, where, name, *argv], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def without_api(tmp_path: Path) -> dict:
+    """This process's environment without a Prefect API (the command starts its temporary server)."""
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    return {**environment, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def gone(group: int, timeout: float = 10) -> list:
+    """The processes of ``group`` still alive after waiting up to ``timeout`` seconds for them to end."""
+    deadline = time.monotonic() + timeout
+    while (left := processes_in_group(group)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left
+
+
+@pytest.fixture
+def blobs(sqlite_url):
+    write_frame(sqlite_url, "blobs", blobs_frame(n=300))
+    return sqlite_url
+
+
+def check_stopped(process: subprocess.Popen, status: int, timeout: float = 120) -> str:
+    """The stop line, after checking the exit status, that it is the only line after the signal's effects (the
+    last one), and that there is no traceback."""
+    out, err = process.communicate(timeout=timeout)
+    assert process.returncode == status, (out[-2000:], err[-3000:])
+    assert "Traceback" not in out + err and "KeyboardInterrupt" not in out + err, err[-3000:]
+    lines = err.strip().splitlines()
+    assert lines and lines[-1].startswith("lwec run: Stopped ("), err[-3000:]
+    assert sum("Stopped (" in line for line in (out + err).splitlines()) == 1
+    assert gone(process.pid) == []
+    return lines[-1]
+
+
+@pytest.mark.parametrize("name, status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_while_the_labels_are_written_publishes_nothing(blobs, tmp_path, prefect_api, name, status):
+    output = unique("stop_write")
+    process = start_lwec(run_arguments(blobs, "blobs", output, tmp_path), {**prefect_api.env, "PYTHONPATH":
+                         os.pathsep.join(sys.path)}, tmp_path, where="write", name=name)
+    line = check_stopped(process, status)
+    assert f"Stopped ({name}) before anything was published" in line
+    assert f"labels of run key 'stopped' in table '{output}'" in line
+    assert not table_exists(blobs, output) or read_labels(blobs, output, "stopped").empty
+
+
+def test_a_signal_after_the_labels_were_published_says_so_and_logs_no_mlflow_run(blobs, tmp_path, prefect_api):
+    output = unique("stop_mlflow")
+    process = start_lwec(run_arguments(blobs, "blobs", output, tmp_path), {**prefect_api.env, "PYTHONPATH":
+                         os.pathsep.join(sys.path)}, tmp_path, where="mlflow")
+    line = check_stopped(process, 130)
+    assert f"published: labels of run key 'stopped' in table '{output}'; nothing else" in line
+    assert len(read_labels(blobs, output, "stopped")) == 300
+
+
+def test_ctrl_c_at_any_moment_ends_the_run_in_one_line(blobs, tmp_path, prefect_api):
+    """Signals at moments spread over a run (imports, checks, flow): exit 130 and one line each time, or, if the
+    run was done first, its normal outcome."""
+    env = {**prefect_api.env, "PYTHONPATH": os.pathsep.join(sys.path)}
+    outcomes = []
+    for delay in (0.3, 2.0, 5.0):
+        process = start_lwec(run_arguments(blobs, "blobs", unique("stop_any"), tmp_path), env, tmp_path)
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+        assert "Traceback" not in out + err, err[-3000:]
+        if process.returncode == 0:
+            outcomes.append("done")
+            continue
+        assert process.returncode == 130, err[-3000:]
+        assert "Stopped (SIGINT)" in err.strip().splitlines()[-1], err[-3000:]
+        assert gone(process.pid) == []
+        outcomes.append("stopped")
+    assert outcomes[0] == "stopped"
+
+
+def kill_when(process: subprocess.Popen, marker: str | None, delay: float) -> None:
+    """SIGKILL ``process`` ``delay`` seconds after ``marker`` appeared in its standard error (None: after it
+    started)."""
+    if marker is not None:
+        seen = ""
+        deadline = time.monotonic() + 120
+        while marker not in seen and time.monotonic() < deadline:
+            line = process.stderr.readline()
+            if not line:
+                break
+            seen += line
+        assert marker in seen, seen[-3000:]
+    time.sleep(delay)
+    process.kill()
+    process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("marker, delay", [(None, 3.0), ("Beginning flow run", 0.0), ("Beginning flow run", 1.5)])
+def test_kill_9_leaves_no_process_behind(blobs, tmp_path, marker, delay):
+    """Without a Prefect API the command starts a temporary server: it ends with the command."""
+    env = {**without_api(tmp_path), "PREFECT_LOGGING_LEVEL": "INFO"}
+    process = start_lwec(run_arguments(blobs, "blobs", unique("killed"), tmp_path), env, tmp_path)
+    kill_when(process, marker, delay)
+    assert gone(process.pid) == []
+
+
+def backends(url: str) -> int:
+    """Connections to ``url``'s database other than the one asking."""
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return connection.execute(sa.text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")).scalar_one()
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def postgres_blobs():
+    url = postgres_url_or_skip()
+    table = unique("stop_src")
+    write_frame(url, table, blobs_frame(n=20_000))
+    yield url, table
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(sa.text(f'DROP TABLE IF EXISTS "{table}"'))
+    engine.dispose()
+
+
+@pytest.mark.parametrize("marker, delay", [("Beginning flow run", 0.5), ("Beginning flow run", 2.5)])
+def test_postgres_kill_9_leaves_no_process_nor_connection(postgres_blobs, tmp_path, prefect_api, marker, delay):
+    url, table = postgres_blobs
+    before = backends(url)
+    env = {**prefect_api.env, "PYTHONPATH": os.pathsep.join(sys.path), "PREFECT_LOGGING_LEVEL": "INFO"}
+    process = start_lwec(run_arguments(url, table, unique("killed"), tmp_path), env, tmp_path)
+    kill_when(process, marker, delay)
+    assert gone(process.pid) == []
+    deadline = time.monotonic() + 10
+    while backends(url) > before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert backends(url) <= before
+
+
+def test_postgres_sigint_during_the_write_publishes_nothing(postgres_blobs, tmp_path, prefect_api):
+    url, table = postgres_blobs
+    output = unique("stop_pg")
+    before = backends(url)
+    process = start_lwec(run_arguments(url, table, output, tmp_path), {**prefect_api.env, "PYTHONPATH":
+                         os.pathsep.join(sys.path)}, tmp_path, where="write")
+    line = check_stopped(process, 130)
+    assert "before anything was published" in line
+    assert not table_exists(url, output) or read_labels(url, output, "stopped").empty
+    deadline = time.monotonic() + 10
+    while backends(url) > before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert backends(url) <= before
