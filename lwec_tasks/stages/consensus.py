@@ -8,6 +8,7 @@ the labels stay in the partitions. ``n_clusters="auto"`` is the library's choice
 
 from __future__ import annotations
 
+import functools
 import operator
 import time
 from dataclasses import dataclass, field
@@ -120,7 +121,9 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     session.submit(check_lwea_fits, micro.size, len(ensemble.offsets) - 1, name="memory-check").result()
     check_n_clusters(k, upper=micro.size, upper_name="the number of microclusters")
     started = time.perf_counter()
-    report = _linkage_reporter(log) if isinstance(session, InProcess) else log_linkage_progress
+    # In this process the run's own log hears the progress; a Dask worker logs it on its own.
+    in_process = isinstance(session, InProcess)
+    report = functools.partial(log_linkage_progress, log=log) if in_process else log_linkage_progress
     cut = session.submit(lwea_on_microclusters, micro.table, ensemble.offsets, eci, int(k), table.n_rows,
                          report, name="lwea")
     leaf_cluster = session.submit(operator.getitem, cut, 0, name="lwea-leaves")
@@ -148,14 +151,6 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     result = _finish(table, labels, int(k), log)
     result.micro, result.linkage = micro, linkage
     return result
-
-
-def _linkage_reporter(log):
-    """A linkage progress callback writing to the run's log (in this process)."""
-    def report(done: int, total: int, seconds: float) -> None:
-        log.info("Average linkage: %d of %d merges (%.0f%%) in %.0f s", done, total, 100.0 * done / max(total, 1),
-                 seconds)
-    return report
 
 
 def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, method: str,

@@ -49,9 +49,9 @@ class _LeafCut(MicroclusterDendrogram):
         return raw
 
 
-def log_linkage_progress(done: int, total: int, seconds: float) -> None:
-    """Progress of a long linkage on this worker's ``lwec_tasks.linkage`` logger."""
-    logging.getLogger("lwec_tasks.linkage").info(
+def log_linkage_progress(done: int, total: int, seconds: float, log=None) -> None:
+    """Progress of a long linkage on ``log`` (default: this worker's ``lwec_tasks.linkage`` logger)."""
+    (log or logging.getLogger("lwec_tasks.linkage")).info(
         "Average linkage: %d of %d merges (%.0f%%) in %.0f s", done, total, 100.0 * done / max(total, 1), seconds)
 
 
