@@ -62,6 +62,7 @@ def load_table(session, request, log) -> PartitionedTable:
                              f"n_clusters={k_min} needs at least 2·k = {2 * k_min} rows")
     d = len(plan.feature_columns)
     moments = sum((s.moments for s in summaries), Moments(0, np.zeros(d), np.zeros(d)))
+    table.moments = moments  # the whole table's column moments (the cluster profiles' z-scores)
     table.mean, table.scale = (moments.mean, standard_scale(moments)) if request.standardize \
         else (np.zeros(d), np.ones(d))
     _log_columns(log, request.table, plan, summaries, table.n_read)

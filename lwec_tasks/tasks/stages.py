@@ -22,6 +22,7 @@ from lwec_tasks.stages.ahead import taken_ensemble, taken_table
 from lwec_tasks.stages.base_columns import base_column_ensemble
 from lwec_tasks.stages.consensus import PartitionedLabels, consensus_labels
 from lwec_tasks.stages.ensemble import reliability
+from lwec_tasks.stages.evidence import RunEvidence, run_evidence
 from lwec_tasks.stages.generate import PartitionedEnsemble, base_clusterings
 from lwec_tasks.stages.identities import StableIds, stable_ids
 from lwec_tasks.stages.model import labelling_model
@@ -100,6 +101,14 @@ def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels,
                       get_run_logger())
 
 
+@task(name="row-evidence", cache_policy=NO_CACHE)
+@timed_stage("evidence")
+def row_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels) -> RunEvidence:
+    """Each row's confidence (kept in the partitions, written with its label), the cluster profiles and the
+    co-association's consensus CDF (:mod:`lwec_tasks.stages.evidence`)."""
+    return run_evidence(table, ensemble, labels, get_run_logger())
+
+
 @database_task("write-labels")
 @timed_stage("write")
 def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request: ConsensusRequest) -> int:
@@ -119,8 +128,9 @@ def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request
 @task(name="build-labelling-model", cache_policy=NO_CACHE)
 @timed_stage("model")
 def build_labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                          cluster_reliability: ClusterReliability,
-                          request: ConsensusRequest) -> tuple[Placement, float]:
-    """The run's labelling model (a Placement writing the stored ids) and the share of rows it gives back."""
+                          cluster_reliability: ClusterReliability, request: ConsensusRequest,
+                          evidence: RunEvidence | None = None) -> tuple[Placement, float]:
+    """The run's labelling model (a Placement writing the stored ids, with what the row confidence of new rows
+    needs when ``evidence`` is given) and the share of rows it gives back."""
     return labelling_model(table, ensemble, labels, cluster_reliability.eci, request.method, request.theta,
-                           labels.k, request.seed, request.standardize, get_run_logger())
+                           labels.k, request.seed, request.standardize, get_run_logger(), evidence=evidence)
