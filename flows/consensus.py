@@ -97,7 +97,7 @@ def run_stages(request: ConsensusRequest) -> dict:
         shown = sample_labels(table, labels, ensemble.sample)
         prepare_tracking(request.tracking_uri, figures=not drawing_ahead())
         # The figures are drawn while the labels are written; MLflow is contacted after.
-        writing = write_label_rows.submit(table, labels, request)
+        writing = write_label_rows.submit(table, labels, request, evidence.confidence)
         try:
             figures = draw_figures(request, reliability, ensemble, labels, shown, evidence)
         finally:

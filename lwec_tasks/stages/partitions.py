@@ -371,11 +371,13 @@ def add_counts(*parts: pd.Series) -> pd.Series:
 
 
 def write_partition(database_url: str, target: str, keys: PartitionKeys, labels: np.ndarray,
-                    run: int | None = None, columns: Columns | None = None) -> int:
+                    run: int | None = None, columns: Columns | None = None,
+                    confidence: np.ndarray | None = None) -> int:
     """Append the partition's (id, label) rows to a pending run's ``target`` table (with ``run`` in each row,
-    unless None; ``columns``: the target's, None to reflect them; :func:`lwec_tasks.io.staging.append_labels`)
-    in one transaction; returns rows written."""
-    return append_labels(database_url, target, keys.ids, np.asarray(labels, dtype=np.int64), run, columns)
+    unless None; ``columns``: the target's, None to reflect them; with each row's ``confidence`` unless None;
+    :func:`lwec_tasks.io.staging.append_labels`) in one transaction; returns rows written."""
+    return append_labels(database_url, target, keys.ids, np.asarray(labels, dtype=np.int64), run, columns,
+                         confidence)
 
 
 def worker_facts() -> dict:

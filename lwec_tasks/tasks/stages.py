@@ -111,15 +111,18 @@ def row_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
 
 @database_task("write-labels")
 @timed_stage("write")
-def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request: ConsensusRequest) -> int:
+def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request: ConsensusRequest,
+                     confidence: list | None = None) -> int:
     """Stage the partitions' labels; one transaction replaces the run key's rows and prunes the source table's
-    runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view.
+    runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view. Each row's
+    ``confidence`` (one handle per partition, or None) is written beside its label.
     Returns the rows written (0 when the table already held exactly these labels under this run key)."""
     run = RunMetadata(run_key=request.run_key, k=labels.k, method=request.method, theta=request.theta,
                       ensemble_size=request.ensemble_size, seed=request.seed, source_table=request.table,
                       flow_run_id=flow_run.id)
     log = get_run_logger()
-    written = write_labels(table, labels.labels, request.resolved_output_table, run, log, keep_runs=request.keep_runs)
+    written = write_labels(table, labels.labels, request.resolved_output_table, run, log, keep_runs=request.keep_runs,
+                           confidence=confidence)
     log.info("Labels of run key %r are in table %r of %s", request.run_key, request.resolved_output_table,
              mask_url(request.database_url))
     return written

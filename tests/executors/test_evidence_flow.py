@@ -4,8 +4,6 @@ computation, the summary's cluster lines and the MLflow metrics and figures."""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -72,7 +70,7 @@ def test_evidence_on_both_executors(executor, method, sqlite_url, mlflow_store):
     changed = frame.iloc[40:].copy()
     changed.loc[changed.index[:60], FEATURES] += 2.5
     write_frame(sqlite_url, "blobs", changed)
-    second = consensus_flow(**common, run_name="second", seed=6)
+    second = consensus_flow(**{**common, "seed": 6}, run_name="second")
     again = stored(sqlite_url, second["output_table"], "second")
     shared = np.intersect1d(labels["id"], again["id"])
     before = labels.set_index("id").loc[shared, "label"]
