@@ -59,42 +59,96 @@ class CoassociationDistribution:
 
 
 @numba.njit(cache=True)
-def _refine(groups: np.ndarray, n_groups: int, codes: np.ndarray, radix: int, weights: np.ndarray):
-    """Split each of ``n_groups`` groups (``groups`` (n,) in 0..n_groups−1) by ``codes`` (n,) in 0..radix−1, by a
-    counting sort on the code, then a stable one on the group. Returns (each member's new group (n,), the new
-    groups' weight totals, each new group's member count), new groups numbered in (group, code) order."""
-    n = len(groups)
-    by_code = np.zeros(radix + 1, np.int64)
-    for i in range(n):
-        by_code[codes[i] + 1] += 1
-    for r in range(radix):
-        by_code[r + 1] += by_code[r]
-    first = np.empty(n, np.int64)
-    for i in range(n):
-        first[by_code[codes[i]]] = i
-        by_code[codes[i]] += 1
-    by_group = np.zeros(n_groups + 1, np.int64)
-    for i in range(n):
-        by_group[groups[i] + 1] += 1
-    for g in range(n_groups):
-        by_group[g + 1] += by_group[g]
-    order = np.empty(n, np.int64)
-    for j in range(n):
-        i = first[j]
-        order[by_group[groups[i]]] = i
-        by_group[groups[i]] += 1
-    new_groups = np.empty(n, np.int64)
-    totals = np.zeros(n, np.int64)
-    members = np.zeros(n, np.int64)
-    current = -1
-    for j in range(n):
-        i = order[j]
-        if j == 0 or groups[i] != groups[order[j - 1]] or codes[i] != codes[order[j - 1]]:
-            current += 1
-        new_groups[i] = current
-        totals[current] += weights[i]
-        members[current] += 1
-    return new_groups, totals[:current + 1], members[:current + 1]
+def _subset_sums(rows: np.ndarray, weights: np.ndarray):
+    """The depth-first search over column subsets (module docstring), with an explicit stack.
+
+    ``rows`` (Ñ, M) int64 label rows, ``weights`` (Ñ,) int64 objects per row. Returns ``agreeing`` (M + 1,): for
+    each subset size t ≥ 1, Σ over the subsets S of size t visited and their groups of (objects in the group)²,
+    and ``lone`` (M + 1, M + 1): [t, after] Σ weight² of microclusters left alone in their group at a subset of
+    size t whose largest column has ``after`` columns after it. Level buffers hold each level's groups as
+    contiguous runs of member indices.
+    """
+    m, n_columns = rows.shape
+    agreeing = np.zeros(n_columns + 1, np.int64)
+    lone = np.zeros((n_columns + 1, n_columns + 1), np.int64)
+    members = np.empty((n_columns + 1, m), np.int64)
+    starts = np.empty((n_columns + 1, m + 1), np.int64)
+    n_groups = np.zeros(n_columns + 1, np.int64)
+    next_column = np.zeros(n_columns + 1, np.int64)
+    for i in range(m):
+        members[0, i] = i
+    starts[0, 0], starts[0, 1], n_groups[0] = 0, m, 1
+    scratch = np.empty(m, np.int64)
+    keys = np.empty(m, np.int64)
+    sorted_members = np.empty(m, np.int64)
+    sorted_keys = np.empty(m, np.int64)
+    radices = np.zeros(n_columns, np.int64)
+    for i in range(m):
+        for c in range(n_columns):
+            radices[c] = max(radices[c], rows[i, c] + 1)
+    tally = np.zeros(radices.max() + 1 if n_columns else 1, np.int64)
+    level = 0
+    while level >= 0:
+        column = next_column[level]
+        if column >= n_columns:
+            level -= 1
+            continue
+        next_column[level] = column + 1
+        child = level + 1
+        after = n_columns - 1 - column
+        filled, groups = 0, 0
+        for g in range(n_groups[level]):
+            start, stop = starts[level, g], starts[level, g + 1]
+            size = stop - start
+            for j in range(size):
+                scratch[j] = members[level, start + j]
+                keys[j] = rows[scratch[j], column]
+            if size <= 16:  # insertion sort by code
+                for j in range(1, size):
+                    key, member = keys[j], scratch[j]
+                    i = j - 1
+                    while i >= 0 and keys[i] > key:
+                        keys[i + 1], scratch[i + 1] = keys[i], scratch[i]
+                        i -= 1
+                    keys[i + 1], scratch[i + 1] = key, member
+                order_members = scratch[:size]
+                order_keys = keys[:size]
+            else:  # counting sort by code
+                radix = radices[column]
+                tally[:radix + 1] = 0
+                for j in range(size):
+                    tally[keys[j] + 1] += 1
+                for r in range(radix):
+                    tally[r + 1] += tally[r]
+                for j in range(size):
+                    place = tally[keys[j]]
+                    sorted_members[place] = scratch[j]
+                    sorted_keys[place] = keys[j]
+                    tally[keys[j]] += 1
+                order_members = sorted_members[:size]
+                order_keys = sorted_keys[:size]
+            run_start = 0
+            for j in range(1, size + 1):
+                if j == size or order_keys[j] != order_keys[run_start]:
+                    total = 0
+                    for i in range(run_start, j):
+                        total += weights[order_members[i]]
+                    agreeing[child] += total * total
+                    if j - run_start == 1:
+                        lone[child, after] += total * total
+                    elif after > 0:
+                        starts[child, groups] = filled
+                        for i in range(run_start, j):
+                            members[child, filled] = order_members[i]
+                            filled += 1
+                        groups += 1
+                    run_start = j
+        if groups > 0:
+            starts[child, groups] = filled
+            n_groups[child] = groups
+            next_column[child] = column + 1
+            level = child
+    return agreeing, lone
 
 
 def coassociation_distribution(rows: np.ndarray, counts: np.ndarray) -> CoassociationDistribution:
@@ -103,32 +157,17 @@ def coassociation_distribution(rows: np.ndarray, counts: np.ndarray) -> Coassoci
     rows = np.asarray(rows, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
     n_columns = rows.shape[1]
-    radices = rows.max(axis=0) + 1 if len(rows) else np.ones(n_columns, np.int64)
-    agreeing = [0] * (n_columns + 1)  # Σ_{|S| = t} Σ_groups g², Python ints
     n_objects = int(counts.sum())
+    agreeing = [0] * (n_columns + 1)  # Σ_{|S| = t} Σ_groups g², Python ints
     agreeing[0] = n_objects * n_objects
-    # A lone microcluster of count c, leaving the search at a subset of size t whose largest column leaves
-    # `after` columns after it, adds c² to each superset formed with those columns: C(after, u) of size t + u.
     lone = [[0] * (n_columns + 1) for _ in range(n_columns + 1)]
-
-    def visit(groups: np.ndarray, n_groups: int, members: np.ndarray, size: int, last: int) -> None:
-        weights = counts[members]
-        for column in range(last + 1, n_columns):
-            new_groups, totals, per_group = _refine(groups, n_groups, np.ascontiguousarray(rows[members, column]),
-                                                    int(radices[column]), weights)
-            agreeing[size + 1] += int(np.dot(totals, totals))
-            alone = per_group[new_groups] == 1
-            after = n_columns - 1 - column
-            if after and alone.any():
-                lone[size + 1][after] += int(np.dot(weights[alone], weights[alone]))
-            keep = ~alone
-            if after and keep.any():
-                shared = per_group > 1
-                renumbered = np.cumsum(shared) - 1
-                visit(renumbered[new_groups[keep]], int(shared.sum()), members[keep], size + 1, column)
-
     if len(rows):
-        visit(np.zeros(len(rows), dtype=np.int64), 1, np.arange(len(rows)), 0, -1)
+        sums, alone = _subset_sums(np.ascontiguousarray(rows), np.ascontiguousarray(counts))
+        for t in range(1, n_columns + 1):
+            agreeing[t] = int(sums[t])
+            lone[t] = [int(v) for v in alone[t]]
+    # A microcluster alone in its group at a subset of size t, with `after` columns after the subset's largest,
+    # adds its weight² to each superset formed with those columns: C(after, u) of size t + u.
     for t in range(n_columns + 1):
         for after in range(n_columns + 1 - t):
             for extra in range(1, after + 1):

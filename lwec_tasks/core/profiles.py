@@ -3,7 +3,8 @@
 For every cluster id that holds rows: ``size``, ``share`` of all rows, ``mean_confidence`` (the mean row
 confidence, :mod:`lwec_tasks.core.confidence`), and for each feature f its mean in the cluster (``f_mean``) and
 that mean as a z-score against the whole table (``f_z`` = (cluster mean − table mean) / table standard
-deviation, population; 0 for a constant column). The most distinctive features of a cluster are those of
+deviation, population; 0 for a constant column, one whose standard deviation is below
+:data:`CONSTANT_RELATIVE_STD` × (|mean| + 1): rounding alone). The most distinctive features of a cluster are those of
 largest |z|. Numpy and pandas only.
 """
 
@@ -13,6 +14,9 @@ import numpy as np
 import pandas as pd
 
 from lwec_tasks.core.confidence import ClusterSums
+
+#: A column whose standard deviation is below this × (|mean| + 1) counts as constant (its z-scores are 0).
+CONSTANT_RELATIVE_STD = 1e-9
 
 
 def cluster_profiles(sums: ClusterSums, confidence_sums: np.ndarray, feature_columns, table_mean: np.ndarray,
@@ -28,8 +32,9 @@ def cluster_profiles(sums: ClusterSums, confidence_sums: np.ndarray, feature_col
                           "mean_confidence": np.asarray(confidence_sums, dtype=np.float64)[present] / counts})
     means = sums.means[present]
     std = np.asarray(table_std, dtype=np.float64)
-    safe = np.where(std > 0, std, 1.0)
-    z = np.where(std > 0, (means - np.asarray(table_mean, dtype=np.float64)) / safe, 0.0)
+    table_mean = np.asarray(table_mean, dtype=np.float64)
+    varying = std > CONSTANT_RELATIVE_STD * (np.abs(table_mean) + 1.0)
+    z = np.where(varying, (means - table_mean) / np.where(varying, std, 1.0), 0.0)
     columns = {}
     for j, name in enumerate(feature_columns):
         columns[f"{name}_mean"] = means[:, j]
