@@ -241,6 +241,13 @@ def place_partition(rows: PartitionRows, placement) -> np.ndarray:
         return placement.predict(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
 
 
+def place_partition_with_confidence(rows: PartitionRows, placement) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`place_partition`'s ids and each row's confidence in its cluster (float32, None when the model keeps
+    no confidence state: :meth:`~lwec_tasks.core.placement.Placement.predict_with_confidence`)."""
+    with threadpool_limits(1):
+        return placement.predict_with_confidence(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
+
+
 @dataclass(frozen=True)
 class PreviousOverlap:
     """A partition's objects by (new label, earlier run's label): ``counts`` (k, u) for the ``earlier`` (u,)

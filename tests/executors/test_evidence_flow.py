@@ -1,6 +1,7 @@
 """The run's evidence end to end, on both executors: row confidences stored with the labels, cluster profiles
 against a pandas groupby of the table by its stored labels, run-to-run stability against a direct Jaccard
-computation, the summary's cluster lines and the MLflow metrics and figures."""
+computation, the summary's cluster lines and the MLflow metrics and figures; the labelling model gives new rows
+the run's confidence."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 from mlflow import MlflowClient
 
+from flows.assign import assign_flow
 from flows.consensus import consensus_flow
 from helpers.pipeline import blobs_frame, unique, write_frame
 
@@ -93,3 +95,22 @@ def test_evidence_on_both_executors(executor, method, sqlite_url, mlflow_store):
     history = MlflowClient(mlflow_store).get_metric_history(second["mlflow_run_id"], "consensus_cdf")
     assert [m.step for m in sorted(history, key=lambda m: m.step)] == list(range(7))
     assert sorted(history, key=lambda m: m.step)[-1].value == pytest.approx(1.0)
+
+
+def test_assign_gives_new_rows_the_runs_confidence(executor, sqlite_url, mlflow_store, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
+    frame = blobs_frame(n=300, centers=3, seed=12)
+    write_frame(sqlite_url, "blobs", frame)
+    summary = consensus_flow(database_url=sqlite_url, table="blobs", n_clusters=3, ensemble_size=6, seed=2,
+                             method="lwgp", tracking_uri=mlflow_store, experiment=unique("assign-evidence"),
+                             run_name="fit", dask_address=executor)
+    fitted = stored(sqlite_url, summary["output_table"], "fit")
+    assigned = assign_flow(database_url=sqlite_url, table="blobs", model_uri=summary["model_uri"],
+                           output_table="assigned", dask_address=executor)
+    placed = stored(sqlite_url, "assigned", assigned["run_key"])
+    assert placed["confidence"].between(0, 1).all()
+    same = placed["label"].to_numpy() == fitted["label"].to_numpy()
+    assert same.mean() > 0.95
+    # the same rows in the same clusters: the run's confidence, recomputed by the labelling model
+    np.testing.assert_allclose(placed["confidence"].to_numpy()[same], fitted["confidence"].to_numpy()[same],
+                               rtol=1e-5, atol=1e-6)
