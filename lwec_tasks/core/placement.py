@@ -241,9 +241,10 @@ class Placement:
             codes = self.base_codes(chunk)
             labels = self.consensus_of_codes(codes)
             ids[start:start + len(chunk)] = self.cluster_ids[labels]
-            Z = self.standardisation.apply(chunk) if self.standardisation is not None else chunk
-            confidence[start:start + len(chunk)] = row_confidence(Z, codes.T, labels, centres,
-                                                                  self.state["confidence_shares"])
+            standard = self.standardisation
+            confidence[start:start + len(chunk)] = row_confidence(
+                chunk, codes.T, labels, centres, self.state["confidence_shares"],
+                mean=None if standard is None else standard.mean, scale=None if standard is None else standard.scale)
         return ids, confidence
 
     def base_codes(self, X) -> np.ndarray:

@@ -8,7 +8,8 @@ Runs on the written ids (after stable ids), before the labels are written, on ei
    computes its rows' confidences (kept there, written beside the labels) and their per-label sums;
 3. the cluster profiles (:mod:`lwec_tasks.core.profiles`) from those sums and the table's column moments;
 4. the co-association's distribution over all pairs of objects from the microclusters
-   (:mod:`lwec_tasks.core.coassociation_cdf`), one task where the microcluster table lives.
+   (:mod:`lwec_tasks.core.coassociation_cdf`), one task where the microcluster table lives; beyond
+   :data:`COASSOCIATION_MICROCLUSTERS` microclusters, over the pairs of a seeded sample of rows.
 
 The features are released from the partitions afterwards.
 """
@@ -23,11 +24,13 @@ import pandas as pd
 
 from lwec_tasks.core.coassociation_cdf import CoassociationDistribution, coassociation_distribution
 from lwec_tasks.core.confidence import base_shares
+from lwec_tasks.core.k_criterion import selection_sample
 from lwec_tasks.core.profiles import cluster_profiles
 from lwec_tasks.executors.progress import tree_reduce
 from lwec_tasks.stages import evidence_parts as parts
 from lwec_tasks.stages.consensus import PartitionedLabels
-from lwec_tasks.stages.generate import PartitionedEnsemble
+from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
+from lwec_tasks.stages.partitions import code_rows
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.sums import add_tables
 
@@ -36,6 +39,10 @@ CONFIDENCE_BINS = 20
 #: Above this many base clusterings the co-association's distribution is not computed (its search over
 #: column subsets grows as 2^M at worst).
 COASSOCIATION_MAX_COLUMNS = 16
+#: Up to this many microclusters the co-association's distribution is computed over all rows (about 0.15 s per
+#: 10,000 microclusters of 1M blob rows); beyond, over the rows of the automatic choice of k's seeded sample
+#: (:func:`~lwec_tasks.core.k_criterion.selection_sample`), exactly for those rows.
+COASSOCIATION_MICROCLUSTERS = 40_000
 
 
 @dataclass
@@ -45,7 +52,8 @@ class RunEvidence:
     ``feature_columns``; ``overlap`` (n_c, k) rows per (base cluster, id); ``centres`` (k, d) the clusters'
     centres in the clustered space (None without features); ``histogram`` (CONFIDENCE_BINS,) rows per
     confidence bin; ``coassociation`` the co-association's distribution (None beyond
-    :data:`COASSOCIATION_MAX_COLUMNS` columns); ``seconds`` per part."""
+    :data:`COASSOCIATION_MAX_COLUMNS` columns) over the pairs of ``pair_rows`` rows (all, or a seeded sample
+    beyond :data:`COASSOCIATION_MICROCLUSTERS` microclusters); ``seconds`` per part."""
 
     confidence: list
     profiles: pd.DataFrame
@@ -55,6 +63,7 @@ class RunEvidence:
     histogram: np.ndarray
     coassociation: CoassociationDistribution | None
     seconds: dict
+    pair_rows: int = 0
 
     def for_figures(self) -> dict:
         """The small, picklable part the figures are drawn from (no per-row handles)."""
@@ -67,8 +76,8 @@ class RunEvidence:
         return float(np.dot(sizes, self.profiles["mean_confidence"]) / max(sizes.sum(), 1.0))
 
 
-def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                 log) -> RunEvidence:
+def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels, log,
+                 seed: int | None = None) -> RunEvidence:
     """Row confidences, cluster profiles and the co-association's distribution of a finished consensus (the
     module's docstring); releases the partitions' features."""
     session = table.session
@@ -104,14 +113,24 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
     features = tuple(table.plan.feature_columns) if has_features else ()
     profiles = cluster_profiles(sums, by_label, features, table_mean, table_std)
     started = time.perf_counter()
-    coassociation = None
-    if ensemble.micro is not None and ensemble.n_columns <= COASSOCIATION_MAX_COLUMNS:
-        coassociation = session.submit(micro_coassociation, ensemble.micro.table, name="coassociation").result()
+    coassociation, pair_rows = None, 0
+    if ensemble.n_columns <= COASSOCIATION_MAX_COLUMNS:
+        if ensemble.micro is not None and ensemble.n_microclusters <= COASSOCIATION_MICROCLUSTERS:
+            coassociation = session.submit(micro_coassociation, ensemble.micro.table, name="coassociation").result()
+            pair_rows = table.n_rows
+        else:
+            positions = selection_sample(table.n_rows, seed)
+            positions = np.arange(table.n_rows) if positions is None else positions
+            sample = gather_rows(session, ensemble.codes, positions, table.offsets, code_rows, "coassociation-rows")
+            coassociation = session.submit(sample_coassociation, sample, name="coassociation").result()
+            pair_rows = len(positions)
     seconds["coassociation"] = time.perf_counter() - started
-    evidence = RunEvidence(confidence, profiles, features, overlap, centres, histogram, coassociation, seconds)
+    evidence = RunEvidence(confidence, profiles, features, overlap, centres, histogram, coassociation, seconds,
+                           pair_rows)
     pac = (f"consensus CDF not computed (more than {COASSOCIATION_MAX_COLUMNS} base clusterings)"
-           if coassociation is None else f"PAC (co-association in (0.1, 0.9)) {coassociation.pac():.4f} over "
-           f"{ensemble.n_microclusters} microclusters ({seconds['coassociation']:.2f} s)")
+           if coassociation is None else f"PAC (co-association in (0.1, 0.9)) {coassociation.pac():.4f} over the "
+           f"pairs of {'all' if pair_rows == table.n_rows else 'a seeded sample of'} {pair_rows} rows "
+           f"({seconds['coassociation']:.2f} s)")
     log.info("Row confidence: mean %.3f, %.1f%% of rows below 0.5 (%.2f s); %s", evidence.mean_confidence,
              100 * histogram[:CONFIDENCE_BINS // 2].sum() / max(histogram.sum(), 1), seconds["confidence"], pac)
     return evidence
@@ -120,6 +139,12 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
 def confidence_histogram(confidence: np.ndarray) -> np.ndarray:
     """(CONFIDENCE_BINS,) rows per equal-width bin of [0, 1]."""
     return np.histogram(confidence, bins=CONFIDENCE_BINS, range=(0.0, 1.0))[0]
+
+
+def sample_coassociation(codes: np.ndarray) -> CoassociationDistribution:
+    """The co-association's distribution over the pairs of the rows of ``codes`` (S, M)."""
+    rows, counts = np.unique(np.asarray(codes), axis=0, return_counts=True)
+    return coassociation_distribution(rows, counts)
 
 
 def micro_coassociation(micro) -> CoassociationDistribution:

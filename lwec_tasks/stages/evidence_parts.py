@@ -7,6 +7,7 @@ partition for its rows' confidences (:func:`partition_confidence`).
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from lwec_tasks.core.confidence import ClusterSums, row_confidence
@@ -18,12 +19,17 @@ def evidence_sums(rows, codes_t: np.ndarray, labels: np.ndarray, k: int, offsets
     base clusterings' first global cluster code. Both sum over partitions."""
     labels = np.asarray(labels, dtype=np.int64)
     X = rows.X if rows is not None else np.zeros((len(labels), 0))
-    sums = ClusterSums.of(X, labels, k)
-    n_clusters_total = int(offsets[-1])
-    overlap = np.zeros(n_clusters_total * k, dtype=np.int64)
+    return [ClusterSums.of(X, labels, k),
+            _overlap(codes_t, np.asarray(offsets, dtype=np.int64), labels, int(offsets[-1]), k)]
+
+
+@numba.njit(cache=True)
+def _overlap(codes_t, offsets, labels, n_clusters_total, k):
+    out = np.zeros((n_clusters_total, k), np.int64)
     for m in range(codes_t.shape[0]):
-        overlap += np.bincount((codes_t[m].astype(np.int64) + offsets[m]) * k + labels, minlength=overlap.size)
-    return [sums, overlap.reshape(n_clusters_total, k)]
+        for i in range(codes_t.shape[1]):
+            out[codes_t[m, i] + offsets[m], labels[i]] += 1
+    return out
 
 
 def partition_confidence(rows, codes_t: np.ndarray, labels: np.ndarray, offsets: np.ndarray, mean: np.ndarray,
@@ -32,12 +38,8 @@ def partition_confidence(rows, codes_t: np.ndarray, labels: np.ndarray, offsets:
     """(n,) float32 confidence of each row (:func:`lwec_tasks.core.confidence.row_confidence`): features
     standardised by ``mean``/``scale`` as they were clustered, ``centres`` (k, d) in that space (None: no
     features), ``present`` (k,) the ids some row has, ``shares`` (n_c, k) of the base clusters."""
-    codes = codes_t.astype(np.int64) + np.asarray(offsets[:-1], dtype=np.int64)[:, None]
-    Z = None
-    if rows is not None and centres is not None and rows.X.shape[1] > 0:
-        Z = rows.X - mean
-        Z /= scale
-    return row_confidence(Z, codes, labels, centres, shares, present)
+    X = rows.X if rows is not None and centres is not None and rows.X.shape[1] > 0 else None
+    return row_confidence(X, codes_t, labels, centres, shares, present, offsets[:-1], mean, scale)
 
 
 def confidence_sums(labels: np.ndarray, confidence: np.ndarray, k: int) -> np.ndarray:

@@ -63,6 +63,7 @@ class RunFacts:
         self.mean_confidence = evidence.mean_confidence if evidence is not None else None
         self.confidence_histogram = evidence.histogram if evidence is not None else None
         self.coassociation = evidence.coassociation if evidence is not None else None
+        self.pair_rows = evidence.pair_rows if evidence is not None else 0
 
     def profiles_with_stability(self) -> pd.DataFrame:
         """The cluster profiles with each cluster's Jaccard overlap with its matched earlier cluster (NaN for
@@ -84,6 +85,7 @@ class RunFacts:
                                                              / max(histogram.sum(), 1))
         if self.coassociation is not None:
             metrics["pac"] = self.coassociation.pac()
+            metrics["pac_rows"] = self.pair_rows
             series["consensus_cdf"] = list(enumerate(self.coassociation.cdf.tolist()))
         if self.profiles is not None:
             for row in self.profiles.itertuples():
