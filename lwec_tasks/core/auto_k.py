@@ -46,8 +46,8 @@ one consensus over all candidate ks. The LWGP cuts are seeded by
 LWEA's choice stays deterministic. A candidate k the other method cannot
 produce (only possible with user-given ``ks``, e.g. k above the number of
 clusters for LWGP) is scored by its own cut's Q_γ alone, and so is every k
-when the other method does not fit in memory (LWEA's distance matrix over
-very many microclusters, :class:`LwecMemoryError`); LWGP then takes the k of
+when the other method does not fit in memory (LWEA's cluster counts over
+extremely many microclusters, :class:`LwecMemoryError`); LWGP then takes the k of
 highest Q_γ of its own cuts.
 
 Cost: above ``SELECTION_SAMPLE`` (20,000) objects k is chosen on a seeded uniform sample of that many

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from lwec_tasks.core.average_linkage import _find
+from lwec_tasks.core.linkage_numbering import find_root
 
 
 @numba.njit(cache=True)
@@ -25,7 +25,7 @@ def _micro_roots(linkage, n_leaves, n_merges):
         parent[np.int64(linkage[step, 1])] = n_leaves + step
     roots = np.empty(n_leaves, dtype=np.int64)
     for leaf in range(n_leaves):
-        roots[leaf] = _find(parent, leaf)
+        roots[leaf] = find_root(parent, leaf)
     return roots
 
 

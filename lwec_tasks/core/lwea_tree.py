@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
+from lwec_tasks.core.counts_linkage import counts_average_linkage
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble
@@ -22,9 +22,9 @@ def microcluster_linkage(ensemble: Ensemble, eci: np.ndarray) -> np.ndarray:
     Rows are sorted by merge distance; column 3 counts the microclusters
     (leaves) under each new node. ``eci`` (n_c,) may be any cluster weights:
     M·w_m for every cluster of column m gives EAC's and WEAC's w-weighted co-association.
+    Built from cluster counts (:mod:`lwec_tasks.core.counts_linkage`): memory O(Ñ·M).
     """
-    condensed = microcluster_distances(ensemble.microcluster_codes, eci, ensemble.n_columns)
-    return weighted_average_linkage(condensed, ensemble.microcluster_sizes)
+    return counts_average_linkage(ensemble.microcluster_codes, eci, ensemble.n_columns, ensemble.microcluster_sizes)
 
 
 def lwea_dendrogram(ensemble: Ensemble, eci: np.ndarray) -> MicroclusterDendrogram:

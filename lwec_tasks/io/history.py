@@ -17,16 +17,29 @@ labels table's schema. Database errors are raised as :mod:`lwec_tasks.io.errors`
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, NARROW, WIDE, labels_layout, relation_kind
+from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.identifiers import latest_view_of
-from lwec_tasks.io.label_storage import has_confidence, labels_query, published_runs, rows_clause, runs_clause
+from lwec_tasks.io.label_storage import (
+    StorageNames,
+    has_confidence,
+    labels_query,
+    published_runs,
+    rows_clause,
+    runs_clause,
+)
+from lwec_tasks.io.locks import bound_lock_waits, lock_errors
 from lwec_tasks.io.names import TableName, parse_table_name
-from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, quoted
+from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, partitioned, quoted, unpartitioned
+
+_log = logging.getLogger(__name__)
 
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
 _DELETE_BATCH = 500
@@ -82,9 +95,11 @@ def prune_runs(
 
     Parameters
     ----------
-    engine_or_connection : an Engine (pruned in a transaction of its own) or a
-        Connection (pruned inside the caller's transaction: committed or rolled
-        back with it; database errors propagate as SQLAlchemy exceptions)
+    engine_or_connection : an Engine (pruned in a transaction of its own whose lock waits are bounded, then
+        the pruned runs' tables dropped when no reader holds them, else left to a later run:
+        :func:`lwec_tasks.io.cleanup.remove_leftovers`) or a Connection (pruned inside the caller's
+        transaction: committed or rolled back with it; database errors propagate as SQLAlchemy exceptions;
+        on PostgreSQL the runs' tables are left to :func:`~lwec_tasks.io.cleanup.remove_leftovers`)
     labels_table : the labels table; nothing happens when it does not exist
     source_table : only runs of this source table are considered; others are left alone
     keep : runs to keep, >= 1, most recent first (see :func:`runs_by_recency`)
@@ -100,8 +115,12 @@ def prune_runs(
     if isinstance(engine_or_connection, sa.Connection):
         return _prune(engine_or_connection, labels_table, source_table, keep, keep_run_key)
     with database_errors(engine_or_connection, f"delete old runs from table {str(labels_table)!r}"), \
+            lock_errors(f"could not delete old runs from table {str(labels_table)!r}", "nothing was deleted"), \
             engine_or_connection.begin() as connection:
-        return _prune(connection, labels_table, source_table, keep, keep_run_key)
+        bound_lock_waits(connection)
+        pruned = _prune(connection, labels_table, source_table, keep, keep_run_key)
+    tidy(engine_or_connection, labels_table, _log)
+    return pruned
 
 
 def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep: int,
@@ -132,13 +151,18 @@ def converted(connection: sa.Connection, labels_table: str, action: str) -> bool
     return layout == NARROW
 
 
-def delete_runs(connection: sa.Connection, labels_table: str, runs: list[int]) -> None:
-    """Delete the runs numbered ``runs`` (the runs table's ``run``), their rows first (on PostgreSQL their tables
-    are dropped: :func:`~lwec_tasks.io.run_tables.drop_run_rows`), in the caller's transaction."""
+def delete_runs(connection: sa.Connection, labels_table: str | StorageNames, runs: list[int]) -> None:
+    """Delete the runs numbered ``runs`` (the runs table's ``run``) in the caller's transaction: they leave the
+    views at once. Elsewhere than on PostgreSQL (and in a PostgreSQL rows table of an earlier release, not
+    partitioned yet) their rows are deleted with them. On PostgreSQL their tables
+    stay (out of the views, whose join finds no run for them) and are dropped after the transaction by
+    :func:`lwec_tasks.io.cleanup.remove_leftovers`, whose ``DROP`` gives up rather than keep readers waiting."""
     table = runs_clause(labels_table)
+    rows_deleted_now = runs and (not partitioned(connection.dialect) or unpartitioned(connection, labels_table))
     for start in range(0, len(runs), _DELETE_BATCH):
         batch = runs[start:start + _DELETE_BATCH]
-        drop_run_rows(connection, labels_table, batch)
+        if rows_deleted_now:
+            drop_run_rows(connection, labels_table, batch)
         connection.execute(sa.delete(table).where(table.c.run.in_(batch)))
 
 

@@ -41,28 +41,45 @@ def check_new_table_name(name: str, parameter: str = "output_table") -> str:
     return str(parsed)
 
 
+#: Longest suffix lwec adds to an output table's name (``_latest``; ``_runs`` and ``_rows`` are shorter).
+LONGEST_SUFFIX_BYTES = len(LATEST_VIEW_SUFFIX)
+
+#: What a default output table's name ends with.
+DEFAULT_OUTPUT_SUFFIX = "_lwec_labels"
+
+
 def default_output_table(source_table: str) -> str:
     """``<source>_lwec_labels`` in the source's schema, anything but letters, digits and ``_`` replaced by ``_``.
 
-    ``features`` → ``features_lwec_labels``; ``analytics.features`` → ``analytics.features_lwec_labels``.
+    ``features`` → ``features_lwec_labels``; ``analytics.features`` → ``analytics.features_lwec_labels``. The
+    name and every name lwec derives from it (``_latest``, ``_runs``, ``_rows``) fit PostgreSQL's 63 bytes: a
+    longer source name is cut and 8 hex digits of its MD5 added (``<first 35 characters>_<hash>_lwec_labels``),
+    so one source name always gives the same output name.
     """
     source = parse_table_name(source_table)
-    stem = re.sub(r"[^A-Za-z0-9_]", "_", source.name)[:48] or "features"
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", source.name) or "features"
     if stem[0].isdigit():
         stem = "t_" + stem
-    return str(source.with_name(f"{stem}_lwec_labels"))
+    room = MAX_IDENTIFIER_BYTES - LONGEST_SUFFIX_BYTES - len(DEFAULT_OUTPUT_SUFFIX)
+    if len(stem) > room:
+        digest = hashlib.md5(source.name.encode("utf-8")).hexdigest()[:8]
+        stem = f"{stem[:room - len(digest) - 1]}_{digest}"
+    return str(source.with_name(f"{stem}{DEFAULT_OUTPUT_SUFFIX}"))
 
 
 def suffixed_name(table: TableName, suffix: str, kind: str, parameter: str, given: str, base: str) -> TableName:
     """``table`` + ``suffix`` (same schema), checked to fit PostgreSQL's 63-byte identifiers (longer names would be
-    cut there silently): else :class:`LwecInputError` naming the ``kind`` of name ("view", "table"), the
-    ``parameter`` and the name it was ``given``, and what to shorten (``base``: "a labels table", ...)."""
+    cut there silently): else :class:`LwecInputError` saying which name lwec derives (the ``kind`` of name:
+    "view", "table") from the name ``given`` as ``parameter`` (``output_table``: the command's
+    ``--output-table``), and how long ``base`` ("an output table", ...) may be."""
     name = table.with_name(f"{table.name}{suffix}")
     size = len(name.name.encode("utf-8"))
     if size > MAX_IDENTIFIER_BYTES:
+        option = f"{parameter} (--{parameter.replace('_', '-')})"
         raise LwecInputError(
-            f"{kind} name {name.name!r} ({parameter}={given!r} + {suffix!r}) is {size} bytes; identifiers are at "
-            f"most {MAX_IDENTIFIER_BYTES} bytes: use {base} name of at most {MAX_IDENTIFIER_BYTES - len(suffix)} bytes"
+            f"{option}={given!r} is too long: the {kind} lwec makes beside it, {name.name!r}, would be {size} "
+            f"bytes, and PostgreSQL identifiers are at most {MAX_IDENTIFIER_BYTES} bytes; give "
+            f"{option} {base} name of at most {MAX_IDENTIFIER_BYTES - len(suffix.encode('utf-8'))} bytes"
         )
     return name
 
@@ -95,15 +112,16 @@ def is_run_table_name(name: str) -> bool:
     return _RUN_TABLE_END.search(name) is not None
 
 
-def latest_view_name(labels_table: str) -> str:
+def latest_view_name(labels_table: str, parameter: str = "output_table") -> str:
     """``<labels_table>_latest`` (in the labels table's schema), checked to fit PostgreSQL's 63-byte identifiers.
 
     The name is quoted by the dialect wherever it is used, so any characters
     are safe; only its length (which PostgreSQL would silently cut) and NUL
-    characters are refused, with :class:`LwecInputError` naming it.
+    characters are refused, with :class:`LwecInputError` naming it and the ``parameter`` that gave
+    ``labels_table``.
     """
-    view = suffixed_name(parse_table_name(labels_table, "labels_table"), LATEST_VIEW_SUFFIX, "view", "labels_table",
-                         labels_table, "a labels table")
+    view = suffixed_name(parse_table_name(labels_table, parameter), LATEST_VIEW_SUFFIX, "view", parameter,
+                         labels_table, "an output table")
     if "\x00" in str(view):
         raise LwecInputError(f"view name {str(view)!r} contains a NUL character")
     return str(view)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from lwec_tasks.io.identifiers import suffixed_name
+from lwec_tasks.io.identifiers import RUN_MARK, latest_view_of, run_table_name, suffixed_name
 from lwec_tasks.io.names import TableName, parse_table_name
 
 #: Suffixes of the two tables beside the output table's name.
@@ -43,24 +43,57 @@ VIEW_COLUMNS = ("run_key", "id", "label", "k", "method", "theta", "ensemble_size
 CONFIDENCE_COLUMN = "confidence"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class StorageNames:
-    """The relations behind an output table: ``view`` (the name the user gives), ``runs`` and ``rows``."""
+    """Every relation of one labels storage, resolved once from the output table's name (:func:`storage_names`)
+    and passed down: ``view`` (the name the user gives), ``runs`` and ``rows`` (its tables), :attr:`latest` (the
+    latest-run view), and per run :meth:`run_rows` (PostgreSQL: the run's own table) and :meth:`staging` (the
+    table ids needing a cast pass through). All in the view's schema."""
 
     view: TableName
     runs: TableName
     rows: TableName
 
+    def __str__(self) -> str:
+        return str(self.view)
 
-def storage_names(output_table: str | TableName) -> StorageNames:
+    def __repr__(self) -> str:  # messages quote a storage by the name the user gave
+        return repr(str(self.view))
+
+    @property
+    def latest(self) -> TableName:
+        """``<view>_latest``; :class:`LwecInputError` naming ``output_table`` when it would pass 63 bytes."""
+        return latest_view_of(self.view)
+
+    def run_rows(self, run: int | str) -> TableName:
+        """Run ``run``'s own table: ``<rows>$<run>`` (:func:`~lwec_tasks.io.identifiers.run_table_name`)."""
+        return run_table_name(self.rows, run)
+
+    def staging(self, run: int) -> TableName:
+        """Run ``run``'s staging table: ``<rows>$stage$<run>`` (hashed like :meth:`run_rows` when too long)."""
+        return run_table_name(self.rows.with_name(f"{self.rows.name}{RUN_MARK}stage"), run)
+
+    def run_of(self, table: str) -> int | None:
+        """The run whose own or staging table is named ``table`` (a name in this schema), or None."""
+        digits = table[len(table.rstrip("0123456789")):]
+        if not digits or RUN_MARK not in table:
+            return None
+        run = int(digits)
+        return run if table in (self.run_rows(run).name, self.staging(run).name) else None
+
+
+def storage_names(output_table: str | TableName | StorageNames) -> StorageNames:
     """The names of ``output_table``'s view and tables (same schema), each checked to fit PostgreSQL's 63-byte
-    identifiers (longer names would be cut there silently): :class:`LwecInputError` naming the name if not."""
+    identifiers (longer names would be cut there silently): :class:`LwecInputError` naming the name if not. A
+    :class:`StorageNames` is returned as it is."""
+    if isinstance(output_table, StorageNames):
+        return output_table
     view = parse_table_name(output_table, "output_table")
     return StorageNames(view, *(suffixed_name(view, suffix, "table", "output_table", str(view), "an output table")
                                 for suffix in (RUNS_SUFFIX, ROWS_SUFFIX)))
 
 
-def runs_table(output_table: str | TableName) -> sa.Table:
+def runs_table(output_table: str | TableName | StorageNames) -> sa.Table:
     """The runs table of ``output_table`` (``run`` is assigned by the database and never reused)."""
     name = storage_names(output_table).runs
     return sa.Table(
@@ -85,7 +118,8 @@ def runs_table(output_table: str | TableName) -> sa.Table:
     )
 
 
-def rows_table(output_table: str | TableName, id_type: sa.types.TypeEngine, keyed: bool = True) -> sa.Table:
+def rows_table(output_table: str | TableName | StorageNames, id_type: sa.types.TypeEngine,
+               keyed: bool = True) -> sa.Table:
     """The rows table of ``output_table``: ``(run, id, label)``, all ``NOT NULL``, and the nullable
     ``confidence`` (:data:`CONFIDENCE_COLUMN`); keyed by ``(run, id)`` when
     ``keyed``; ``id_type`` mirrors the source's id column. PostgreSQL: ``PARTITION BY LIST (run)``, not keyed
@@ -103,14 +137,14 @@ def rows_table(output_table: str | TableName, id_type: sa.types.TypeEngine, keye
     )
 
 
-def runs_clause(output_table: str | TableName) -> sa.TableClause:
+def runs_clause(output_table: str | TableName | StorageNames) -> sa.TableClause:
     """A lightweight clause of the runs table, for statements that need no types or DDL."""
     name = storage_names(output_table).runs
     return sa.table(name.name, sa.column("run"), sa.column("published"),
                     *(sa.column(column) for column in RUN_COLUMNS), schema=name.schema)
 
 
-def rows_clause(output_table: str | TableName, table: str | None = None) -> sa.TableClause:
+def rows_clause(output_table: str | TableName | StorageNames, table: str | TableName | None = None) -> sa.TableClause:
     """A lightweight clause of the rows table, or of ``table`` (``table`` or ``schema.table``) with its columns:
     a run's own table (:func:`lwec_tasks.io.run_tables.run_rows_name`)."""
     name = storage_names(output_table).rows if table is None else parse_table_name(table, "rows table")
@@ -138,7 +172,7 @@ def labels_query(runs: sa.TableClause, rows: sa.TableClause, *conditions: sa.Col
             .where(published_runs(runs), *conditions))
 
 
-def has_confidence(connection: sa.Connection, output_table: str | TableName) -> bool:
+def has_confidence(connection: sa.Connection, output_table: str | TableName | StorageNames) -> bool:
     """Whether ``output_table``'s rows table has the :data:`CONFIDENCE_COLUMN` (storage of earlier releases
     has not, until its next write adds it)."""
     rows = storage_names(output_table).rows

@@ -59,6 +59,8 @@ def parse_table_name(text: str | TableName, parameter: str = "table") -> TableNa
     """
     if isinstance(text, TableName):
         return text
+    if isinstance(getattr(text, "view", None), TableName):  # a labels storage's names: its view
+        return text.view
     if not isinstance(text, str) or not text:
         raise LwecInputError(f"{parameter} must be a table name, got {text!r}")
     parts = _split(text)

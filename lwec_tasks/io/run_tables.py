@@ -104,7 +104,7 @@ def drop_run_rows(connection: sa.Connection, output_table: str, runs: Iterable[i
     runs = [int(run) for run in runs]
     if not runs:
         return
-    if not partitioned(connection.dialect):
+    if not partitioned(connection.dialect) or unpartitioned(connection, output_table):
         rows = rows_clause(output_table)
         connection.execute(sa.delete(rows).where(rows.c.run.in_(runs)))
         return

@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import decimal
+import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
@@ -38,21 +39,26 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled
 from lwec_tasks.io.catalog import NARROW, labels_layout
+from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
 from lwec_tasks.io.label_storage import (
     CONFIDENCE_COLUMN,
+    StorageNames,
     published_runs,
     rows_clause,
     runs_clause,
     runs_table,
     storage_names,
 )
+from lwec_tasks.io.locks import RunLock, lock_errors, run_is_abandoned
 from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_metadata import LabelRows, RunMetadata
-from lwec_tasks.io.run_tables import attach_run_rows, create_run_rows, drop_run_rows, index_run_rows
+from lwec_tasks.io.run_tables import attach_run_rows, create_run_rows, drop_run_rows, index_run_rows, partitioned
 from lwec_tasks.io.storage_setup import begin_writing, drop_storage, prepare_storage
+
+_log = logging.getLogger(__name__)
 
 #: Rows per ``executemany`` batch when the rows cannot be ingested by ADBC.
 APPEND_BATCH = 20_000
@@ -88,10 +94,10 @@ def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -
     )
 
 
-def staging_table_name(output_table: str) -> str:
-    """A fresh name for a run's staging table, in the labels table's schema (at most 63 characters)."""
-    parsed = parse_table_name(output_table, "output_table")
-    return str(parsed.with_name(f"{parsed.name[:36]}_lwec_stage_{uuid.uuid4().hex[:8]}"))
+def staging_table_name(output_table: str | StorageNames, run: int) -> str:
+    """The name of run ``run``'s staging table, in the labels table's schema (:meth:`StorageNames.staging`: it
+    names the run, so a staging table a killed write left is found and removed with its run)."""
+    return str(storage_names(output_table).staging(run))
 
 
 def staging_id_type(id_type: sa.types.TypeEngine) -> sa.types.TypeEngine:
@@ -216,7 +222,7 @@ class PendingRun:
 
     Attributes
     ----------
-    output_table : the labels table (``table`` or ``schema.table``)
+    output_table : the labels storage's names (:class:`~lwec_tasks.io.label_storage.StorageNames`)
     run : the run's number in the runs table (the rows table's ``run``)
     rows : the table the run's rows go to (:func:`~lwec_tasks.io.run_tables.create_run_rows`): on PostgreSQL
         the run's own table, attached to the rows table when published; elsewhere the rows table
@@ -226,9 +232,11 @@ class PendingRun:
     created : whether this write created the storage (dropped again if the write fails)
     target_columns : ``target``'s columns (what :func:`append_labels` takes instead of reflecting them)
     rows_columns : ``rows``' columns
+    lock : the lock marking the run as live (:class:`~lwec_tasks.io.locks.RunLock`), freed when the run is
+        published or discarded
     """
 
-    output_table: str
+    output_table: StorageNames
     run: int
     rows: str
     target: str
@@ -236,6 +244,7 @@ class PendingRun:
     created: bool
     target_columns: Columns = ()
     rows_columns: Columns = ()
+    lock: RunLock | None = field(default=None, compare=False, repr=False)
 
     @property
     def staged(self) -> bool:
@@ -246,7 +255,7 @@ class PendingRun:
     def append_run(self) -> int | None:
         """The ``run`` to give :func:`append_labels`: None unless ``target`` is the rows table (a run's own table
         fills its ``run`` itself; a staging table has no such column)."""
-        return self.run if self.target == str(storage_names(self.output_table).rows) else None
+        return self.run if self.target == str(self.output_table.rows) else None
 
 
 def _ingestible(id_type: sa.types.TypeEngine) -> bool:
@@ -254,25 +263,38 @@ def _ingestible(id_type: sa.types.TypeEngine) -> bool:
     return isinstance(id_type, (sa.Integer, sa.Float, sa.String)) and not isinstance(id_type, sa.Enum)
 
 
-def begin_run(engine: sa.Engine, output_table: str, id_type: sa.types.TypeEngine, run: RunMetadata) -> PendingRun:
+def begin_run(engine: sa.Engine, output_table: str | StorageNames, id_type: sa.types.TypeEngine,
+              run: RunMetadata) -> PendingRun:
     """Make ``output_table``'s storage ready (:func:`~lwec_tasks.io.storage_setup.prepare_storage`: created with
     ``id_type`` ids, or converted from a wide table) and add ``run`` to its runs table unpublished with the table
-    its rows go to (:func:`~lwec_tasks.io.run_tables.create_run_rows`), in one transaction; for ids that need a
-    cast, also create the staging table. Returns the :class:`PendingRun`."""
+    its rows go to (:func:`~lwec_tasks.io.run_tables.create_run_rows`), in one transaction whose lock waits are
+    bounded (:class:`~lwec_tasks.io.locks.LockWaitError` if one is given up: nothing was written); the run's
+    :class:`~lwec_tasks.io.locks.RunLock` is taken before it commits. For ids that need a cast, also create the
+    staging table. Returns the :class:`PendingRun`."""
+    names = storage_names(output_table)
     values = {**run.column_values(), "mlflow_run_id": None, "row_count": 0, "published": False}
-    with database_errors(engine, f"write labels to table {output_table!r}"), engine.begin() as connection:
-        begin_writing(connection, output_table)
-        created = prepare_storage(connection, output_table, id_type)
-        rows = storage_names(output_table).rows
-        stored = sa.Table(rows.name, sa.MetaData(), schema=rows.schema, autoload_with=connection).columns
-        number = int(connection.execute(sa.insert(runs_table(output_table)).values(**values)).inserted_primary_key[0])
-        target = str(create_run_rows(connection, output_table, number))  # made with the rows table's columns
+    lock = None
+    try:
+        with database_errors(engine, f"write labels to table {str(names)!r}"), \
+                lock_errors(f"could not begin writing run key {run.run_key!r} to table {str(names)!r}",
+                            "nothing was written"), engine.begin() as connection:
+            begin_writing(connection, names)
+            created = prepare_storage(connection, names, id_type)
+            stored = sa.Table(names.rows.name, sa.MetaData(), schema=names.rows.schema,
+                              autoload_with=connection).columns
+            number = int(connection.execute(sa.insert(runs_table(names)).values(**values)).inserted_primary_key[0])
+            target = str(create_run_rows(connection, names, number))  # made with the rows table's columns
+            lock = RunLock(engine, str(names.view), number).acquire()
+    except BaseException:
+        if lock is not None:
+            lock.release()
+        raise
     stored_type = stored.id.type
-    pending = PendingRun(output_table, number, target, target, stored_type, created, _named_types(stored),
-                         _named_types(stored))
+    pending = PendingRun(names, number, target, target, stored_type, created, _named_types(stored),
+                         _named_types(stored), lock)
     if _ingestible(stored_type):
         return pending
-    staging = staging_table_name(output_table)
+    staging = staging_table_name(names, number)
     pending = replace(pending, target=staging, target_columns=_named_types(_staging(staging, stored_type).c))
     try:
         create_staging_table(engine, pending.target, stored_type)
@@ -298,7 +320,8 @@ def copy_staged(engine: sa.Engine, pending: PendingRun) -> None:
         names.append(CONFIDENCE_COLUMN)
         values.append(staged.c[CONFIDENCE_COLUMN])
     statement = sa.insert(rows).from_select(names, sa.select(*values))
-    with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
+    with database_errors(engine, f"write labels to table {str(pending.output_table)!r}"), \
+            engine.begin() as connection:
         connection.execute(statement)
 
 
@@ -323,59 +346,72 @@ def published_run_matching(engine: sa.Engine, output_table: str, run: RunMetadat
     return int(earlier[0].run)
 
 
-def prune_unchanged_run(engine: sa.Engine, output_table: str, run: RunMetadata, keep_runs: int | None) -> list[str]:
+def prune_unchanged_run(engine: sa.Engine, output_table: str | StorageNames, run: RunMetadata,
+                        keep_runs: int | None) -> list[str]:
     """What a rerun whose labels are stored already (:func:`published_run_matching`, then compared) changes
     instead of writing them: with ``keep_runs`` (None: nothing) the runs of ``run.source_table`` beyond the
     ``keep_runs`` most recent, the stored run of ``run.run_key`` among them, are deleted in one transaction
     taken as :func:`finish_run` takes it (:func:`lwec_tasks.io.history.prune_runs`). Returns the deleted run
-    keys, most recent first."""
+    keys, most recent first. Their tables are removed afterwards by
+    :func:`~lwec_tasks.io.cleanup.remove_leftovers` (the caller's to call)."""
     if keep_runs is None:
         return []
     keep_runs = check_keep(keep_runs, "keep_runs")
-    with database_errors(engine, f"delete old runs from table {output_table!r}"), engine.begin() as connection:
-        begin_writing(connection, output_table)
-        return prune_runs(connection, output_table, run.source_table, keep_runs, keep_run_key=run.run_key)
+    names = storage_names(output_table)
+    with database_errors(engine, f"delete old runs from table {str(names)!r}"), \
+            lock_errors(f"could not delete old runs from table {str(names)!r}", "nothing was deleted"), \
+            engine.begin() as connection:
+        begin_writing(connection, names)
+        return prune_runs(connection, names, run.source_table, keep_runs, keep_run_key=run.run_key)
 
 
 def finish_run(engine: sa.Engine, pending: PendingRun, run: RunMetadata, expected_rows: int, appended: int,
                keep_runs: int | None = None) -> tuple[int, list[str]]:
     """Publish the pending run in one transaction: the rows its appends reported, ``appended``, must equal
     ``expected_rows`` (else RuntimeError, nothing changes); the earlier run of ``run.run_key`` is deleted
-    (and unpublished runs of that key begun before this one, left by writers that never finished), the run
-    becomes visible
-    stamped ``written_at`` now, and with ``keep_runs`` (default None: keep every run) the runs of
-    ``run.source_table`` beyond the ``keep_runs`` most recent, this one included, are deleted
+    (and unpublished runs of that key begun before this one whose writers are gone: on PostgreSQL, whose
+    :class:`~lwec_tasks.io.locks.RunLock` is free), the run becomes visible stamped ``written_at`` now, and
+    with ``keep_runs`` (default None: keep every run) the runs of ``run.source_table`` beyond the
+    ``keep_runs`` most recent, this one included, are deleted
     (:func:`lwec_tasks.io.history.prune_runs`).
 
     Returns (rows published, run keys deleted by the pruning, most recent first). A staging table
     (:attr:`PendingRun.staged`) is copied into the run's table first and left for the caller to drop. On
     PostgreSQL the run's table gets its primary key next, in a transaction of its own (other writers of the
     labels table go on meanwhile), and publishing attaches it to the rows table
-    (:mod:`lwec_tasks.io.run_tables`); deleted runs' tables are dropped. On failure the caller calls
-    :func:`discard_run`.
+    (:mod:`lwec_tasks.io.run_tables`), which holds no lock a reader of the views holds; deleted runs leave the
+    views at once, and their tables are dropped afterwards by :func:`~lwec_tasks.io.cleanup.remove_leftovers`
+    (the caller's to call). The transaction's lock waits are bounded: a lock not granted in time raises
+    :class:`~lwec_tasks.io.locks.LockWaitError` naming the table and saying nothing was published. On any
+    failure the caller calls :func:`discard_run`.
     """
     if keep_runs is not None:
         keep_runs = check_keep(keep_runs, "keep_runs")
+    names = pending.output_table
     # Not counted in the database (1 s at 10M rows): each append commits exactly its rows or fails, and the
     # run's rows are keyed by (run, id), so the run holds the sum the appends reported.
     if appended != expected_rows:
         raise RuntimeError(f"staged {appended} labels but the run has {expected_rows} rows; nothing "
-                           f"was published to {pending.output_table!r}")
+                           f"was published to {str(names)!r}")
     if pending.staged:
         copy_staged(engine, pending)
-    runs = runs_clause(pending.output_table)
-    with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
-        index_run_rows(connection, pending.output_table, pending.run)  # not under the lock of begin_writing
-    with database_errors(engine, f"write labels to table {pending.output_table!r}"), engine.begin() as connection:
-        begin_writing(connection, pending.output_table)
-        # The published run of this run key, and earlier attempts at it that never finished (a killed process).
-        earlier = connection.execute(sa.select(runs.c.run).where(
-            runs.c.run_key == run.run_key, sa.or_(published_runs(runs), runs.c.run < pending.run))).scalars().all()
-        delete_runs(connection, pending.output_table, list(earlier))
-        attach_run_rows(connection, pending.output_table, pending.run)
+    runs = runs_clause(names)
+    with database_errors(engine, f"write labels to table {str(names)!r}"), engine.begin() as connection:
+        index_run_rows(connection, names, pending.run)  # not under the lock of begin_writing
+    with database_errors(engine, f"write labels to table {str(names)!r}"), \
+            lock_errors(f"could not publish run key {run.run_key!r} to table {str(names)!r}",
+                        "nothing was published"), engine.begin() as connection:
+        begin_writing(connection, names)
+        # The published run of this run key, and earlier attempts at it that never finished (a killed process:
+        # on PostgreSQL, one whose lock no live run holds).
+        earlier = connection.execute(sa.select(runs.c.run, runs.c.published).where(
+            runs.c.run_key == run.run_key, sa.or_(published_runs(runs), runs.c.run < pending.run))).all()
+        delete_runs(connection, names, [number for number, published in earlier if published or not partitioned(
+            connection.dialect) or run_is_abandoned(connection, str(names.view), number)])
+        attach_run_rows(connection, names, pending.run)
         connection.execute(sa.update(runs).where(runs.c.run == pending.run).values(
             published=True, row_count=appended, written_at=run.column_values()["written_at"]))
-        pruned = [] if keep_runs is None else prune_runs(connection, pending.output_table, run.source_table,
+        pruned = [] if keep_runs is None else prune_runs(connection, names, run.source_table,
                                                          keep_runs, keep_run_key=run.run_key)
     return appended, pruned
 
@@ -384,30 +420,40 @@ def publish_appended(engine: sa.Engine, pending: PendingRun, run: RunMetadata, e
                      append: Callable[[], int], keep_runs: int | None = None) -> tuple[int, list[str]]:
     """Append the rows under the pending run (``append()`` returns how many it appended) and publish it
     (:func:`finish_run`); on any failure the pending run is removed (:func:`discard_run`) and the error raised.
-    A staging table is dropped afterwards. Returns what :func:`finish_run` returns."""
+    A staging table is dropped afterwards, and the run's lock freed. Returns what :func:`finish_run` returns."""
     try:
         published = finish_run(engine, pending, run, expected_rows, append(), keep_runs=keep_runs)
     except BaseException:
         discard_run(engine, pending)
         raise
-    if pending.staged:
-        drop_table_quietly(engine, pending.target)
+    try:
+        if pending.staged:
+            drop_table_quietly(engine, pending.target)
+    finally:
+        if pending.lock is not None:
+            pending.lock.release()
     return published
 
 
 def discard_run(engine: sa.Engine, pending: PendingRun) -> None:
     """Remove the pending run's rows (on PostgreSQL its table) and its runs-table row (and the storage, if this
-    write created it and no run is left); drop its staging table. Best effort: errors are swallowed (the
-    original one is what matters)."""
-    runs = runs_clause(pending.output_table)
-    with contextlib.suppress(sa.exc.SQLAlchemyError), engine.begin() as connection:
-        begin_writing(connection, pending.output_table)
-        drop_run_rows(connection, pending.output_table, [pending.run])
-        connection.execute(sa.delete(runs).where(runs.c.run == pending.run, runs.c.published == sa.false()))
-        if pending.created and connection.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one() == 0:
-            drop_storage(connection, pending.output_table)
-    if pending.staged:
-        drop_table_quietly(engine, pending.target)
+    write created it and no run is left); drop its staging table; free its lock. Best effort: errors are
+    swallowed (the original one is what matters); what is left then, a later write removes
+    (:func:`~lwec_tasks.io.cleanup.remove_leftovers`)."""
+    names = pending.output_table
+    runs = runs_clause(names)
+    try:
+        with contextlib.suppress(sa.exc.SQLAlchemyError), engine.begin() as connection:
+            begin_writing(connection, names)
+            drop_run_rows(connection, names, [pending.run])
+            connection.execute(sa.delete(runs).where(runs.c.run == pending.run, runs.c.published == sa.false()))
+            if pending.created and connection.execute(sa.select(sa.func.count()).select_from(runs)).scalar_one() == 0:
+                drop_storage(connection, names)
+        if pending.staged:
+            drop_table_quietly(engine, pending.target)
+    finally:
+        if pending.lock is not None:
+            pending.lock.release()
 
 
 def write_labels(
@@ -436,4 +482,6 @@ def write_labels(
     pending = begin_run(engine, table_name, id_key_type(ids, id_type), rows)
     append = partial(append_to, engine, pending.target, ids, labels, run=pending.append_run,
                      columns=pending.target_columns)
-    return publish_appended(engine, pending, rows, len(ids), append, keep_runs)[0]
+    written = publish_appended(engine, pending, rows, len(ids), append, keep_runs)[0]
+    tidy(engine, pending.output_table, _log)
+    return written

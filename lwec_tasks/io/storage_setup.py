@@ -12,13 +12,17 @@ at all. SQLite runs DDL inside transactions only when one is open;
 
 from __future__ import annotations
 
+import logging
+
 import sqlalchemy as sa
 
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
+from lwec_tasks.io.cleanup import run_tables_of
 from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_labels_query
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
     CONFIDENCE_COLUMN,
+    StorageNames,
     has_confidence,
     labels_query,
     rows_clause,
@@ -27,6 +31,7 @@ from lwec_tasks.io.label_storage import (
     runs_table,
     storage_names,
 )
+from lwec_tasks.io.locks import bound_lock_waits
 from lwec_tasks.io.run_tables import (
     drop_run_rows,
     execute_ddl,
@@ -37,23 +42,31 @@ from lwec_tasks.io.run_tables import (
     unpartitioned,
 )
 
+_log = logging.getLogger(__name__)
 
-def begin_writing(connection: sa.Connection, output_table: str) -> None:
+
+def begin_writing(connection: sa.Connection, output_table: str | StorageNames) -> None:
     """Start the connection's transaction as one that writes ``output_table``'s storage; call it first.
 
     SQLite: ``BEGIN IMMEDIATE`` (Python's sqlite3 opens no transaction before DDL, which would then commit at
     once; IMMEDIATE takes the write lock now, waiting as long as the connection's timeout). PostgreSQL: a
-    transaction-level advisory lock on the output table's name, so writers of one table publish in turn.
+    transaction-level advisory lock on the output table's name, so writers of one table publish in turn (a
+    wait for it, logged, holds no reader up); then every other lock wait of the transaction is bounded
+    (:func:`~lwec_tasks.io.locks.bound_lock_waits`), so readers of the storage never queue behind it for long.
     """
     dialect = connection.dialect.name
     if dialect == "sqlite":
         connection.exec_driver_sql("BEGIN IMMEDIATE")
     elif dialect == "postgresql":
-        name = str(storage_names(output_table).view)
-        connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(name))))
+        key = sa.func.hashtext(str(storage_names(output_table).view))
+        if not connection.execute(sa.select(sa.func.pg_try_advisory_xact_lock(key))).scalar_one():
+            _log.info("Waiting for another run writing to table %r to finish its transaction",
+                      str(storage_names(output_table).view))
+            connection.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+        bound_lock_waits(connection)
 
 
-def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> bool:
+def prepare_storage(connection: sa.Connection, output_table: str | StorageNames, id_type: sa.types.TypeEngine) -> bool:
     """Make ``output_table``'s storage ready for a write, in the caller's transaction; whether it was created.
 
     Nothing there: the runs table, the rows table (``id`` of ``id_type``) and the view are created. A wide table
@@ -76,7 +89,7 @@ def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.ty
     return layout is None
 
 
-def add_confidence_column(connection: sa.Connection, output_table: str) -> None:
+def add_confidence_column(connection: sa.Connection, output_table: str | StorageNames) -> None:
     """Give the rows table of storage made by an earlier release its nullable ``confidence`` column (the earlier
     runs' rows hold NULL there; on PostgreSQL every run's table gains it with the partitioned table) and make
     the views ``<output_table>`` and, if there, ``<output_table>_latest`` again with it, in the caller's
@@ -86,7 +99,7 @@ def add_confidence_column(connection: sa.Connection, output_table: str) -> None:
     names = storage_names(output_table)
     execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.rows)} ADD COLUMN "
                             f"{connection.dialect.identifier_preparer.quote(CONFIDENCE_COLUMN)} REAL")
-    latest = latest_view_of(names.view)
+    latest = names.latest
     had_latest = relation_kind(connection, latest) == "view"
     if connection.dialect.name != "postgresql":  # CREATE VIEW IF NOT EXISTS would keep the old ones
         for view in (latest, names.view):
@@ -105,7 +118,7 @@ def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.
     return rows
 
 
-def create_labels_view(connection: sa.Connection, output_table: str) -> None:
+def create_labels_view(connection: sa.Connection, output_table: str | StorageNames) -> None:
     """Create the view ``<output_table>`` over the runs and rows tables (:func:`labels_query`)."""
     query = labels_query(runs_clause(output_table), rows_clause(output_table),
                          confidence=has_confidence(connection, output_table))
@@ -179,8 +192,9 @@ def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
 
 def drop_storage(connection: sa.Connection, output_table: str) -> None:
     """Drop ``output_table``'s views (``<output_table>_latest`` and ``<output_table>``), its runs' tables
-    (PostgreSQL: :func:`~lwec_tasks.io.run_tables.drop_run_rows`) and its runs and rows tables, whichever exist,
-    in the caller's transaction."""
+    (PostgreSQL: :func:`~lwec_tasks.io.run_tables.drop_run_rows`), the tables deleted and abandoned runs left
+    (:func:`~lwec_tasks.io.cleanup.run_tables_of`) and its runs and rows tables, whichever exist, in the caller's
+    transaction."""
     names = storage_names(output_table)
     for view in (latest_view_of(names.view), names.view):
         if relation_kind(connection, view) == "view":
@@ -188,5 +202,8 @@ def drop_storage(connection: sa.Connection, output_table: str) -> None:
     if partitioned(connection.dialect) and relation_kind(connection, names.runs) == "table":
         runs = runs_clause(output_table)
         drop_run_rows(connection, output_table, connection.execute(sa.select(runs.c.run)).scalars().all())
+    for run in run_tables_of(connection, names):  # tables of deleted runs not removed yet, staging tables
+        for name in (names.run_rows(run), names.staging(run)):
+            sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)
     for name in (names.rows, names.runs):
         sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)

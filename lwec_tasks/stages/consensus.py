@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import operator
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -21,31 +23,47 @@ from lwec_tasks.core.k_criterion import selection_sample
 from lwec_tasks.core.pair_kernels import sparse_cluster_graph
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.validation import check_n_clusters
+from lwec_tasks.executors.in_process import InProcess
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import agreement_from_contingency, microcluster_graph_blocks
-from lwec_tasks.stages.whole_table import check_lwea_fits, lwea_on_microclusters, lwgp_on_microclusters
+from lwec_tasks.stages.whole_table import (
+    check_lwea_fits,
+    log_linkage_progress,
+    lwea_on_microclusters,
+    lwgp_on_microclusters,
+)
 
 
+@dataclass(eq=False)
 class PartitionedLabels:
-    """Consensus labels: ``labels`` (futures of (n_p,) labels), ``sizes`` (rows per cluster id), ``quality``
-    (NMI/ARI against ground truth, or empty); what the labelling model needs of the consensus:
-    ``cluster_vectors`` (LWGP's (n_c, k) Tcut vectors, else None) and ``micro`` (LWEA's microclusters, else
-    None); ``linkage`` LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format (else None);
-    ``k`` the number of clusters asked for (chosen, for "auto") and ``selection`` the automatic choice
-    (:class:`~lwec_tasks.core.auto_k.KSelection`, else None); ``embedding_sums`` LWGP's (k, k) sums of each
-    cluster's normalised embedding rows (else None; the labelling model's consensus centres)."""
+    """Consensus labels and what the later stages need of the consensus.
 
-    def __init__(self, **values):
-        self.cluster_vectors = None
-        self.embedding_sums = None
-        self.micro = None
-        self.linkage = None
-        self.k = None
-        self.selection = None
-        self.__dict__.update(values)
+    Attributes
+    ----------
+    labels : handles of each partition's (n_p,) labels
+    sizes : (k,) rows per cluster id (None until counted)
+    quality : NMI/ARI against the ground truth, or empty
+    cluster_vectors : LWGP's (n_c, k) Tcut vectors (what the labelling model needs), else None
+    embedding_sums : LWGP's (k, k) sums of each cluster's normalised embedding rows (the labelling model's
+        consensus centres), else None
+    micro : LWEA's microclusters (what the labelling model needs), else None
+    linkage : LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format, else None
+    k : the number of clusters asked for (chosen, for "auto")
+    selection : the automatic choice of k (:class:`~lwec_tasks.core.auto_k.KSelection`), else None
+    """
+
+    labels: list
+    sizes: np.ndarray | None = None
+    quality: dict = field(default_factory=dict)
+    cluster_vectors: np.ndarray | None = None
+    embedding_sums: np.ndarray | None = None
+    micro: Any = None
+    linkage: np.ndarray | None = None
+    k: int | None = None
+    selection: Any = None
 
 
 def sample_labels(table: PartitionedTable, labels: PartitionedLabels, positions: np.ndarray) -> np.ndarray:
@@ -94,16 +112,17 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     """Exact LWEA: average linkage on the microclusters (counts as weights) on one worker, cut mapped back
     to the rows per partition; labels numbered by each cluster's first row, as in the library.
 
-    Raises :class:`~lwec_tasks.core.errors.LwecMemoryError` when the microclusters' distance matrix does
-    not fit in a worker's memory.
+    Raises :class:`~lwec_tasks.core.errors.LwecMemoryError` when the microclusters' cluster counts do not
+    fit in a worker's memory.
     """
     session = table.session
     micro = ensemble.micro
-    session.submit(check_lwea_fits, micro.size, name="memory-check").result()
+    session.submit(check_lwea_fits, micro.size, len(ensemble.offsets) - 1, name="memory-check").result()
     check_n_clusters(k, upper=micro.size, upper_name="the number of microclusters")
     started = time.perf_counter()
+    report = _linkage_reporter(log) if isinstance(session, InProcess) else log_linkage_progress
     cut = session.submit(lwea_on_microclusters, micro.table, ensemble.offsets, eci, int(k), table.n_rows,
-                         name="lwea")
+                         report, name="lwea")
     leaf_cluster = session.submit(operator.getitem, cut, 0, name="lwea-leaves")
     split, kept, linkage = session.gather([session.submit(operator.getitem, cut, j, name="lwea-splits")
                                            for j in (1, 2, 3)])
@@ -129,6 +148,14 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     result = _finish(table, labels, int(k), log)
     result.micro, result.linkage = micro, linkage
     return result
+
+
+def _linkage_reporter(log):
+    """A linkage progress callback writing to the run's log (in this process)."""
+    def report(done: int, total: int, seconds: float) -> None:
+        log.info("Average linkage: %d of %d merges (%.0f%%) in %.0f s", done, total, 100.0 * done / max(total, 1),
+                 seconds)
+    return report
 
 
 def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, method: str,

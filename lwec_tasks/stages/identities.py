@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.io.connection import opened_engine
-from lwec_tasks.io.label_storage import storage_names
+from lwec_tasks.io.label_storage import StorageNames, storage_names
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.consensus import PartitionedLabels
 from lwec_tasks.stages.planning import earlier_run
@@ -27,8 +29,8 @@ class StableIds:
         self.jaccard = jaccard or {}
 
 
-def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table: str, source_table: str, run_key: str,
-               log) -> tuple[PartitionedLabels, StableIds]:
+def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table: str | StorageNames,
+               source_table: str, run_key: str, log) -> tuple[PartitionedLabels, StableIds]:
     """Renumber the labels to agree with the source table's latest earlier run in ``output_table``, as the
     library does (:func:`lwec_tasks.core.renumber.match_clusters`), without the ids leaving the partitions.
 
@@ -46,8 +48,8 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
     with opened_engine(table.database_url) as engine:
         earlier = earlier_run(engine, output_table, source_table, run_key)
         if earlier is not None:
-            stored = describe_source(engine, str(storage_names(output_table).rows) if earlier.run is not None
-                                     else output_table)
+            names = storage_names(output_table)
+            stored = describe_source(engine, names.rows if earlier.run is not None else names.view)
     if earlier is None:
         log.info("No earlier run of table %r in %r: cluster ids are 0..%d", source_table, output_table, k - 1)
         return labels, StableIds(np.arange(k, dtype=np.int64))
@@ -74,7 +76,6 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
     if embedding_sums is not None:
         embedding_sums = np.zeros((len(sizes), labels.embedding_sums.shape[1]))
         embedding_sums[ids] = labels.embedding_sums
-    return (PartitionedLabels(**{**labels.__dict__, "labels": renamed, "sizes": sizes,
-                                 "embedding_sums": embedding_sums}),
+    return (dataclasses.replace(labels, labels=renamed, sizes=sizes, embedding_sums=embedding_sums),
             StableIds(ids, earlier.run_key, agreement, matching.n_shared,
                       matched_jaccard(overlap[present], ids[present], previous_ids) if matching.n_shared else {}))

@@ -9,6 +9,8 @@ read as one partition sorted by every column read; its ids are the row positions
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -23,18 +25,44 @@ from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition
 from lwec_tasks.stages.sums import Moments, standard_scale
 
 
+@dataclass(eq=False, repr=False)
 class PartitionedTable:
     """The source table as partitions in the executor's memory.
 
-    Attributes: ``session`` (the executor); ``plan`` (ColumnPlan); ``id_type`` (SQL type of the labels' id
-    column; None: row positions); ``database_url`` (resolved); ``specs``; ``rows`` (handles of
-    PartitionRows, released once the base clusterings are assigned); ``keys`` (handles of PartitionKeys);
-    ``counts`` (rows per partition); ``offsets`` (position of each partition's first row); ``n_rows``,
-    ``n_read``, ``n_dropped``; ``mean``, ``scale`` (standardisation); ``seconds``.
+    Attributes
+    ----------
+    session : the executor
+    plan : the columns read (:class:`~lwec_tasks.io.columns.ColumnPlan`)
+    id_type : SQL type of the labels' id column (None: row positions)
+    database_url : resolved
+    specs : the partitions' read specifications
+    rows : handles of PartitionRows, released (None) once the evidence stage has used them
+    keys : handles of PartitionKeys
+    counts : (P,) rows per partition
+    offsets : (P + 1,) position of each partition's first row, then the row count
+    n_rows, n_read, n_dropped : rows kept, read, dropped
+    mean, scale : (d,) the standardisation (None: none)
+    moments : the whole table's column moments (:class:`~lwec_tasks.stages.sums.Moments`; the cluster
+        profiles' z-scores), None until read
+    seconds : how long reading took
     """
 
-    def __init__(self, **values):
-        self.__dict__.update(values)
+    session: Any = None
+    plan: Any = None
+    id_type: Any = None
+    database_url: str | None = None
+    specs: list = field(default_factory=list)
+    rows: list | None = None
+    keys: list | None = None
+    counts: np.ndarray | None = None
+    offsets: np.ndarray | None = None
+    n_rows: int = 0
+    n_read: int = 0
+    n_dropped: int = 0
+    mean: np.ndarray | None = None
+    scale: np.ndarray | None = None
+    moments: Moments | None = None
+    seconds: float | None = None
 
     @property
     def n_partitions(self) -> int:

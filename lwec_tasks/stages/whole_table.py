@@ -7,9 +7,12 @@ library's on the same inputs.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 import numpy as np
 
-from lwec_tasks.core.average_linkage import microcluster_distances, weighted_average_linkage
+from lwec_tasks.core.counts_linkage import counts_average_linkage, counts_memory_bytes
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 from lwec_tasks.core.lwgp import normalised_rows, partition_embedding
 from lwec_tasks.core.memory import ensure_fits
@@ -17,13 +20,13 @@ from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
 from lwec_tasks.stages.reductions import Microclusters
 
 
-def check_lwea_fits(n_microclusters: int) -> None:
-    """Raise :class:`~lwec_tasks.core.errors.LwecMemoryError` if exact LWEA on this many microclusters would
-    not fit in this worker's memory (the condensed distance matrix)."""
+def check_lwea_fits(n_microclusters: int, n_columns: int) -> None:
+    """Raise :class:`~lwec_tasks.core.errors.LwecMemoryError` if exact LWEA on this many microclusters of
+    ``n_columns`` base clusterings would not fit in this worker's memory (their cluster counts, O(Ñ·M))."""
     ensure_fits(
-        n_microclusters * (n_microclusters - 1) // 2 * 8,
-        f"exact LWEA on at least {n_microclusters} microclusters (condensed distance matrix)",
-        "use method 'lwgp', which scales linearly in N, or fewer/coarser base clusterings",
+        counts_memory_bytes(n_microclusters, n_columns),
+        f"exact LWEA on {n_microclusters} microclusters (cluster counts)",
+        "use method 'lwgp' or fewer or coarser base clusterings",
     )
 
 
@@ -46,9 +49,17 @@ class _LeafCut(MicroclusterDendrogram):
         return raw
 
 
+def log_linkage_progress(done: int, total: int, seconds: float) -> None:
+    """Progress of a long linkage on this worker's ``lwec_tasks.linkage`` logger."""
+    logging.getLogger("lwec_tasks.linkage").info(
+        "Average linkage: %d of %d merges (%.0f%%) in %.0f s", done, total, 100.0 * done / max(total, 1), seconds)
+
+
 def lwea_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.ndarray, k: int,
-                          n_objects: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Exact LWEA cut into k clusters, on microclusters with their counts as weights.
+                          n_objects: int, report: Callable[[int, int, float], None] | None = log_linkage_progress,
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Exact LWEA cut into k clusters, on microclusters with their counts as weights; ``report(done, total,
+    seconds)`` hears about a long linkage every few seconds.
 
     Returns (leaf_cluster (Ñ,): a cluster id per microcluster, split: microclusters the cut splits,
     kept: how many of each one's objects — the first in table order — stay together; the rest are
@@ -57,8 +68,7 @@ def lwea_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.nda
     """
     codes = micro.rows.astype(np.int64) + offsets[:-1]
     n_columns = codes.shape[1]
-    condensed = microcluster_distances(codes, eci, n_columns)
-    linkage = weighted_average_linkage(condensed, micro.counts)
+    linkage = counts_average_linkage(codes, eci, n_columns, micro.counts, report=report)
     intra = 1.0 - eci[codes].sum(axis=1) / n_columns
     cut = _LeafCut(linkage, intra, micro.counts, n_objects)
     leaf_cluster = cut.cut(int(k))

@@ -10,15 +10,16 @@ import sqlalchemy as sa
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import ensure_latest_view
 from lwec_tasks.io.catalog import describe_source
+from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.connection import opened_engine
-from lwec_tasks.io.label_storage import storage_names
+from lwec_tasks.io.label_storage import StorageNames, storage_names
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.io.staging import begin_run, prune_unchanged_run, publish_appended, published_run_matching
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.read import PartitionedTable
 
 
-def write_labels(table: PartitionedTable, labels: list, output_table: str, run: RunMetadata, log,
+def write_labels(table: PartitionedTable, labels: list, output_table: str | StorageNames, run: RunMetadata, log,
                  keep_runs: int | None = None, confidence: list | None = None) -> int:
     """Each partition's labels (``labels``: one handle of (n_p,) ids per partition; ``confidence``: one handle
     of the rows' (n_p,) confidences per partition, or None) are appended to the labels
@@ -26,32 +27,35 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str, run: 
     an earlier release is converted first); one transaction then publishes it, replacing the earlier run of
     its run key and, with ``keep_runs``, deleting the source table's runs beyond the ``keep_runs`` most recent.
     When any partition fails, the new run's rows are removed and the labels are left as they were.
-    Afterwards the view ``<output_table>_latest`` is created if missing.
+    Afterwards what deleted or abandoned runs left is removed, or deferred to a later run when a reader holds
+    it (:func:`lwec_tasks.io.cleanup.remove_leftovers`, logged), and the view ``<output_table>_latest`` is
+    created if missing.
 
     When the labels table already holds exactly these rows under this run key, with the same parameters
     (a rerun after a failure further on, e.g. at the MLflow step; :func:`labels_already_stored`), nothing is
     written, only the pruning of ``keep_runs`` applies, and 0 is returned.
     """
     started = time.perf_counter()
+    names = storage_names(output_table)  # resolved once; every step below takes these names
     with opened_engine(table.database_url) as engine:
-        if labels_already_stored(table, labels, output_table, run, engine, log):
+        if labels_already_stored(table, labels, names, run, engine, log):
             written = 0
-            pruned = prune_unchanged_run(engine, output_table, run, keep_runs)
+            pruned = prune_unchanged_run(engine, names, run, keep_runs)
             log.info("Labels for run key %r already in table %r; not rewritten (checked in %.2f s)%s", run.run_key,
                      output_table, time.perf_counter() - started, pruned_note(pruned, run, keep_runs))
         else:
-            written, pruned = append_and_publish(table, labels, output_table, run, engine, log, keep_runs,
-                                                 confidence)
+            written, pruned = append_and_publish(table, labels, names, run, engine, log, keep_runs, confidence)
             elapsed = time.perf_counter() - started
             log.info("Wrote %d labels to table %r in %.2f s (%.0f rows/s; run key %r, an earlier run of this key "
                      "replaced in one transaction)%s", written, output_table, elapsed,
                      written / max(elapsed, 1e-9), run.run_key, pruned_note(pruned, run, keep_runs))
-        view = ensure_latest_view(engine, output_table)
+        tidy(engine, names, log)
+        view = ensure_latest_view(engine, names)
     log.info("View %r shows the latest run of each source table in %r", view, output_table)
     return written
 
 
-def labels_already_stored(table: PartitionedTable, labels: list, output_table: str, run: RunMetadata,
+def labels_already_stored(table: PartitionedTable, labels: list, output_table: StorageNames, run: RunMetadata,
                           engine: sa.Engine, log) -> bool:
     """Whether the published run of ``run.run_key`` in ``output_table`` holds exactly the partitions' ``labels``
     (one handle of (n_p,) ids per partition) with ``run``'s parameters. One small query on the runs table
@@ -61,14 +65,14 @@ def labels_already_stored(table: PartitionedTable, labels: list, output_table: s
     stored_run = published_run_matching(engine, output_table, run, table.n_rows)
     if stored_run is None:
         return False
-    stored = describe_source(engine, str(storage_names(output_table).rows))
+    stored = describe_source(engine, output_table.rows)
     equal = table.session.map(part.stored_labels_equal, table.specs, table.keys, labels, name="compare-stored",
                               stored=stored, run=stored_run)
     Progress(log, f"compare with the stored labels of run key {run.run_key!r}").wait(equal, rows=table.counts)
     return all(table.session.gather(equal))
 
 
-def append_and_publish(table: PartitionedTable, labels: list, output_table: str, run: RunMetadata,
+def append_and_publish(table: PartitionedTable, labels: list, output_table: StorageNames, run: RunMetadata,
                        engine: sa.Engine, log, keep_runs: int | None,
                        confidence: list | None = None) -> tuple[int, list[str]]:
     """Append the partitions' ``labels`` under a new run and publish it (:func:`write_labels`); returns (rows

@@ -97,7 +97,7 @@ def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels,
     """Renumber the labels to agree with the source table's latest earlier run (unless ``stable_ids`` is off)."""
     if not request.stable_ids:
         return labels, StableIds(np.arange(len(labels.sizes), dtype=np.int64))
-    return stable_ids(table, labels, request.resolved_output_table, request.table, request.run_key,
+    return stable_ids(table, labels, request.storage, request.table, request.run_key,
                       get_run_logger())
 
 
@@ -122,7 +122,7 @@ def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request
                       ensemble_size=request.ensemble_size, seed=request.seed, source_table=request.table,
                       flow_run_id=flow_run.id)
     log = get_run_logger()
-    written = write_labels(table, labels.labels, request.resolved_output_table, run, log, keep_runs=request.keep_runs,
+    written = write_labels(table, labels.labels, request.storage, run, log, keep_runs=request.keep_runs,
                            confidence=confidence)
     log.info("Labels of run key %r are in table %r of %s", request.run_key, request.resolved_output_table,
              mask_url(request.database_url))

@@ -13,7 +13,7 @@ from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tasks.track import RunFacts
 from lwec_tasks.tracking import TrackingError, mask_uri, resolve_tracking_uri
-from lwec_tasks.tracking.runs import tracking_error
+from lwec_tasks.tracking.runs import StoreUnreachableError, tracking_error
 
 #: Key of the run-summary artifact in the Prefect UI.
 SUMMARY_ARTIFACT_KEY = "lwec-consensus-summary"
@@ -89,9 +89,12 @@ def tracking_failure_message(request: ConsensusRequest, rows_written: int, error
     """One line for a run whose labels are in the database but whose MLflow logging failed with ``error``.
 
     Says where the labels are (table, run key, rows), what failed (MLflow, the
-    tracking URI with its password masked, the reason) and what to do: rerun the
-    same command once MLflow is back; the run key comes from the parameters, so
-    the rerun uses the same one. ``rows_written`` 0 with ``n_objects`` rows
+    tracking URI with its password masked, the reason) and what to do: when the
+    store did not answer (:class:`~lwec_tasks.tracking.runs.StoreUnreachableError`),
+    rerun the same command once MLflow is back (the run key comes from the
+    parameters, so the rerun uses the same one); otherwise (a refused request, a
+    model MLflow would not take) a rerun would fail alike, and the message says so.
+    ``rows_written`` 0 with ``n_objects`` rows
     clustered means an earlier run had written exactly these labels. ``error`` is
     usually a :class:`~lwec_tasks.tracking.TrackingError`; anything else is described the same way.
     """
@@ -101,9 +104,14 @@ def tracking_failure_message(request: ConsensusRequest, rows_written: int, error
     failure = " ".join(scrub(str(error), tracking_uri).split())
     rows = (f"{n_objects} rows, already there from an earlier run" if not rows_written and n_objects
             else f"{rows_written} rows")
+    if isinstance(error, StoreUnreachableError):
+        advice = (f"rerun the same command once MLflow is back: it reuses run key {request.run_key!r} and logs "
+                  "the MLflow run")
+    else:  # MLflow was there: waiting for it changes nothing
+        advice = (f"MLflow was reachable, so rerunning as it is would fail the same way; run key {request.run_key!r} "
+                  "stays published without an MLflow run")
     return (f"labels were written to table {request.resolved_output_table!r} (run key {request.run_key!r}, "
-            f"{rows}), but {failure}; rerun the same command once MLflow is back: it reuses "
-            f"run key {request.run_key!r} and logs the MLflow run")
+            f"{rows}), but {failure}; {advice}")
 
 
 def _publish(request: ConsensusRequest, summary: dict) -> None:

@@ -84,14 +84,24 @@ def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
     return placement.predict(values)
 
 
+def base_column_type(values) -> str:
+    """The MLflow column type of a base column whose canonical label values are ``values``: long (integers only),
+    double (numbers, one at least not integral: a float label column), else string."""
+    if all(isinstance(v, int) for v in values):
+        return "long"
+    if all(isinstance(v, (int, float)) for v in values):
+        return "double"
+    return "string"
+
+
 def model_signature(placement: Placement):
-    """Inputs: every feature column as double (base columns: long, or string when a column holds text);
-    output: long (the cluster id)."""
+    """Inputs: every feature column as double (base columns: :func:`base_column_type`); output: long (the
+    cluster id)."""
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
 
     if isinstance(placement, LabelPlacement):
-        types = ["long" if all(isinstance(v, int) for v in values) else "string" for values in placement.base_values]
+        types = [base_column_type(values) for values in placement.base_values]
     else:
         types = ["double"] * len(placement.feature_columns)
     return ModelSignature(inputs=Schema([ColSpec(kind, name) for kind, name in zip(types, placement.feature_columns)]),
@@ -154,8 +164,12 @@ def log_placement_model(placement: Placement, input_example: pd.DataFrame | None
     if input_example is None:
         input_example = example_frame(placement)
     example = placement.input_columns(input_example, "input_example").head(5)
-    if not isinstance(placement, LabelPlacement):  # base labels stay as they are
+    if not isinstance(placement, LabelPlacement):
         example = example.astype(np.float64)
+    else:  # base labels stay as they are, but a float label column's values as doubles (its signature's type)
+        example = example.astype({name: np.float64 for name, values in zip(placement.feature_columns,
+                                                                          placement.base_values)
+                                  if base_column_type(values) == "double"})
     with tempfile.TemporaryDirectory(prefix="lwec-model-") as scratch:
         stored = placement.save(Path(scratch, PLACEMENT_ARTIFACT))
         with _FLUENT_LOCK:

@@ -12,6 +12,7 @@ one nested run per method.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Iterator, Mapping
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lwec_tasks.masking import scrub
+from lwec_tasks.masking import scrub, url_has_credentials
 from lwec_tasks.tracking.dataset import SourceTable, dataset_input
 from lwec_tasks.tracking.failures import failure_reason, store_did_not_answer
 from lwec_tasks.tracking.limits import check_database_store, is_http_store
@@ -126,6 +127,7 @@ def run_writer(tracking_uri: str, experiment: str) -> Iterator[RunWriter]:
     a store that is not a tracking server did not answer.
     """
     writer = None
+    keep_credentials_unprinted(tracking_uri)
     try:
         check_database_store(tracking_uri)
         client = tracking_client(tracking_uri)
@@ -136,12 +138,31 @@ def run_writer(tracking_uri: str, experiment: str) -> Iterator[RunWriter]:
         raise tracking_error(error, tracking_uri, failed[0] if failed else None) from None
 
 
+#: MLflow's switch (``mlflow.environment_variables``) for the run and experiment links it prints.
+SUPPRESS_URL_PRINTING = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
+
+
+def keep_credentials_unprinted(tracking_uri: str) -> None:
+    """When ``tracking_uri`` carries a password, stop MLflow printing links to runs and experiments in this
+    process: it prints them ("View run ... at: <URI>") with the tracking URI's credentials in them. Sets
+    ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` for the process (nothing to undo: the links are a convenience)."""
+    if url_has_credentials(tracking_uri):
+        os.environ[SUPPRESS_URL_PRINTING] = "true"
+
+
 def tracking_error(error: BaseException, tracking_uri: str, run_id: str | None = None) -> TrackingError:
     """``error`` (raised while logging to the store at ``tracking_uri``) as a one-line :class:`TrackingError`
     naming the store (password masked) and ``run_id``, the run marked FAILED (None: no run was created)."""
     message = (f"logging to MLflow at {mask_uri(tracking_uri)} failed{f' (run {run_id})' if run_id else ''}: "
                f"{failure_reason(error)}")
-    retryable = store_did_not_answer(error) and not is_http_store(tracking_uri)
-    return TrackingError(scrub(" ".join(message.split()), tracking_uri), retryable=retryable)
+    unreachable = store_did_not_answer(error)
+    kind = StoreUnreachableError if unreachable else TrackingError
+    retryable = unreachable and not is_http_store(tracking_uri)
+    return kind(scrub(" ".join(message.split()), tracking_uri), retryable=retryable)
+
+
+class StoreUnreachableError(TrackingError):
+    """A :class:`TrackingError` for a store that did not answer (refused or timed-out connections, an unknown
+    host, repeated 5xx answers, a locked SQLite file): the same request may succeed once the store is back."""
 
 

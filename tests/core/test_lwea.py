@@ -10,9 +10,9 @@ from scipy.cluster.hierarchy import cut_tree, fcluster, is_valid_linkage
 from scipy.spatial.distance import squareform
 
 from benchmarks import references as reference
+from benchmarks.dense_linkage import weighted_average_linkage
 from helpers.pools import draw_ensemble, load_pool
 from lwec_tasks import LWEA, Ensemble, LwecMemoryError, ari, eci, lwea, lwea_linkage
-from lwec_tasks.core.average_linkage import weighted_average_linkage
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
 
 KS = list(range(2, 31))

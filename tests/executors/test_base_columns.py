@@ -233,3 +233,22 @@ def test_base_columns_set_the_ensemble_size_and_keep_other_run_keys():
     assert plain.run_key == f"lwea-k3-{digest[:12]}"
     assert request.run_key != ConsensusRequest(database_url="sqlite://", table="t", n_clusters=3,
                                                base_columns=["a", "b"], missing_labels="own_cluster").run_key
+
+
+def test_float_label_columns_are_coded_like_other_label_columns(prefect_server, database, store):
+    url, table = database
+    frame = label_frame()
+    floats = frame[["id"]].copy()
+    for m, name in enumerate(COLUMNS[:4]):  # codes as floats: halves (0.25, 0.75, ...) and whole numbers (1.0, ...)
+        values = codes(frame, [name])[:, 0].astype(np.float64)
+        floats[name] = values / 2 + 0.25 if m % 2 == 0 else values + 1.0
+    floating = f"{table}_f"
+    write_frame(url, floating, floats)
+    summary = run(url, floating, store, base_columns=COLUMNS[:4])
+    stored = read_labels(url, summary["output_table"], summary["run_key"])
+    assert adjusted_rand_score(stored["label"], lwea(codes(floats, COLUMNS[:4]), 4)) == 1.0
+    model = mlflow.pyfunc.load_model(summary["model_uri"])  # logged: columns of halves as double in its signature
+    assert [(spec.name, spec.type.name) for spec in model.metadata.get_input_schema().inputs] == \
+        [("b0", "double"), ("b1", "long"), ("b2", "double"), ("b3", "long")]  # whole numbers are integer labels
+    served = model.predict(floats[COLUMNS[:4]].head(50).astype({"b1": np.int64, "b3": np.int64}))
+    np.testing.assert_array_equal(np.asarray(served).ravel(), stored["label"].to_numpy()[:50])

@@ -45,7 +45,7 @@ def tracking_attempts(state) -> int:
     return task_run.run_count
 
 
-def assert_labels_kept_and_rerun_explained(state, url: str, shown_uri: str) -> str:
+def assert_labels_kept_and_rerun_explained(state, url: str, shown_uri: str, reachable: bool = False) -> str:
     with pytest.raises(TrackingError) as raised:
         state.result()
     message = str(raised.value)
@@ -54,8 +54,12 @@ def assert_labels_kept_and_rerun_explained(state, url: str, shown_uri: str) -> s
     assert len(labels) == 300
     assert message.startswith(f"labels were written to table 'blobs_lwec_labels' (run key '{run_key}', 300 rows), "
                               f"but logging to MLflow at {shown_uri} failed: ")
-    assert message.endswith(f"; rerun the same command once MLflow is back: it reuses run key '{run_key}' "
-                            "and logs the MLflow run")
+    if reachable:  # it answered: waiting for it changes nothing
+        assert message.endswith(f"; MLflow was reachable, so rerunning as it is would fail the same way; run key "
+                                f"'{run_key}' stays published without an MLflow run")
+    else:
+        assert message.endswith(f"; rerun the same command once MLflow is back: it reuses run key '{run_key}' "
+                                "and logs the MLflow run")
     assert "\n" not in message
     assert state.is_failed() and message in state.message
     return message
@@ -77,7 +81,7 @@ def test_mlflow_refusing_with_403_fails_the_run_at_once(prefect_server, blobs):
     with answering_server(403, b"<html>Forbidden</html>") as server:
         state, seconds = failed_run(url, server.url)
     assert seconds < FAIL_WITHIN_SECONDS
-    message = assert_labels_kept_and_rerun_explained(state, url, server.url)
+    message = assert_labels_kept_and_rerun_explained(state, url, server.url, reachable=True)
     assert "the store refused the request with HTTP 403" in message
     assert tracking_attempts(state) == 1 and len(server.paths) == 1
 
@@ -127,8 +131,30 @@ def test_the_message_for_a_rerun_whose_labels_were_already_there():
 
     request = ConsensusRequest(database_url="sqlite:///x.db", table="t", n_clusters=4,
                                tracking_uri="http://ops:s3cret@mlflow:5000")
-    message = tracking_failure_message(request, 0, RuntimeError("boom at http://ops:s3cret@mlflow:5000\nmore"), 300)
+    message = tracking_failure_message(request, 0, ConnectionError("Connection refused by mlflow:5000\nmore"), 300)
     assert message == (f"labels were written to table 't_lwec_labels' (run key '{request.run_key}', 300 rows, "
                        "already there from an earlier run), but logging to MLflow at http://ops:***@mlflow:5000 "
-                       "failed: RuntimeError: boom at http://ops:***@mlflow:5000; rerun the same command once "
+                       "failed: the connection was refused (ConnectionError); rerun the same command once "
                        f"MLflow is back: it reuses run key '{request.run_key}' and logs the MLflow run")
+
+
+@pytest.mark.parametrize(("error", "reachable"), [
+    (ConnectionError("HTTPConnectionPool(host='mlflow', port=5000): Max retries exceeded"), False),
+    (TimeoutError("ConnectTimeout: timed out"), False),
+    (RuntimeError("sqlite3.OperationalError: database is locked"), False),
+    (RuntimeError("Input example does not match the model signature. at http://ops:s3cret@mlflow:5000"), True),
+    (PermissionError("API request to endpoint /api/2.0/mlflow/runs/create failed with error code 403"), True),
+    (RuntimeError("table mcp_servers already exists"), True),
+])
+def test_the_message_advises_a_rerun_only_when_mlflow_was_unreachable(error, reachable):
+    from lwec_tasks.request import ConsensusRequest
+    from lwec_tasks.tasks.summary import tracking_failure_message
+
+    request = ConsensusRequest(database_url="sqlite:///x.db", table="t", n_clusters=4,
+                               tracking_uri="http://ops:s3cret@mlflow:5000")
+    message = tracking_failure_message(request, 300, error, 300)
+    assert message.startswith(f"labels were written to table 't_lwec_labels' (run key '{request.run_key}', 300 "
+                              "rows), but logging to MLflow at http://ops:***@mlflow:5000 failed: ")
+    assert "s3cret" not in message and "\n" not in message
+    assert ("once MLflow is back" in message) is not reachable
+    assert ("MLflow was reachable, so rerunning as it is would fail the same way" in message) is reachable

@@ -243,8 +243,10 @@ def test_a_run_abandoned_by_a_killed_writer_goes_when_its_key_is_written_again(e
     from lwec_tasks.io.staging import append_to
 
     append_to(engine, abandoned.target, rows.ids, rows.labels, abandoned.append_run)
-    write_labels(engine, name, rows_for("a", [1], [0]))  # another key: the abandoned run stays
+    write_labels(engine, name, rows_for("a", [1], [0]))  # another key: the run, whose writer lives, stays
     assert abandoned.run in {run for run, *_ in stored_runs(engine, name)}
+    if abandoned.lock is not None:
+        abandoned.lock.release()  # as the server does when the writer's process dies
     write_labels(engine, name, rows_for("b", [5, 6], [1, 1]))
     assert [key for _, key, _, _ in stored_runs(engine, name)] == ["a", "b"]
     assert abandoned.run not in {run for run, _, _ in stored_rows(engine, name)}
@@ -287,5 +289,6 @@ def test_storage_names_fit_postgres_identifiers():
     names = storage_names("analytics." + "l" * 58)
     assert (names.runs.schema, names.runs.name, names.rows.name) == \
         ("analytics", "l" * 58 + "_runs", "l" * 58 + "_rows")
-    with pytest.raises(LwecInputError, match=r"'l{59}_runs'.* is 64 bytes.*at most 58 bytes"):
+    with pytest.raises(LwecInputError, match=r"output_table \(--output-table\)='l{59}' is too long: the table lwec "
+                                             r"makes beside it, 'l{59}_runs', would be 64 bytes.*at most 58 bytes"):
         storage_names("l" * 59)

@@ -195,7 +195,8 @@ def test_a_run_abandoned_before_publishing_drops_its_table_when_its_key_is_writt
     abandoned = begin_run(engine, out, sa.BigInteger(), rows)  # never finished nor discarded
     append_to(engine, abandoned.target, rows.ids, rows.labels, abandoned.append_run)
     write_labels(engine, out, rows_for("a", [1], [0]))
-    assert parse_table_name(abandoned.rows).name in layout(engine, out)[2]  # not attached, but kept for now
+    assert parse_table_name(abandoned.rows).name in layout(engine, out)[2]  # its writer lives: kept
+    abandoned.lock.release()  # as the server does when the writer's process dies
     write_labels(engine, out, rows_for("b", [5], [1]))
     one_partition_per_run(engine, out)
 
@@ -228,9 +229,10 @@ def test_the_rows_table_of_the_release_before_is_partitioned_by_the_next_write(p
     with engine.connect() as connection:
         numbers = connection.execute(sa.text(f"select run from {out}_runs")).scalars().all()
         new = published(engine, out)["new"]
+        unfinished = sorted(set(run for run, *_ in every_row) - set(published(engine, out).values()))
         assert sorted(row for row in connection.execute(sa.select(stored)).all() if row.run != new) == \
-            every_row  # every row kept, the unpublished run's too
-    assert len(numbers) == 5
+            [row for row in every_row if row.run not in unfinished]  # every published row kept
+    assert len(unfinished) == 1 and len(numbers) == 4  # the run that never finished, no writer alive, removed
     assert partitions == {run_rows_name(out, run).name: f"FOR VALUES IN ('{run}')" for run in numbers}
     assert tables == sorted(partitions)  # nothing left aside
     after = answers(engine, out, keys)
@@ -287,3 +289,20 @@ def test_run_table_names_fit_postgres_identifiers_and_keep_apart():
     for name in names:
         assert len(name.name.encode("utf-8")) <= MAX_IDENTIFIER_BYTES and name.name.endswith(f"${2**31 - 1}")
     assert run_rows_name(longest, 5).name.startswith(longest[:40])
+
+
+def test_pruning_a_rows_table_of_the_release_before_deletes_its_rows_and_the_next_write_partitions_it(pg):
+    engine, out = pg
+    old_runs = [(rows_for("a", [1, 2, 3], [0, 1, 2]), T0, True),
+                (rows_for("b", [1, 2], [1, 1]), T0 + dt.timedelta(minutes=1), True),
+                (rows_for("c", [4], [0]), T0 + dt.timedelta(minutes=2), True)]
+    write_unpartitioned(engine, out, old_runs)
+    assert prune_runs(engine, out, "features", 1) == ["b", "a"]  # on the plain rows table, before any write
+    rows = storage_names(out).rows
+    with engine.connect() as connection:
+        assert pg_relkind(connection, rows) == "r"
+        left = connection.execute(sa.text(f"select count(*) from {rows}")).scalar_one()
+    assert left == 1  # the pruned runs' rows went with them: no row of no run is left
+    write_labels(engine, out, rows_for("d", [5, 6], [1, 0]))
+    one_partition_per_run(engine, out)
+    assert sorted(published(engine, out)) == ["c", "d"]

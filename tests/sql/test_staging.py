@@ -250,7 +250,7 @@ def test_storage_and_staging_live_in_the_labels_schema(pg_schema, kind):
     url, schema = pg_schema
     engine = open_engine(url)
     out = f'{schema}."labels.{kind}"'
-    assert parse_table_name(staging_table_name(out)).schema == schema
+    assert parse_table_name(staging_table_name(out, 1)).schema == schema
     ids = id_values(kind)
     try:
         write_run(engine, url, out, kind, "r", [(np.array(ids, dtype=object), np.arange(N) % 4)])

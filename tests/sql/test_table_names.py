@@ -191,3 +191,39 @@ def test_sqlite_main_schema_is_accepted_and_other_schemas_are_refused(tmp_path):
     with pytest.raises(LwecInputError, match="is the source table"):
         check_label_table(engine, "main.features", "features")  # the same table, spelled two ways
     engine.dispose()
+
+
+# ----------------------------------------------------------------------------- 63-byte names
+
+
+def test_default_output_names_fit_63_bytes_with_every_name_derived_from_them():
+    import hashlib
+
+    from lwec_tasks.io.label_storage import storage_names
+    from lwec_tasks.request import ConsensusRequest
+
+    for source in ("f" * 63, "analytics." + "g" * 63, "Ä" * 31, "x" * 44, "x" * 45):
+        output = default_output_table(source)
+        names = storage_names(output)
+        for name in (names.view, names.runs, names.rows, names.latest):
+            assert len(name.name.encode("utf-8")) <= 63, name
+        assert check_new_table_name(output) == output and default_output_table(source) == output  # deterministic
+        request = ConsensusRequest(database_url="sqlite:///x.db", table=source, n_clusters=3)
+        assert request.resolved_output_table == output
+    assert default_output_table("x" * 44) == "x" * 44 + "_lwec_labels"  # fits as it is: kept whole
+    cut = default_output_table("x" * 45)
+    assert cut == "x" * 35 + "_" + hashlib.md5(b"x" * 45).hexdigest()[:8] + "_lwec_labels" and len(cut) == 56
+    assert default_output_table("y" * 60 + "a") != default_output_table("y" * 60 + "b")  # the hash tells them apart
+
+
+def test_a_too_long_output_table_is_refused_naming_the_option_and_what_lwec_would_derive():
+    from lwec_tasks.request import ConsensusRequest
+
+    given = "o" * 60
+    with pytest.raises(LwecInputError) as error:
+        ConsensusRequest(database_url="sqlite:///x.db", table="features", n_clusters=3, output_table=given)
+    message = str(error.value)
+    assert message.startswith(f"output_table (--output-table)={given!r} is too long: the view lwec makes beside "
+                              f"it, '{given}_latest', would be 67 bytes")
+    assert message.endswith("give output_table (--output-table) an output table name of at most 56 bytes")
+    ConsensusRequest(database_url="sqlite:///x.db", table="features", n_clusters=3, output_table="o" * 56)

@@ -1,9 +1,10 @@
-"""Size-weighted average linkage by the nearest-neighbour chain (compiled with numba).
+"""The dense reference for LWEA's linkage: size-weighted average linkage by the nearest-neighbour chain on
+a condensed distance matrix (compiled with numba), O(Ñ²) memory.
 
-Average linkage is reducible, so the nearest-neighbour chain finds the same
-merges as the greedy closest-pair algorithm in O(n²) time and one condensed
-distance matrix. Starting the clusters with sizes > 1 (microclusters) gives the
-same dendrogram as expanding every microcluster into its identical objects.
+The package builds the same dendrogram from cluster counts
+(:mod:`lwec_tasks.core.counts_linkage`); this is what it replaced, kept for the tests and benchmarks that
+compare the two. Starting the clusters with sizes > 1 (microclusters) gives the same dendrogram as expanding
+every microcluster into its identical objects.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from lwec_tasks.core.linkage_numbering import scipy_numbering
 from lwec_tasks.core.memory import ensure_fits
 
 
@@ -19,14 +21,6 @@ def _condensed_index(n, i, j):
     if i > j:
         i, j = j, i
     return n * i - (i * (i + 1)) // 2 + (j - i - 1)
-
-
-@numba.njit(cache=True)
-def _find(parent, i):
-    while parent[i] != i:
-        parent[i] = parent[parent[i]]
-        i = parent[i]
-    return i
 
 
 @numba.njit(parallel=True, cache=True)
@@ -138,31 +132,6 @@ def _nn_chain(dist, sizes):
     return merges
 
 
-@numba.njit(cache=True)
-def _relabel(merges, n, leaf_counts):
-    """Turn merges of slot pairs (sorted by height) into scipy's node numbering.
-
-    Each row merges the clusters that currently contain its two slots (union-find),
-    so a parent sorted before its child by a round-off inversion still yields a
-    valid tree. Column 3 becomes the number of leaves under the new node.
-    """
-    parent = np.arange(2 * n - 1)
-    count = np.zeros(2 * n - 1)
-    count[:n] = leaf_counts
-    out = merges.copy()
-    for step in range(n - 1):
-        a = _find(parent, np.int64(merges[step, 0]))
-        b = _find(parent, np.int64(merges[step, 1]))
-        node = n + step
-        parent[a] = node
-        parent[b] = node
-        out[step, 0] = min(a, b)
-        out[step, 1] = max(a, b)
-        count[node] = count[a] + count[b]
-        out[step, 3] = count[node]
-    return out
-
-
 def weighted_average_linkage(condensed: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """Average linkage of weighted points; consumes (overwrites) ``condensed``.
 
@@ -181,4 +150,4 @@ def weighted_average_linkage(condensed: np.ndarray, sizes: np.ndarray) -> np.nda
         return np.empty((0, 4))
     merges = _nn_chain(condensed, np.asarray(sizes, dtype=np.float64))
     order = np.argsort(merges[:, 2], kind="mergesort")
-    return _relabel(merges[order], n, np.ones(n))
+    return scipy_numbering(merges[order], n, np.ones(n))

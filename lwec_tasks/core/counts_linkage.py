@@ -1,0 +1,472 @@
+"""Size-weighted average linkage on cluster counts: exact LWEA in O(Ñ·M) memory (compiled with numba).
+
+The weighted co-association summed over two groups of objects A and B is
+
+    S(A, B) = Σ_c w(c) · n_A(c) · n_B(c),
+
+c running over the ensemble's clusters, n_A(c) the number of objects of A in c,
+and w(c) = ECI(c) / M for LWEA. Average linkage on 1 − LWCA between A and B is
+therefore 1 − S(A, B) / (|A| · |B|), which needs for each group only its sparse
+vector of counts over the clusters (at most M non-zeros per microcluster, and
+a merge adds two vectors). Average linkage is reducible, so the
+nearest-neighbour chain finds the dendrogram; a group's nearest neighbour is
+found through an inverted index from each cluster to the groups that hold it,
+in Σ_{c ∈ A} |groups holding c| steps. Groups sharing no cluster are at
+distance exactly 1.
+
+Exactness and ties. S(A, B) is summed over the shared clusters in ascending
+cluster id, each term w(c) · (n_A(c) n_B(c)) with the count product in integers,
+so d(A, B) and d(B, A) are the same float whatever the merge history. The
+tie rule is the dense nearest-neighbour chain's: the chain starts at the lowest
+live slot; a nearest neighbour is the previous chain element when it is among
+the closest, else the lowest slot among them; a merge of slots x < y puts the
+new group in slot y. Rows are then sorted by height (stable) and numbered as
+scipy numbers them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numba
+import numpy as np
+
+from lwec_tasks.core.linkage_numbering import scipy_numbering
+from lwec_tasks.core.memory import ensure_fits
+
+# Merges per call of the compiled loop between two progress reports.
+_PROGRESS_EVERY_SECONDS = 5.0
+
+
+@numba.njit(cache=True)
+def _build_index(codes, sizes, n_clusters):
+    """Inverted index and group vectors of the microclusters.
+
+    Index (CSR by cluster c, ``list_len[c]`` live entries from ``list_start[c]``): each group g holding c and
+    its share n_g(c) / |g|. Vectors (in an arena, from ``vec_start[g]``, ``vec_len[g]`` entries): g's
+    clusters ascending, its count in each, and the position of its entry in that cluster's list.
+    """
+    m, n_columns = codes.shape
+    list_len = np.zeros(n_clusters, dtype=np.int64)
+    for i in range(m):
+        for j in range(n_columns):
+            list_len[codes[i, j]] += 1
+    list_start = np.zeros(n_clusters + 1, dtype=np.int64)
+    for c in range(n_clusters):
+        list_start[c + 1] = list_start[c] + list_len[c]
+    list_group = np.empty(list_start[n_clusters], dtype=np.int64)
+    list_share = np.empty(list_start[n_clusters], dtype=np.float64)
+    fill = list_start[:n_clusters].copy()
+    capacity = 2 * m * n_columns + 16
+    vec_cluster = np.empty(capacity, dtype=np.int64)
+    vec_count = np.empty(capacity, dtype=np.int64)
+    vec_slot = np.empty(capacity, dtype=np.int64)
+    vec_start = np.empty(m, dtype=np.int64)
+    vec_len = np.full(m, n_columns, dtype=np.int64)
+    for i in range(m):
+        vec_start[i] = i * n_columns
+        row = np.sort(codes[i])
+        for j in range(n_columns):
+            c = row[j]
+            vec_cluster[i * n_columns + j] = c
+            vec_count[i * n_columns + j] = sizes[i]
+            vec_slot[i * n_columns + j] = fill[c]
+            list_group[fill[c]] = i
+            list_share[fill[c]] = 1.0
+            fill[c] += 1
+    return (list_start, list_len, list_group, list_share), (vec_cluster, vec_count, vec_slot, vec_start, vec_len)
+
+
+@numba.njit(cache=True)
+def _next_alive(skip, i):
+    """Smallest live slot ≥ i (``skip[i] == i`` for a live slot; the sentinel slot m is always live)."""
+    root = i
+    while skip[root] != root:
+        root = skip[root]
+    while skip[i] != root:
+        following = skip[i]
+        skip[i] = root
+        i = following
+    return root
+
+
+@numba.njit(cache=True)
+def _similarity(x, g, weights, size, vectors):
+    """S(x, g) / (|x| |g|) = Σ_shared w(c) · (n_x(c)/|x|) · (n_g(c)/|g|), summed in ascending c: the canonical
+    value, the same whichever group is x."""
+    vec_cluster, vec_count, _, vec_start, vec_len = vectors
+    i, end_i = vec_start[x], vec_start[x] + vec_len[x]
+    j, end_j = vec_start[g], vec_start[g] + vec_len[g]
+    sx, sg = np.float64(size[x]), np.float64(size[g])
+    total = 0.0
+    while i < end_i and j < end_j:
+        ci, cj = vec_cluster[i], vec_cluster[j]
+        if ci == cj:
+            total += weights[ci] * ((vec_count[i] / sx) * (vec_count[j] / sg))
+            i += 1
+            j += 1
+        elif ci < cj:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+@numba.njit(cache=True)
+def _reading_order(x, weights, size, index, vectors):
+    """x's vector positions in the order their lists are read (shortest list first), and what each cluster
+    c can add to a similarity at most: w(c) · n_x(c) / |x| (the other group's share is at most 1)."""
+    list_len = index[1]
+    vec_cluster, vec_count, _, vec_start, vec_len = vectors
+    start, length = vec_start[x], vec_len[x]
+    sx = np.float64(size[x])
+    can_add = np.empty(length)
+    key = np.empty(length)
+    for t in range(length):
+        c = vec_cluster[start + t]
+        can_add[t] = weights[c] * (vec_count[start + t] / sx)
+        key[t] = -can_add[t] / list_len[c]
+    return np.argsort(key, kind="mergesort"), can_add
+
+
+@numba.njit(cache=True)
+def _remaining_bounds(order, can_add, x, cluster_column, n_columns, vectors):
+    """(len + 1,) bounds: entry r is the most that x's clusters other than the first r of ``order`` can add
+    to its similarity with any group. A group's shares over one column's clusters sum to at most 1, so a
+    column adds at most its largest unread ``can_add``."""
+    vec_cluster = vectors[0]
+    start = vectors[3][x]
+    length = len(order)
+    # Positions grouped by column (x's vector is sorted by cluster id, so by column), largest can_add first.
+    key = np.empty(length)
+    for t in range(length):
+        key[t] = 2.0 * cluster_column[vec_cluster[start + t]] - can_add[t] / (1.0 + can_add[t])
+    by_column = np.argsort(key, kind="mergesort")
+    rank = np.empty(length, dtype=np.int64)
+    rank[by_column] = np.arange(length)
+    end = np.zeros(n_columns, dtype=np.int64)
+    for t in range(length):
+        column = cluster_column[vec_cluster[start + t]]
+        end[column] = max(end[column], rank[t] + 1)
+    head = np.zeros(n_columns, dtype=np.int64)
+    total = 0.0
+    previous_end = 0
+    for column in range(n_columns):
+        if end[column] > 0:
+            head[column] = previous_end
+            total += can_add[by_column[previous_end]]
+            previous_end = end[column]
+    done = np.zeros(length, dtype=np.bool_)
+    remaining = np.zeros(length + 1)
+    remaining[0] = total
+    for r in range(length):
+        t = order[r]
+        done[t] = True
+        column = cluster_column[vec_cluster[start + t]]
+        top = head[column]
+        if by_column[top] == t:
+            total -= can_add[t]
+            top += 1
+            while top < end[column] and done[by_column[top]]:
+                top += 1
+            if top < end[column]:
+                total += can_add[by_column[top]]
+            head[column] = top
+        remaining[r + 1] = max(total, 0.0)
+    return remaining
+
+
+@numba.njit(cache=True)
+def _drop_below(threshold, candidates, touched, n_touched):
+    """Keep the candidates whose partial sum reaches ``threshold`` (the others' stamps are cleared); returns
+    how many are kept, at the front of ``touched``."""
+    kept = 0
+    for t in range(n_touched):
+        g = touched[t]
+        if candidates[g, 1] >= threshold:
+            touched[kept] = g
+            kept += 1
+        else:
+            candidates[g, 0] = -1.0
+    return kept
+
+
+@numba.njit(cache=True)
+def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors, skip, candidates, touched,
+             generation):
+    """Nearest live group of ``x`` under the dense chain's tie rule; returns (y, distance).
+
+    Candidates come from the lists of x's clusters, shortest first; once the clusters left can add less
+    than a similarity already reached, no group outside the lists read can win, and each candidate whose
+    partial sum plus what it can still gain stays below that similarity is dropped. The survivors'
+    similarities are then computed canonically (:func:`_similarity`).
+    """
+    list_start, list_len, list_group, list_share = index
+    vec_cluster, vec_count, _, vec_start, vec_len = vectors
+    start, length = vec_start[x], vec_len[x]
+    sx = np.float64(size[x])
+    order, can_add = _reading_order(x, weights, size, index, vectors)
+    remaining = _remaining_bounds(order, can_add, x, cluster_column, int(n_columns), vectors)
+    # Round-off in partial sums and bounds is far below this margin.
+    margin = 1e-9 * (1.0 + remaining[0])
+    to_previous = _similarity(x, previous, weights, size, vectors) if previous >= 0 else 0.0
+    reached = to_previous
+    n_touched = 0
+    read = 0
+    settled = False
+    while read < length:
+        if remaining[read] < reached - margin:
+            # No group outside the candidates can win now, nor can a candidate whose partial sum plus what
+            # the unread clusters can add stays below what is reached (both only grow apart): drop those.
+            # Read on only while a list costs less than the candidates' checks it may save.
+            settled = True
+            n_touched = _drop_below(reached - margin - remaining[read], candidates, touched, n_touched)
+            if n_touched * 2 * length <= list_len[vec_cluster[start + order[read]]]:
+                break
+        c = vec_cluster[start + order[read]]
+        share = vec_count[start + order[read]] / sx
+        wc = weights[c]
+        for p in range(list_start[c], list_start[c] + list_len[c]):
+            g = list_group[p]
+            if g == x:
+                continue
+            if candidates[g, 0] != generation:
+                if settled:
+                    continue
+                candidates[g, 0] = generation
+                candidates[g, 1] = 0.0
+                touched[n_touched] = g
+                n_touched += 1
+            value = candidates[g, 1] + wc * (share * list_share[p])
+            candidates[g, 1] = value
+            if value > reached:
+                reached = value
+        read += 1
+    n_touched = _drop_below(reached - margin - remaining[read], candidates, touched, n_touched)
+    best = 1.0
+    y = -1
+    if previous >= 0:
+        best = 1.0 - to_previous / n_columns
+        y = previous
+    for t in range(n_touched):
+        g = touched[t]
+        if g == previous:
+            continue
+        d = 1.0 - _similarity(x, g, weights, size, vectors) / n_columns
+        if d < best or (d == best and y != previous and (y < 0 or g < y)):
+            best = d
+            y = g
+    if best == 1.0 and (previous < 0 or y != previous):
+        # Every live group is at distance 1 (sharing nothing, or only clusters of weight 0): the lowest slot.
+        y = _next_alive(skip, 0)
+        if y == x:
+            y = _next_alive(skip, x + 1)
+    return y, best
+
+
+@numba.njit(cache=True)
+def _find_entry(vectors, g, c):
+    """Position in the arena of cluster c in g's vector (binary search)."""
+    vec_cluster, _, _, vec_start, vec_len = vectors
+    low, high = vec_start[g], vec_start[g] + vec_len[g]
+    while low < high:
+        middle = (low + high) // 2
+        if vec_cluster[middle] < c:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+@numba.njit(cache=True)
+def _merge(x, y, size, index, vectors, arena_end):
+    """Merge group x into slot y: y's new vector (counts added, clusters ascending) appended at ``arena_end``,
+    the index pointed at it (x's entries renamed or dropped, y's shares over its new size); returns the new
+    arena end. The arena must have room for both vectors."""
+    list_start, list_len, list_group, list_share = index
+    vec_cluster, vec_count, vec_slot, vec_start, vec_len = vectors
+    new_size = np.float64(size[x] + size[y])
+    ax, lx = vec_start[x], vec_len[x]
+    ay, ly = vec_start[y], vec_len[y]
+    out = arena_end
+    i = 0
+    j = 0
+    while i < lx or j < ly:
+        if j >= ly or (i < lx and vec_cluster[ax + i] < vec_cluster[ay + j]):
+            c, count, slot = vec_cluster[ax + i], vec_count[ax + i], vec_slot[ax + i]
+            list_group[slot] = y
+            i += 1
+        elif i >= lx or vec_cluster[ay + j] < vec_cluster[ax + i]:
+            c, count, slot = vec_cluster[ay + j], vec_count[ay + j], vec_slot[ay + j]
+            j += 1
+        else:
+            c, count, slot = vec_cluster[ay + j], vec_count[ax + i] + vec_count[ay + j], vec_slot[ay + j]
+            # Drop x's entry: the list's last entry takes its place.
+            gone = vec_slot[ax + i]
+            last = list_start[c] + list_len[c] - 1
+            if gone != last:
+                moved = list_group[last]
+                list_group[gone] = moved
+                list_share[gone] = list_share[last]
+                if moved == y:
+                    slot = gone
+                else:
+                    vec_slot[_find_entry(vectors, moved, c)] = gone
+            list_len[c] -= 1
+            i += 1
+            j += 1
+        list_share[slot] = count / new_size
+        vec_cluster[out] = c
+        vec_count[out] = count
+        vec_slot[out] = slot
+        out += 1
+    vec_start[y] = arena_end
+    vec_len[y] = out - arena_end
+    vec_len[x] = 0
+    return out
+
+
+@numba.njit(cache=True)
+def _compact(vectors, needed):
+    """The live vectors copied to the front of fresh arrays with room for ``needed`` more; (vectors, end)."""
+    vec_cluster, vec_count, vec_slot, vec_start, vec_len = vectors
+    live = 0
+    for g in range(vec_len.shape[0]):
+        live += vec_len[g]
+    capacity = max(2 * live + needed, vec_cluster.shape[0])
+    new_cluster = np.empty(capacity, dtype=np.int64)
+    new_count = np.empty(capacity, dtype=np.int64)
+    new_slot = np.empty(capacity, dtype=np.int64)
+    end = 0
+    for g in range(vec_len.shape[0]):
+        length = vec_len[g]
+        if length == 0:
+            continue
+        s = vec_start[g]
+        new_cluster[end:end + length] = vec_cluster[s:s + length]
+        new_count[end:end + length] = vec_count[s:s + length]
+        new_slot[end:end + length] = vec_slot[s:s + length]
+        vec_start[g] = end
+        end += length
+    return (new_cluster, new_count, new_slot, vec_start, vec_len), end
+
+
+@numba.njit(cache=True)
+def _chain_steps(stop_step, state, chain, merges, weights, cluster_column, n_columns, size, index, vectors, skip,
+                 candidates, touched):
+    """Run the nearest-neighbour chain until ``stop_step`` merges are done.
+
+    ``state`` holds (step, chain length, arena end, generation); the arena may be reallocated, so the
+    vectors are returned.
+    """
+    step, chain_length, arena_end, generation = state[0], state[1], state[2], state[3]
+    while step < stop_step:
+        if chain_length == 0:
+            chain[0] = _next_alive(skip, 0)
+            chain_length = 1
+        while True:
+            x = chain[chain_length - 1]
+            previous = chain[chain_length - 2] if chain_length > 1 else -1
+            generation += 1
+            y, current = _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors, skip,
+                                  candidates, touched, generation)
+            if chain_length > 1 and y == previous:
+                break
+            chain[chain_length] = y
+            chain_length += 1
+        chain_length -= 2
+        if x > y:
+            x, y = y, x
+        nx, ny = size[x], size[y]
+        merges[step, 0] = x
+        merges[step, 1] = y
+        merges[step, 2] = current
+        merges[step, 3] = nx + ny
+        needed = vectors[4][x] + vectors[4][y]
+        if arena_end + needed > vectors[0].shape[0]:
+            vectors, arena_end = _compact(vectors, needed)
+        arena_end = _merge(x, y, size, index, vectors, arena_end)
+        size[y] = nx + ny
+        size[x] = 0
+        skip[x] = x + 1
+        step += 1
+    state[0], state[1], state[2], state[3] = step, chain_length, arena_end, generation
+    return vectors
+
+
+def counts_memory_bytes(n_microclusters: int, n_columns: int) -> int:
+    """Bytes :func:`counts_average_linkage` holds for Ñ microclusters of M columns (index, vectors, state)."""
+    entries = n_microclusters * n_columns
+    # Index: group + count (16 B/entry); vectors: cluster + count in an arena up to twice the live size
+    # (32 B/entry); per slot: sizes, stamps, accumulators, chain, skip links, merges (≈ 90 B).
+    return entries * 48 + n_microclusters * 90
+
+
+def counts_average_linkage(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, sizes: np.ndarray,
+                           report: Callable[[int, int, float], None] | None = None) -> np.ndarray:
+    """Size-weighted average linkage of microclusters on 1 − Σ_shared weight / M, from cluster counts.
+
+    The same dendrogram as average linkage on the condensed matrix of
+    the dense reference (``benchmarks/dense_linkage.py``), without it.
+
+    Parameters
+    ----------
+    micro_codes : (Ñ, M) int array of global cluster ids per microcluster (one per column, all distinct
+        within a row)
+    weights : (n_c,) non-negative weight per cluster (ECI for LWEA)
+    n_columns : M
+    sizes : (Ñ,) objects per microcluster, all ≥ 1
+    report : called as ``report(merges_done, merges_total, seconds)`` about every 5 s of a long linkage
+
+    Returns
+    -------
+    ndarray of shape (Ñ − 1, 4) in scipy's linkage format (rows sorted by height, column 3 the number of
+    leaves under each new node).
+    """
+    m = len(micro_codes)
+    if m < 2:
+        return np.empty((0, 4))
+    merges = chain_merges(micro_codes, weights, n_columns, sizes, report)
+    order = np.argsort(merges[:, 2], kind="mergesort")
+    return scipy_numbering(merges[order], m, np.ones(m))
+
+
+def chain_merges(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, sizes: np.ndarray,
+                 report: Callable[[int, int, float], None] | None = None) -> np.ndarray:
+    """The nearest-neighbour chain's merges in the order made: (Ñ − 1, 4) rows (slot x < slot y, distance,
+    new size), the merged group living on in slot y; arguments as :func:`counts_average_linkage`."""
+    codes = np.ascontiguousarray(micro_codes, dtype=np.int64)
+    m = len(codes)
+    ensure_fits(
+        counts_memory_bytes(m, codes.shape[1]),
+        f"exact LWEA on {m} microclusters (cluster counts)",
+        "use method 'lwgp' or fewer or coarser base clusterings",
+    )
+    weights = np.asarray(weights, dtype=np.float64)
+    size = np.asarray(sizes, dtype=np.int64).copy()
+    index, vectors = _build_index(codes, size, len(weights))
+    cluster_column = np.empty(len(weights), dtype=np.int64)
+    cluster_column[codes] = np.arange(codes.shape[1])
+    skip = np.arange(m + 1, dtype=np.int64)
+    # Per slot: the query that last touched it and its partial similarity, side by side in memory.
+    candidates = np.zeros((m, 2))
+    touched = np.empty(m, dtype=np.int64)
+    chain = np.empty(m, dtype=np.int64)
+    merges = np.empty((m - 1, 4))
+    state = np.array([0, 0, m * codes.shape[1], 0], dtype=np.int64)
+    started = last_report = time.perf_counter()
+    batch = max(1, (m - 1) // 100)
+    while state[0] < m - 1:
+        before = time.perf_counter()
+        stop = min(m - 1, int(state[0]) + batch)
+        vectors = _chain_steps(stop, state, chain, merges, weights, cluster_column, float(n_columns), size, index,
+                               vectors, skip, candidates, touched)
+        elapsed = time.perf_counter() - before
+        now = time.perf_counter()
+        if report is not None and now - last_report >= _PROGRESS_EVERY_SECONDS:
+            report(int(state[0]), m - 1, now - started)
+            last_report = now
+        # Batches of about half a second: few calls, prompt reports.
+        batch = max(1, min(m, int(batch * min(4.0, 0.5 / max(elapsed, 1e-3)))))
+    return merges

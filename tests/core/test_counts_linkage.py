@@ -1,0 +1,109 @@
+"""LWEA's linkage from cluster counts against the dense nearest-neighbour chain on the condensed matrix.
+
+The dense reference (``benchmarks/dense_linkage.py``) is what the package used before: distances
+1 − Σ_shared w / M between microclusters in a condensed matrix, updated by the Lance–Williams formula.
+Both follow the same chain and tie rule, so away from exact ties they make the same merges in the same
+order; the heights agree to round-off.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.cluster.hierarchy import cut_tree, is_valid_linkage
+
+from benchmarks.dense_linkage import microcluster_distances, weighted_average_linkage
+from helpers.pools import draw_ensemble, load_pool
+from lwec_tasks import Ensemble
+from lwec_tasks.core import counts_linkage
+from lwec_tasks.core.counts_linkage import counts_average_linkage
+from lwec_tasks.core.eci import ensemble_eci
+
+
+@st.composite
+def weighted_ensembles(draw):
+    """A small label matrix and one random positive weight per cluster (continuous, so ties are rare)."""
+    n = draw(st.integers(2, 40))
+    m = draw(st.integers(1, 5))
+    n_labels = draw(st.integers(1, 5))
+    labels = np.array(draw(st.lists(st.lists(st.integers(0, n_labels - 1), min_size=m, max_size=m),
+                                    min_size=n, max_size=n)))
+    ensemble = Ensemble(labels)
+    weights = np.array(draw(st.lists(st.floats(0.05, 1.0), min_size=ensemble.n_clusters_total,
+                                     max_size=ensemble.n_clusters_total)))
+    return ensemble, weights
+
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    return len(np.unique(a * (b.max() + 1) + b)) == len(np.unique(a)) == len(np.unique(b))
+
+
+@settings(max_examples=300, deadline=None)
+@given(weighted_ensembles())
+def test_the_linkage_is_the_dense_paths_tree(case):
+    ensemble, weights = case
+    n_micro = ensemble.n_microclusters
+    tree = counts_average_linkage(ensemble.microcluster_codes, weights, ensemble.n_columns,
+                                  ensemble.microcluster_sizes)
+    assert tree.shape == (max(n_micro - 1, 0), 4)
+    if n_micro < 2:
+        return
+    assert is_valid_linkage(tree) and tree[-1, 3] == n_micro
+    dense = weighted_average_linkage(
+        microcluster_distances(ensemble.microcluster_codes, weights, ensemble.n_columns),
+        ensemble.microcluster_sizes)
+    np.testing.assert_allclose(tree[:, 2], dense[:, 2], rtol=0, atol=1e-12)
+    # With every merge at its own height the average-linkage tree is unique: the same rows.
+    if n_micro < 3 or np.min(np.diff(dense[:, 2])) > 1e-9:
+        np.testing.assert_array_equal(tree[:, [0, 1, 3]], dense[:, [0, 1, 3]])
+
+
+def test_groups_sharing_no_cluster_merge_last_at_distance_one():
+    # Two blocks of objects whose base clusters never overlap.
+    block = np.array([[0, 0], [0, 1], [1, 1], [1, 0]])
+    labels = np.vstack([block, block + 2])
+    ensemble = Ensemble(labels)
+    weights = ensemble_eci(ensemble, 0.4)
+    tree = counts_average_linkage(ensemble.microcluster_codes, weights, 2, ensemble.microcluster_sizes)
+    assert is_valid_linkage(tree)
+    assert tree[-1, 2] == 1.0 and np.all(tree[:-1, 2] < 1.0)
+    halves = cut_tree(tree, n_clusters=2).ravel()[ensemble.microcluster_of]
+    assert _same_partition(halves, np.repeat([0, 1], 4))
+
+
+def test_long_linkages_report_their_progress(monkeypatch):
+    monkeypatch.setattr(counts_linkage, "_PROGRESS_EVERY_SECONDS", 0.0)
+    labels = np.random.default_rng(0).integers(0, 6, size=(3000, 6))
+    ensemble = Ensemble(labels)
+    heard = []
+    counts_average_linkage(ensemble.microcluster_codes, ensemble_eci(ensemble, 0.4), 6,
+                           ensemble.microcluster_sizes, report=lambda *values: heard.append(values))
+    total = ensemble.n_microclusters - 1
+    assert heard, "no progress reported"
+    done = [d for d, _, _ in heard]
+    assert done == sorted(done) and done[-1] == total and all(t == total for _, t, _ in heard)
+    assert all(seconds >= 0 for _, _, seconds in heard)
+
+
+@pytest.mark.pools
+@pytest.mark.parametrize("pool", ["VS", "Semeion", "MF", "IS", "ODR", "LS", "MNIST", "PD", "SPF"])
+def test_every_cut_of_the_pools_equals_the_dense_paths_away_from_ties(pool):
+    """Every k from 1 to Ñ: the same partition of the microclusters as the dense path, unless the cut falls
+    between two merges at the same height (then either partition is average linkage's)."""
+    members, _ = load_pool(pool)
+    for draw in (0, 1):
+        ensemble = Ensemble(draw_ensemble(members, 10, seed=draw))
+        weights = ensemble_eci(ensemble, 0.4)
+        n_micro = ensemble.n_microclusters
+        ours = counts_average_linkage(ensemble.microcluster_codes, weights, 10, ensemble.microcluster_sizes)
+        dense = weighted_average_linkage(microcluster_distances(ensemble.microcluster_codes, weights, 10),
+                                         ensemble.microcluster_sizes)
+        ours_cuts, dense_cuts = cut_tree(ours), cut_tree(dense)
+        for j in range(1, n_micro):
+            k = n_micro - j
+            if _same_partition(ours_cuts[:, j], dense_cuts[:, j]):
+                continue
+            gaps = [abs(tree[j, 2] - tree[j - 1, 2]) for tree in (ours, dense)]
+            assert min(gaps) < 1e-12, f"draw {draw}: the cut into {k} clusters differs without a tie"
