@@ -93,7 +93,7 @@ def run_stages(request: ConsensusRequest) -> dict:
         reliability = cluster_reliability(table, ensemble, request.theta)
         labels = consensus(table, ensemble, reliability, request)
         labels, stable = stable_cluster_ids(table, labels, request)
-        evidence = row_evidence(table, ensemble, labels, request.seed)
+        evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta)
         shown = sample_labels(table, labels, ensemble.sample)
         prepare_tracking(request.tracking_uri, figures=not drawing_ahead())
         # The figures are drawn while the labels are written; MLflow is contacted after.

@@ -9,7 +9,9 @@ Runs on the written ids (after stable ids), before the labels are written, on ei
 3. the cluster profiles (:mod:`lwec_tasks.core.profiles`) from those sums and the table's column moments;
 4. the co-association's distribution over all pairs of objects from the microclusters
    (:mod:`lwec_tasks.core.coassociation_cdf`), one task where the microcluster table lives; beyond
-   :data:`COASSOCIATION_MICROCLUSTERS` microclusters, over the pairs of a seeded sample of rows.
+   :data:`COASSOCIATION_MICROCLUSTERS` microclusters, over the pairs of a seeded sample of rows;
+5. for a run whose k was given, the automatic choice's criterion over k on a seeded sample of
+   :data:`~lwec_tasks.core.k_curve.K_CURVE_SAMPLE` rows (:mod:`lwec_tasks.core.k_curve`), one task.
 
 The features are released from the partitions afterwards.
 """
@@ -24,7 +26,9 @@ import pandas as pd
 
 from lwec_tasks.core.coassociation_cdf import CoassociationDistribution, coassociation_distribution
 from lwec_tasks.core.confidence import base_shares
-from lwec_tasks.core.k_criterion import selection_sample
+from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
+from lwec_tasks.core.k_criterion import KSelection, selection_sample
+from lwec_tasks.core.k_curve import curve_sample
 from lwec_tasks.core.profiles import cluster_profiles
 from lwec_tasks.executors.progress import tree_reduce
 from lwec_tasks.stages import evidence_parts as parts
@@ -53,7 +57,9 @@ class RunEvidence:
     centres in the clustered space (None without features); ``histogram`` (CONFIDENCE_BINS,) rows per
     confidence bin; ``coassociation`` the co-association's distribution (None beyond
     :data:`COASSOCIATION_MAX_COLUMNS` columns) over the pairs of ``pair_rows`` rows (all, or a seeded sample
-    beyond :data:`COASSOCIATION_MICROCLUSTERS` microclusters); ``seconds`` per part."""
+    beyond :data:`COASSOCIATION_MICROCLUSTERS` microclusters); ``seconds`` per part; ``k_curve`` the automatic
+    choice's criterion over k (:class:`~lwec_tasks.core.k_criterion.KSelection`) on ``k_curve_rows`` rows, for a
+    run whose k was given (None otherwise, or when it could not be computed)."""
 
     confidence: list
     profiles: pd.DataFrame
@@ -64,11 +70,13 @@ class RunEvidence:
     coassociation: CoassociationDistribution | None
     seconds: dict
     pair_rows: int = 0
+    k_curve: KSelection | None = None
+    k_curve_rows: int = 0
 
     def for_figures(self) -> dict:
         """The small, picklable part the figures are drawn from (no per-row handles)."""
         return {"profiles": self.profiles, "feature_columns": self.feature_columns, "histogram": self.histogram,
-                "coassociation": self.coassociation}
+                "coassociation": self.coassociation, "k_curve": self.k_curve, "k_curve_rows": self.k_curve_rows}
 
     @property
     def mean_confidence(self) -> float:
@@ -77,9 +85,10 @@ class RunEvidence:
 
 
 def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels, log,
-                 seed: int | None = None) -> RunEvidence:
+                 seed: int | None = None, method: str | None = None, theta: float | None = None) -> RunEvidence:
     """Row confidences, cluster profiles and the co-association's distribution of a finished consensus (the
-    module's docstring); releases the partitions' features."""
+    module's docstring); with ``method`` and ``theta`` and a given k (``labels.selection`` None), the k curve.
+    Releases the partitions' features."""
     session = table.session
     k = len(labels.sizes)
     seconds = {}
@@ -125,8 +134,13 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
             coassociation = session.submit(sample_coassociation, sample, name="coassociation").result()
             pair_rows = len(positions)
     seconds["coassociation"] = time.perf_counter() - started
+    k_curve, k_curve_rows = None, 0
+    if method is not None and labels.selection is None:
+        started = time.perf_counter()
+        k_curve, k_curve_rows = given_k_curve(table, ensemble, method, theta, seed, log)
+        seconds["k_curve"] = time.perf_counter() - started
     evidence = RunEvidence(confidence, profiles, features, overlap, centres, histogram, coassociation, seconds,
-                           pair_rows)
+                           pair_rows, k_curve, k_curve_rows)
     pac = (f"consensus CDF not computed (more than {COASSOCIATION_MAX_COLUMNS} base clusterings)"
            if coassociation is None else f"PAC (co-association in (0.1, 0.9)) {coassociation.pac():.4f} over the "
            f"pairs of {'all' if pair_rows == table.n_rows else 'a seeded sample of'} {pair_rows} rows "
@@ -134,6 +148,25 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
     log.info("Row confidence: mean %.3f, %.1f%% of rows below 0.5 (%.2f s); %s", evidence.mean_confidence,
              100 * histogram[:CONFIDENCE_BINS // 2].sum() / max(histogram.sum(), 1), seconds["confidence"], pac)
     return evidence
+
+
+def given_k_curve(table: PartitionedTable, ensemble: PartitionedEnsemble, method: str, theta: float,
+                  seed: int | None, log) -> tuple[KSelection | None, int]:
+    """(the automatic choice's criterion over k on :func:`~lwec_tasks.core.k_curve.curve_sample`'s rows, those
+    rows' count), one task; (None, 0) with a warning when the ensemble allows no choice there."""
+    from lwec_tasks.core.auto_k import select_k
+
+    positions = curve_sample(table.n_rows, seed)
+    positions = np.arange(table.n_rows) if positions is None else positions
+    sample = gather_rows(table.session, ensemble.codes, positions, table.offsets, code_rows, "k-curve-rows")
+    try:
+        curve = table.session.submit(select_k, sample, method, theta, random_state=seed, name="k-curve").result()
+    except (LwecInputError, LwecMemoryError) as error:
+        log.warning("k curve not computed: %s", error)
+        return None, 0
+    log.info("k curve on a seeded sample of %d rows: the criterion (%s) is highest at k=%d", len(positions),
+             curve.criterion, curve.k)
+    return curve, len(positions)
 
 
 def confidence_histogram(confidence: np.ndarray) -> np.ndarray:

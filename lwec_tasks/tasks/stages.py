@@ -104,10 +104,10 @@ def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels,
 @task(name="row-evidence", cache_policy=NO_CACHE)
 @timed_stage("evidence")
 def row_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                 seed: int | None = None) -> RunEvidence:
+                 seed: int | None = None, method: str | None = None, theta: float | None = None) -> RunEvidence:
     """Each row's confidence (kept in the partitions, written with its label), the cluster profiles and the
     co-association's consensus CDF (:mod:`lwec_tasks.stages.evidence`)."""
-    return run_evidence(table, ensemble, labels, get_run_logger(), seed)
+    return run_evidence(table, ensemble, labels, get_run_logger(), seed, method, theta)
 
 
 @database_task("write-labels")

@@ -7,6 +7,7 @@ import pandas as pd
 from prefect import get_run_logger
 from prefect.runtime import deployment, flow_run
 
+from lwec_tasks.core.k_criterion import SELECTION_SAMPLE
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
@@ -64,6 +65,8 @@ class RunFacts:
         self.confidence_histogram = evidence.histogram if evidence is not None else None
         self.coassociation = evidence.coassociation if evidence is not None else None
         self.pair_rows = evidence.pair_rows if evidence is not None else 0
+        self.k_curve = evidence.k_curve if evidence is not None else None
+        self.k_curve_rows = evidence.k_curve_rows if evidence is not None else 0
 
     def profiles_with_stability(self) -> pd.DataFrame:
         """The cluster profiles with each cluster's Jaccard overlap with its matched earlier cluster (NaN for
@@ -76,7 +79,9 @@ class RunFacts:
         """(metrics, series) of the run's evidence: mean confidence and the share of rows below 0.5; PAC; each
         cluster's size, mean confidence and Jaccard overlap with its matched cluster of the earlier run (and
         their size-weighted mean); series: the consensus CDF over the co-association's values (step a of M:
-        share of pairs at most a/M) and the automatic choice's criterion over k."""
+        share of pairs at most a/M) and the automatic choice's criterion over k (for a given k, on the evidence's
+        seeded sample: :mod:`lwec_tasks.core.k_curve`), with the k it is highest at (``k_criterion_best_k``) and
+        the rows it was computed on (``k_criterion_rows``)."""
         metrics, series = {}, {}
         if self.mean_confidence is not None:
             histogram = self.confidence_histogram
@@ -99,9 +104,12 @@ class RunFacts:
             metrics["jaccard_previous_mean"] = float(np.dot(sizes, [jaccard[c] for c in sorted(jaccard)])
                                                      / max(sizes.sum(), 1.0))
             metrics["clusters_matched_previous"] = len(jaccard)
-        if self.selection is not None:
-            series["k_criterion"] = list(zip(np.asarray(self.selection.ks).tolist(),
-                                             np.asarray(self.selection.scores).tolist()))
+        curve = self.selection if self.selection is not None else self.k_curve
+        if curve is not None:
+            series["k_criterion"] = list(zip(np.asarray(curve.ks).tolist(), np.asarray(curve.scores).tolist()))
+            metrics["k_criterion_best_k"] = int(curve.k)
+            metrics["k_criterion_rows"] = (min(self.n_objects, SELECTION_SAMPLE) if self.selection is not None
+                                           else self.k_curve_rows)
         return metrics, series
 
     def input_example(self) -> pd.DataFrame:
@@ -184,7 +192,8 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     params = {
         "method": request.method, "theta": request.theta, "ensemble_size": request.ensemble_size,
         "n_clusters": request.n_clusters, "k": facts.k,
-        "k_criterion": facts.selection.criterion if facts.selection is not None else None, "seed": request.seed,
+        "k_criterion": facts.selection.criterion if facts.selection is not None
+        else facts.k_curve.criterion if facts.k_curve is not None else None, "seed": request.seed,
         "table": request.table, "database": mask_url(request.database_url),
         "output_table": request.resolved_output_table, "run_key": request.run_key, "id_column": facts.id_column,
         "label_column": request.label_column, "feature_count": len(facts.feature_columns),

@@ -23,7 +23,7 @@ def consensus_figures(method: str, theta: float, eci: np.ndarray, sizes: np.ndar
     cut into ``k``; ``selection`` the automatic choice of k (ks, scores, k,
     criterion), None when k was given; ``evidence`` what
     :meth:`~lwec_tasks.stages.evidence.RunEvidence.for_figures` gives (cluster profiles, the confidences'
-    histogram, the co-association's distribution), None for none.
+    histogram, the co-association's distribution, for a given k the criterion over k), None for none.
     """
     figures = {
         "eci_distribution.png": eci_figure(eci, theta),
@@ -41,6 +41,10 @@ def consensus_figures(method: str, theta: float, eci: np.ndarray, sizes: np.ndar
             figures["cluster_profiles.png"] = profile_heatmap(evidence["profiles"], evidence["feature_columns"])
         if evidence["coassociation"] is not None:
             figures["consensus_cdf.png"] = consensus_cdf_figure(evidence["coassociation"])
+        curve = evidence.get("k_curve")
+        if curve is not None and selection is None:
+            figures["k_curve.png"] = k_curve_figure(curve.ks, curve.scores, k, curve.k, curve.criterion, method,
+                                                    evidence["k_curve_rows"])
     return figures
 
 
@@ -223,6 +227,24 @@ def k_selection_figure(ks: np.ndarray, scores: np.ndarray, k: int, criterion: st
     axes.set_xlabel("number of clusters k")
     axes.set_ylabel("score (higher is better)")
     axes.set_title(f"{method.upper()}: automatic choice of k\n" + textwrap.fill(criterion, 70), fontsize="medium")
+    axes.legend()
+    return figure
+
+
+def k_curve_figure(ks: np.ndarray, scores: np.ndarray, k: int, best: int, criterion: str, method: str,
+                   rows: int) -> Figure:
+    """The automatic-k criterion against k, shapes (C,), for a run whose ``k`` was given (marked), with the k
+    the criterion is highest at (``best``) on the ``rows`` it was computed on."""
+    figure = Figure(figsize=(6, 4), layout="constrained")
+    axes = figure.add_subplot()
+    axes.plot(ks, scores, marker="o", markersize=3, color="#4C72B0")
+    axes.axvline(k, color="#C44E52", linestyle="--", label=f"given k = {k}")
+    if best != k:
+        axes.axvline(best, color="#55A868", linestyle=":", label=f"criterion's best k = {best}")
+    axes.set_xlabel("number of clusters k")
+    axes.set_ylabel("score (higher is better)")
+    axes.set_title(f"{method.upper()}: the k curve on a seeded sample of {rows:,} rows\n"
+                   + textwrap.fill(criterion, 70), fontsize="medium")
     axes.legend()
     return figure
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -167,3 +167,20 @@ def test_matched_jaccard_equals_the_direct_set_computation(before, after, renami
             continue
         a, b = set(np.flatnonzero(after == cluster_id)), set(np.flatnonzero(before == cluster_id))
         assert jaccard[int(cluster_id)] == pytest.approx(len(a & b) / len(a | b))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 60_000), st.integers(0, 2**31 - 1), st.integers(1, 6_000))
+def test_the_k_curve_rows_are_a_seeded_subset_of_the_selection_sample(n, seed, size):
+    from lwec_tasks.core.k_criterion import selection_sample
+    from lwec_tasks.core.k_curve import curve_sample
+
+    rows = curve_sample(n, seed, size)
+    if n <= size:
+        assert rows is None
+        return
+    base = selection_sample(n, seed)
+    base = np.arange(n) if base is None else base
+    assert len(rows) == size and np.all(np.diff(rows) > 0)
+    assert np.isin(rows, base).all()
+    np.testing.assert_array_equal(rows, curve_sample(n, seed, size))

@@ -96,6 +96,16 @@ def test_evidence_on_both_executors(executor, method, sqlite_url, mlflow_store):
     assert [m.step for m in sorted(history, key=lambda m: m.step)] == list(range(7))
     assert sorted(history, key=lambda m: m.step)[-1].value == pytest.approx(1.0)
 
+    # k was given: the automatic choice's criterion over k is logged all the same, on all 360 rows here
+    assert "k_curve.png" in second["figures"] and "k_selection.png" not in second["figures"]
+    assert run.data.metrics["k_criterion_rows"] == len(changed)
+    curve = sorted(MlflowClient(mlflow_store).get_metric_history(second["mlflow_run_id"], "k_criterion"),
+                   key=lambda m: m.step)
+    steps, values = np.array([m.step for m in curve]), np.array([m.value for m in curve])
+    assert steps[0] == 2 and np.all(np.diff(steps) == 1) and 4 in steps
+    assert run.data.metrics["k_criterion_best_k"] == steps[np.argmax(values)]
+    assert run.data.params["k_criterion"]
+
 
 def test_assign_gives_new_rows_the_runs_confidence(executor, sqlite_url, mlflow_store, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_store)
