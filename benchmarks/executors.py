@@ -44,7 +44,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("baseline", "in-process", "dask")
-STAGES = ("load", "generate", "eci", "consensus", "stable_ids", "write", "model")
+STAGES = ("load", "generate", "eci", "consensus", "stable_ids", "evidence", "write", "model")
 DASK_WORKERS = 2
 FEATURES = [f"f{j}" for j in range(16)]
 CENTERS = 20

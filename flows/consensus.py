@@ -1,7 +1,8 @@
 """The consensus clustering flow: a database table in, labels table and MLflow run out.
 
     load features → base clusterings → ECI → LWEA | LWGP (k given or chosen) → stable cluster ids
-    → write labels (figures drawn meanwhile) → labelling model → log to MLflow (figures, model) → summary
+    → row confidence, cluster profiles, consensus CDF → write labels (figures drawn meanwhile)
+    → labelling model → log to MLflow (figures, model) → summary
 
 One code path: every stage runs over partitions of the table on an executor, in this process (the
 default, a thread per core) or on the Dask cluster at ``dask_address``. Every parameter is checked before
@@ -38,6 +39,7 @@ with imports_without_collections():
         consensus,
         generate_ensemble,
         load_features,
+        row_evidence,
         stable_cluster_ids,
         write_label_rows,
     )
@@ -97,16 +99,17 @@ def run_stages(request: ConsensusRequest) -> dict:
         reliability = cluster_reliability(table, ensemble, request.theta)
         labels = consensus(table, ensemble, reliability, request)
         labels, stable = stable_cluster_ids(table, labels, request)
+        evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta)
         shown = sample_labels(table, labels, ensemble.sample)
         prepare_tracking(request.tracking_uri)
         # The figures are drawn while the labels are written; MLflow is contacted after.
-        writing = write_label_rows.submit(table, labels, request)
+        writing = write_label_rows.submit(table, labels, request, evidence.confidence)
         try:
-            figures = draw_figures(request, reliability, ensemble, labels, shown)
+            figures = draw_figures(request, reliability, ensemble, labels, shown, evidence)
         finally:
             writing.wait()
         written = writing.result()
-        model = build_labelling_model(table, ensemble, labels, reliability, request)
-        facts = RunFacts(executor, table, ensemble, labels, stable, model, figures)
+        model = build_labelling_model(table, ensemble, labels, reliability, request, evidence)
+        facts = RunFacts(executor, table, ensemble, labels, stable, model, figures, evidence)
     tracked = log_to_mlflow(request, facts, reliability, return_state=True)
     return publish_summary(request, facts, written, allow_failure(tracked))

@@ -141,6 +141,15 @@ class LabelPlacement(Placement):
         unseen = len(self.eci)  # a column left out: a base cluster with ECI 0 and no share in any consensus cluster
         return self.cluster_ids[self._with_unseen().consensus_of_codes(np.where(codes >= 0, codes, unseen))]
 
+    @property
+    def has_confidence(self) -> bool:
+        """Rows of base labels get no confidence."""
+        return False
+
+    def predict_with_confidence(self, X) -> tuple[np.ndarray, None]:
+        """(:meth:`predict`'s ids, None): rows of base labels get no confidence."""
+        return self.predict(X), None
+
     def _with_unseen(self) -> Placement:
         """This placement with one more base cluster (code ``len(eci)``): ECI 0, no share, a zero vector."""
         if self._unseen is not None:

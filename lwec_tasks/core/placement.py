@@ -123,7 +123,10 @@ class Placement:
         ``micro_codes`` (Ñ, M) int32 global codes of the training microclusters
         with ``micro_labels`` (Ñ,) their consensus cluster;
         LWGP: ``vectors`` (n_c, k) the Tcut cluster vectors U and ``centres`` (k, k)
-        the consensus centres in the normalised embedding
+        the consensus centres in the normalised embedding;
+        either, for the row confidence (:mod:`lwec_tasks.core.confidence`; absent from models of earlier
+        releases): ``confidence_shares`` (n_c, k) each base cluster's share in each consensus cluster and
+        ``confidence_centres`` (k, d) the consensus clusters' centres in the standardised space
     n_clusters : the k the run asked for
     seed : the run's seed (metadata only)
     """
@@ -215,6 +218,34 @@ class Placement:
             chunk = X[start:start + PREDICT_CHUNK]
             out[start:start + len(chunk)] = self.cluster_ids[self.consensus_of_codes(self.base_codes(chunk))]
         return out
+
+    @property
+    def has_confidence(self) -> bool:
+        """Whether the model gives new rows a confidence (models of earlier releases do not)."""
+        return "confidence_shares" in self.state
+
+    def predict_with_confidence(self, X) -> tuple[np.ndarray, np.ndarray | None]:
+        """(:meth:`predict`'s (n,) ids, (n,) float32 confidence in [0, 1] of each row in its cluster, or None when
+        the model keeps no confidence state): the run's definition (:mod:`lwec_tasks.core.confidence`) with the
+        run's centres and base-cluster shares."""
+        from lwec_tasks.core.confidence import row_confidence
+
+        if not self.has_confidence:
+            return self.predict(X), None
+        X = self._check_rows(X)
+        ids = np.empty(len(X), dtype=np.int64)
+        confidence = np.empty(len(X), dtype=np.float32)
+        centres = self.state.get("confidence_centres")
+        for start in range(0, len(X), PREDICT_CHUNK):
+            chunk = X[start:start + PREDICT_CHUNK]
+            codes = self.base_codes(chunk)
+            labels = self.consensus_of_codes(codes)
+            ids[start:start + len(chunk)] = self.cluster_ids[labels]
+            standard = self.standardisation
+            confidence[start:start + len(chunk)] = row_confidence(
+                chunk, codes.T, labels, centres, self.state["confidence_shares"],
+                mean=None if standard is None else standard.mean, scale=None if standard is None else standard.scale)
+        return ids, confidence
 
     def base_codes(self, X) -> np.ndarray:
         """(n, M) int64 global cluster codes: each raw row's nearest centre in every base clustering."""

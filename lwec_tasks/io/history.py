@@ -27,7 +27,14 @@ from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, NARROW, WIDE, labels_layo
 from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.identifiers import latest_view_of
-from lwec_tasks.io.label_storage import StorageNames, labels_query, published_runs, rows_clause, runs_clause
+from lwec_tasks.io.label_storage import (
+    StorageNames,
+    has_confidence,
+    labels_query,
+    published_runs,
+    rows_clause,
+    runs_clause,
+)
 from lwec_tasks.io.locks import bound_lock_waits, lock_errors
 from lwec_tasks.io.names import TableName, parse_table_name
 from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, partitioned, quoted, unpartitioned
@@ -181,7 +188,7 @@ def record_mlflow_run(engine: sa.Engine, labels_table: str, run_key: str, mlflow
 # ----------------------------------------------------------------------------- the latest-run view
 
 
-def latest_labels_query(labels_table: str) -> sa.Select:
+def latest_labels_query(labels_table: str, confidence: bool = False) -> sa.Select:
     """The rows of each source table's most recent run in ``labels_table``, all labels-table columns.
 
     For each ``source_table`` the latest run is the one with the largest
@@ -216,7 +223,7 @@ def latest_labels_query(labels_table: str) -> sa.Select:
         .group_by(candidates.c.source_table)
         .subquery("latest")
     )
-    query = labels_query(runs, rows_clause(labels_table))
+    query = labels_query(runs, rows_clause(labels_table), confidence=confidence)
     return query.join(latest, sa.and_(runs.c.source_table == latest.c.source_table,
                                       runs.c.run_key == latest.c.run_key))
 
@@ -264,7 +271,7 @@ def create_latest_view(connection: sa.Connection, labels_table: str) -> None:
         raise LwecInputError(f"{str(view)!r} exists as a {kind}, not a view; rename it or the labels table")
     if dialect.name != "sqlite" and kind == "view":
         return
-    create_view(connection, view, latest_labels_query(labels_table))
+    create_view(connection, view, latest_labels_query(labels_table, has_confidence(connection, labels_table)))
 
 
 def create_view(connection: sa.Connection, view: str | TableName, query: sa.Select) -> None:

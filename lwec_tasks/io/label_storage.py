@@ -5,11 +5,14 @@ For an output table ``labels`` (or ``schema.labels``) three relations live in it
 * ``labels_runs`` — one row per run: ``run`` (integer key), ``run_key``, ``source_table``, ``method``,
   ``k``, ``theta``, ``ensemble_size``, ``seed``, ``flow_run_id``, ``mlflow_run_id``, ``written_at``,
   ``row_count`` and ``published`` (False while the run's rows are being written; such runs are invisible);
-* ``labels_rows`` — ``(run, id, label)``, unique by ``(run, id)``: its primary key, or on PostgreSQL, where it
-  is partitioned by ``run``, each run a table of its own keyed by ``id`` (:mod:`lwec_tasks.io.run_tables`);
+* ``labels_rows`` — ``(run, id, label, confidence)``, unique by ``(run, id)``: its primary key, or on
+  PostgreSQL, where it is partitioned by ``run``, each run a table of its own keyed by ``id``
+  (:mod:`lwec_tasks.io.run_tables`);
   ``id`` keeps the source id's SQL type;
 * ``labels`` — a view with the columns of :data:`~lwec_tasks.io.catalog.LABEL_TABLE_COLUMNS`, in that
-  order, over the published runs: the one wide table of earlier releases, as queries see it.
+  order, over the published runs: the one wide table of earlier releases, as queries see it; then
+  ``confidence`` (:data:`CONFIDENCE_COLUMN`), each row's confidence in its label (NULL for runs written before
+  the column was added, or without one).
 
 ``labels_latest`` (:mod:`lwec_tasks.io.history`) shows each source table's latest run the same way.
 SQLAlchemy only, so the preflight checks can use it; names are table objects quoted by the dialect.
@@ -34,6 +37,10 @@ RUN_COLUMNS = ("run_key", "source_table", "method", "k", "theta", "ensemble_size
 #: The view's columns, in order: those of the wide labels table of earlier releases.
 VIEW_COLUMNS = ("run_key", "id", "label", "k", "method", "theta", "ensemble_size", "seed",
                 "source_table", "flow_run_id", "written_at")
+
+#: The rows table's nullable column of row confidences (REAL in [0, 1]); storage of earlier releases gains it
+#: at its next write (:func:`lwec_tasks.io.storage_setup.add_confidence_column`).
+CONFIDENCE_COLUMN = "confidence"
 
 
 @dataclass(frozen=True, repr=False)
@@ -113,7 +120,8 @@ def runs_table(output_table: str | TableName | StorageNames) -> sa.Table:
 
 def rows_table(output_table: str | TableName | StorageNames, id_type: sa.types.TypeEngine,
                keyed: bool = True) -> sa.Table:
-    """The rows table of ``output_table``: ``(run, id, label)``, all ``NOT NULL``, keyed by ``(run, id)`` when
+    """The rows table of ``output_table``: ``(run, id, label)``, all ``NOT NULL``, and the nullable
+    ``confidence`` (:data:`CONFIDENCE_COLUMN`); keyed by ``(run, id)`` when
     ``keyed``; ``id_type`` mirrors the source's id column. PostgreSQL: ``PARTITION BY LIST (run)``, not keyed
     (each run's table has its own key on ``id``: :mod:`lwec_tasks.io.run_tables`)."""
     name = storage_names(output_table).rows
@@ -123,6 +131,7 @@ def rows_table(output_table: str | TableName | StorageNames, id_type: sa.types.T
         sa.Column("run", sa.BigInteger, primary_key=keyed, nullable=False, autoincrement=False),
         sa.Column("id", id_type, primary_key=keyed, nullable=False, autoincrement=False),
         sa.Column("label", sa.Integer, nullable=False),
+        sa.Column(CONFIDENCE_COLUMN, sa.REAL, nullable=True),
         schema=name.schema,
         postgresql_partition_by="LIST (run)",
     )
@@ -139,7 +148,8 @@ def rows_clause(output_table: str | TableName | StorageNames, table: str | Table
     """A lightweight clause of the rows table, or of ``table`` (``table`` or ``schema.table``) with its columns:
     a run's own table (:func:`lwec_tasks.io.run_tables.run_rows_name`)."""
     name = storage_names(output_table).rows if table is None else parse_table_name(table, "rows table")
-    return sa.table(name.name, sa.column("run"), sa.column("id"), sa.column("label"), schema=name.schema)
+    return sa.table(name.name, sa.column("run"), sa.column("id"), sa.column("label"), sa.column(CONFIDENCE_COLUMN),
+                    schema=name.schema)
 
 
 def published_runs(runs) -> sa.ColumnElement:
@@ -147,12 +157,24 @@ def published_runs(runs) -> sa.ColumnElement:
     return runs.c.published == sa.true()
 
 
-def labels_query(runs: sa.TableClause, rows: sa.TableClause, *conditions: sa.ColumnElement) -> sa.Select:
-    """The rows of the published runs with the columns of :data:`VIEW_COLUMNS`, in order (the view's query).
+def labels_query(runs: sa.TableClause, rows: sa.TableClause, *conditions: sa.ColumnElement,
+                 confidence: bool = False) -> sa.Select:
+    """The rows of the published runs with the columns of :data:`VIEW_COLUMNS`, in order (the view's query), and
+    with ``confidence`` (the rows table has that column) :data:`CONFIDENCE_COLUMN` last.
 
     ``runs`` and ``rows`` are the clauses of :func:`runs_clause` and :func:`rows_clause` (or aliases of them);
     ``conditions`` on them narrow the result down further.
     """
     columns = [rows.c[name] if name in ("id", "label") else runs.c[name] for name in VIEW_COLUMNS]
+    if confidence:
+        columns.append(rows.c[CONFIDENCE_COLUMN])
     return (sa.select(*columns).select_from(rows.join(runs, rows.c.run == runs.c.run))
             .where(published_runs(runs), *conditions))
+
+
+def has_confidence(connection: sa.Connection, output_table: str | TableName | StorageNames) -> bool:
+    """Whether ``output_table``'s rows table has the :data:`CONFIDENCE_COLUMN` (storage of earlier releases
+    has not, until its next write adds it)."""
+    rows = storage_names(output_table).rows
+    return any(column["name"] == CONFIDENCE_COLUMN
+               for column in sa.inspect(connection).get_columns(rows.name, schema=rows.schema))

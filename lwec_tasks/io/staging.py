@@ -44,6 +44,7 @@ from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
 from lwec_tasks.io.label_storage import (
+    CONFIDENCE_COLUMN,
     StorageNames,
     published_runs,
     rows_clause,
@@ -113,7 +114,8 @@ def staging_id_type(id_type: sa.types.TypeEngine) -> sa.types.TypeEngine:
 def _staging(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
     parsed = parse_table_name(name, "staging table")
     return sa.Table(parsed.name, sa.MetaData(), sa.Column("id", staging_id_type(id_type), nullable=False),
-                    sa.Column("label", sa.BigInteger, nullable=False), schema=parsed.schema)
+                    sa.Column("label", sa.BigInteger, nullable=False),
+                    sa.Column(CONFIDENCE_COLUMN, sa.REAL, nullable=True), schema=parsed.schema)
 
 
 def create_staging_table(engine: sa.Engine, name: str, id_type: sa.types.TypeEngine) -> None:
@@ -130,8 +132,9 @@ def drop_table_quietly(engine: sa.Engine, name: str) -> None:
 
 
 def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
-                  columns: Columns | None = None) -> int:
-    """Append the (id, label) rows to ``table`` in one transaction; returns the rows written.
+                  columns: Columns | None = None, confidence: np.ndarray | None = None) -> int:
+    """Append the (id, label) rows to ``table`` in one transaction; returns the rows written. ``confidence``
+    (n,), when given, fills the table's ``confidence`` column (left NULL by a table without one).
 
     ``table`` is a pending run's target (:attr:`PendingRun.target`): the run's table, whose ``run`` column
     takes ``run`` (:attr:`PendingRun.append_run`; None: the column's default), or a staging table (``run``
@@ -142,11 +145,11 @@ def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.nda
     turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
     """
     with opened_engine(database_url, shared=True) as engine:
-        return append_to(engine, table, ids, labels, run, columns)
+        return append_to(engine, table, ids, labels, run, columns, confidence)
 
 
 def append_to(engine: sa.Engine, table_name: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
-              columns: Columns | None = None) -> int:
+              columns: Columns | None = None, confidence: np.ndarray | None = None) -> int:
     """:func:`append_labels` on an open engine."""
     ids, labels = np.asarray(ids), np.asarray(labels).astype(np.int64)
     if not len(ids):
@@ -160,13 +163,20 @@ def append_to(engine: sa.Engine, table_name: str, ids: np.ndarray, labels: np.nd
         if isinstance(table.c.id.type, sa.String) and not all(isinstance(value, str) for value in ids):
             ids = np.array([value.hex if isinstance(value, uuid.UUID) else str(value) for value in ids.tolist()],
                            dtype=object)
-        if not (fast_path_enabled() and _ingest(engine, table, ids, labels, run)):
+        if confidence is not None and CONFIDENCE_COLUMN not in table.c:
+            confidence = None  # storage written before the column existed, read by an older release's view
+        if not (fast_path_enabled() and _ingest(engine, table, ids, labels, run, confidence)):
             fixed = {} if run is None else {"run": int(run)}
             with engine.begin() as connection:
                 for start in range(0, len(ids), APPEND_BATCH):
                     # Python scalars only: sqlite3 would store numpy integers as BLOBs.
-                    batch = zip(ids[start:start + APPEND_BATCH].tolist(), labels[start:start + APPEND_BATCH].tolist())
-                    connection.execute(sa.insert(table), [{**fixed, "id": i, "label": label} for i, label in batch])
+                    stop = start + APPEND_BATCH
+                    rows = [{**fixed, "id": i, "label": label}
+                            for i, label in zip(ids[start:stop].tolist(), labels[start:stop].tolist())]
+                    if confidence is not None:
+                        for row, value in zip(rows, np.asarray(confidence[start:stop], dtype=np.float64).tolist()):
+                            row[CONFIDENCE_COLUMN] = value
+                    connection.execute(sa.insert(table), rows)
     return len(ids)
 
 
@@ -180,9 +190,10 @@ def _arrow_type(pa, kind: sa.types.TypeEngine):
     return pa.string()
 
 
-def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndarray, run: int | None = None) -> bool:
-    """ADBC bulk ingestion of the rows (with ``run`` in every row, unless None) in one transaction; False
-    (nothing written) where it does not apply."""
+def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
+            confidence: np.ndarray | None = None) -> bool:
+    """ADBC bulk ingestion of the rows (with ``run`` in every row, unless None; with their ``confidence``
+    unless None) in one transaction; False (nothing written) where it does not apply."""
     connect = adbc_connector(engine, read_only=False)
     if connect is None or not all(_ingestible(column.type) for column in table.columns):
         return False
@@ -190,6 +201,8 @@ def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndar
 
     values = {"id": ids, "label": labels} if run is None else \
         {"run": np.full(len(ids), run, dtype=np.int64), "id": ids, "label": labels}
+    if confidence is not None:
+        values[CONFIDENCE_COLUMN] = np.asarray(confidence, dtype=np.float32)
     try:
         rows = pa.table({name: pa.array(value).cast(_arrow_type(pa, table.c[name].type))
                          for name, value in values.items()})
@@ -218,6 +231,7 @@ class PendingRun:
     id_type : the rows table's ``id`` type
     created : whether this write created the storage (dropped again if the write fails)
     target_columns : ``target``'s columns (what :func:`append_labels` takes instead of reflecting them)
+    rows_columns : ``rows``' columns
     lock : the lock marking the run as live (:class:`~lwec_tasks.io.locks.RunLock`), freed when the run is
         published or discarded
     """
@@ -229,6 +243,7 @@ class PendingRun:
     id_type: sa.types.TypeEngine
     created: bool
     target_columns: Columns = ()
+    rows_columns: Columns = ()
     lock: RunLock | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -275,7 +290,8 @@ def begin_run(engine: sa.Engine, output_table: str | StorageNames, id_type: sa.t
             lock.release()
         raise
     stored_type = stored.id.type
-    pending = PendingRun(names, number, target, target, stored_type, created, _named_types(stored), lock)
+    pending = PendingRun(names, number, target, target, stored_type, created, _named_types(stored),
+                         _named_types(stored), lock)
     if _ingestible(stored_type):
         return pending
     staging = staging_table_name(names, number)
@@ -298,8 +314,12 @@ def copy_staged(engine: sa.Engine, pending: PendingRun) -> None:
     rows = rows_clause(pending.output_table, pending.rows)
     staged = _staging(pending.target, pending.id_type)
     # Staged ids are never ones Arrow carries as they are (uuid, numeric, enums, ...): text has no implicit cast.
-    statement = sa.insert(rows).from_select(["run", "id", "label"], sa.select(
-        sa.literal(pending.run, sa.BigInteger), sa.cast(staged.c.id, pending.id_type), staged.c.label))
+    names = ["run", "id", "label"]
+    values = [sa.literal(pending.run, sa.BigInteger), sa.cast(staged.c.id, pending.id_type), staged.c.label]
+    if CONFIDENCE_COLUMN in dict(pending.rows_columns):
+        names.append(CONFIDENCE_COLUMN)
+        values.append(staged.c[CONFIDENCE_COLUMN])
+    statement = sa.insert(rows).from_select(names, sa.select(*values))
     with database_errors(engine, f"write labels to table {str(pending.output_table)!r}"), \
             engine.begin() as connection:
         connection.execute(statement)

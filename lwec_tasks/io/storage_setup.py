@@ -21,7 +21,9 @@ from lwec_tasks.io.cleanup import run_tables_of
 from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_labels_query
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
+    CONFIDENCE_COLUMN,
     StorageNames,
+    has_confidence,
     labels_query,
     rows_clause,
     rows_table,
@@ -64,7 +66,7 @@ def begin_writing(connection: sa.Connection, output_table: str | StorageNames) -
         bound_lock_waits(connection)
 
 
-def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> bool:
+def prepare_storage(connection: sa.Connection, output_table: str | StorageNames, id_type: sa.types.TypeEngine) -> bool:
     """Make ``output_table``'s storage ready for a write, in the caller's transaction; whether it was created.
 
     Nothing there: the runs table, the rows table (``id`` of ``id_type``) and the view are created. A wide table
@@ -83,7 +85,29 @@ def prepare_storage(connection: sa.Connection, output_table: str, id_type: sa.ty
         partition_rows_table(connection, output_table)
     if layout != NARROW or relation_kind(connection, storage_names(output_table).view) is None:
         create_labels_view(connection, output_table)
+    add_confidence_column(connection, output_table)
     return layout is None
+
+
+def add_confidence_column(connection: sa.Connection, output_table: str | StorageNames) -> None:
+    """Give the rows table of storage made by an earlier release its nullable ``confidence`` column (the earlier
+    runs' rows hold NULL there; on PostgreSQL every run's table gains it with the partitioned table) and make
+    the views ``<output_table>`` and, if there, ``<output_table>_latest`` again with it, in the caller's
+    transaction. Nothing when the column is there."""
+    if has_confidence(connection, output_table):
+        return
+    names = storage_names(output_table)
+    execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.rows)} ADD COLUMN "
+                            f"{connection.dialect.identifier_preparer.quote(CONFIDENCE_COLUMN)} REAL")
+    latest = names.latest
+    had_latest = relation_kind(connection, latest) == "view"
+    if connection.dialect.name != "postgresql":  # CREATE VIEW IF NOT EXISTS would keep the old ones
+        for view in (latest, names.view):
+            if relation_kind(connection, view) == "view":
+                drop_view(connection, view)
+    create_labels_view(connection, output_table)
+    if had_latest:
+        create_view(connection, latest, latest_labels_query(output_table, confidence=True))
 
 
 def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> sa.Table:
@@ -94,9 +118,10 @@ def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.
     return rows
 
 
-def create_labels_view(connection: sa.Connection, output_table: str) -> None:
+def create_labels_view(connection: sa.Connection, output_table: str | StorageNames) -> None:
     """Create the view ``<output_table>`` over the runs and rows tables (:func:`labels_query`)."""
-    query = labels_query(runs_clause(output_table), rows_clause(output_table))
+    query = labels_query(runs_clause(output_table), rows_clause(output_table),
+                         confidence=has_confidence(connection, output_table))
     create_view(connection, storage_names(output_table).view, query)
 
 
@@ -161,7 +186,7 @@ def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
     create_labels_view(connection, output_table)  # CREATE OR REPLACE: the views followed the old table's rename
     latest = latest_view_of(names.view)
     if relation_kind(connection, latest) == "view":
-        create_view(connection, latest, latest_labels_query(output_table))
+        create_view(connection, latest, latest_labels_query(output_table, has_confidence(connection, output_table)))
     execute_ddl(connection, f"DROP TABLE {quoted(connection, aside)}")
 
 

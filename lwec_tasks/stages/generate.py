@@ -76,7 +76,8 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
     ``FIT_SAMPLE`` rows), every partition assigned to the models; ``generators`` is the mix
     (:mod:`lwec_tasks.core.generators`).
 
-    The features are released from the workers' memory afterwards; a seeded sample of at most
+    The features stay in the partitions for the row confidences and cluster profiles
+    (:mod:`lwec_tasks.stages.evidence`, which releases them); a seeded sample of at most
     :data:`PICTURE_SAMPLE` of the gathered rows is kept for the cluster map (see :func:`picture_positions`).
     """
     session = table.session
@@ -104,7 +105,6 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
         # each label's rank among the labels some row has (labels no row has never occur)
         lookups = [session.share((np.cumsum(s > 0) - 1).astype(np.int32)) for s in sizes]
         raw = session.map(part.compact_codes, raw, name="compact", lookups=lookups)
-    table.rows = None  # the features are no longer needed: free the workers' memory
     ks = np.array([len(labels) for labels in present], dtype=np.int64)
     ensemble = PartitionedEnsemble(
         codes=raw, ks=ks, models=models, sample=picture, sample_rows=sample_rows,

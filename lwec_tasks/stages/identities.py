@@ -19,11 +19,14 @@ from lwec_tasks.stages.read import PartitionedTable
 class StableIds:
     """The ids a Dask run writes: ``ids`` (k,) the id of each consensus cluster 0..k−1, ``aligned_to`` the
     earlier run's key (None: none, or turned off), ``agreement`` the share of the objects both runs labelled
-    that keep their id (None without an earlier run or shared object), ``n_shared`` those objects."""
+    that keep their id (None without an earlier run or shared object), ``n_shared`` those objects; ``jaccard``
+    maps each id that kept an earlier cluster's id to its Jaccard overlap with that cluster over the objects
+    both runs labelled (:func:`lwec_tasks.core.stability.matched_jaccard`; empty without an earlier run)."""
 
     def __init__(self, ids: np.ndarray, aligned_to: str | None = None, agreement: float | None = None,
-                 n_shared: int = 0):
+                 n_shared: int = 0, jaccard: dict[int, float] | None = None):
         self.ids, self.aligned_to, self.agreement, self.n_shared = ids, aligned_to, agreement, n_shared
+        self.jaccard = jaccard or {}
 
 
 def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table: str | StorageNames,
@@ -38,6 +41,7 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
     indexed by the new ids) and the ids; unchanged labels when there is no earlier run.
     """
     from lwec_tasks.core.renumber import ids_per_cluster, match_clusters
+    from lwec_tasks.core.stability import matched_jaccard
 
     session = table.session
     k = len(labels.sizes)
@@ -73,4 +77,5 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
         embedding_sums = np.zeros((len(sizes), labels.embedding_sums.shape[1]))
         embedding_sums[ids] = labels.embedding_sums
     return (dataclasses.replace(labels, labels=renamed, sizes=sizes, embedding_sums=embedding_sums),
-            StableIds(ids, earlier.run_key, agreement, matching.n_shared))
+            StableIds(ids, earlier.run_key, agreement, matching.n_shared,
+                      matched_jaccard(overlap[present], ids[present], previous_ids) if matching.n_shared else {}))

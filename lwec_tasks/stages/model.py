@@ -21,13 +21,17 @@ MODEL_MICROCLUSTER_LIMIT = 1_000_000
 
 def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
                     eci: np.ndarray, method: str, theta: float, n_clusters: int, seed: int | None, standardize: bool,
-                    log):
+                    log, evidence=None):
     """The run's :class:`~lwec_tasks.core.placement.Placement` for the written ``labels``, from small
     reductions: the base k-means centres, the standardisation and the ECI the flow holds; per-partition
     cluster sizes and, for
     LWEA, the (n_c × k) base/consensus overlap counts (plus the microcluster lookup up to
     :data:`MODEL_MICROCLUSTER_LIMIT` microclusters), for LWGP the sums of each cluster's normalised
     embedding rows the consensus stage made (the consensus centres are their size-weighted means).
+
+    With the run's ``evidence`` (:class:`~lwec_tasks.stages.evidence.RunEvidence`) the model also keeps what
+    the row confidence of new rows needs (the clusters' centres and the base clusters' shares), and LWEA's
+    overlap counts are taken from it rather than counted again.
 
     A run on base columns (``ensemble.dictionaries``: each column's label values in code order) gets a
     :class:`~lwec_tasks.core.label_placement.LabelPlacement` over the code centres (its clusterings have no
@@ -59,6 +63,9 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
     vectors = labels.cluster_vectors if method == "lwgp" else None
     if vectors is not None:  # summed over the microclusters while k-means labelled them
         sizes, sums = labels.sizes[cluster_ids], labels.embedding_sums[cluster_ids]
+    elif evidence is not None:
+        sizes = labels.sizes[cluster_ids].astype(np.float64)
+        sums = evidence.overlap[:, cluster_ids].astype(np.float64)
     else:
         parts = session.map(part.overlap_counts, ensemble.codes, labels.labels, name="model-sums",
                             cluster_ids=cluster_ids, offsets=ensemble.offsets,
@@ -80,6 +87,8 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
     else:
         state["vectors"] = np.ascontiguousarray(vectors)
         state["centres"] = sums / sizes[:, None]
+    if evidence is not None:
+        state.update(confidence_state(evidence, ensemble, cluster_ids))
     fields = dict(
         standardisation=Standardisation(table.mean, table.scale) if standardize and base_values is None else None,
         centres=tuple(centres), centre_codes=tuple(centre_codes), eci=np.ascontiguousarray(eci, dtype=np.float64),
@@ -108,3 +117,15 @@ def _labels_given_back(table: PartitionedTable, ensemble: PartitionedEnsemble, l
                                    "model-check-codes").result(), dtype=np.int64)
     placed = placement.cluster_ids[placement.consensus_of_codes(codes + ensemble.offsets[:-1])]
     return float(np.mean(placed == sample_labels(table, labels, positions)))
+
+
+def confidence_state(evidence, ensemble: PartitionedEnsemble, cluster_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """The labelling model's state for the confidence of new rows (consensus cluster j = ``cluster_ids[j]``):
+    ``confidence_shares`` (n_c, k) the base clusters' shares and, with features, ``confidence_centres`` (k, d)
+    the clusters' centres in the clustered space."""
+    from lwec_tasks.core.confidence import base_shares
+
+    state = {"confidence_shares": base_shares(evidence.overlap[:, cluster_ids], ensemble.cluster_sizes)}
+    if evidence.centres is not None:
+        state["confidence_centres"] = np.ascontiguousarray(evidence.centres[cluster_ids])
+    return state

@@ -241,6 +241,13 @@ def place_partition(rows: PartitionRows, placement) -> np.ndarray:
         return placement.predict(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
 
 
+def place_partition_with_confidence(rows: PartitionRows, placement) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`place_partition`'s ids and each row's confidence in its cluster (float32, None when the model keeps
+    no confidence state: :meth:`~lwec_tasks.core.placement.Placement.predict_with_confidence`)."""
+    with threadpool_limits(1):
+        return placement.predict_with_confidence(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
+
+
 @dataclass(frozen=True)
 class PreviousOverlap:
     """A partition's objects by (new label, earlier run's label): ``counts`` (k, u) for the ``earlier`` (u,)
@@ -371,11 +378,13 @@ def add_counts(*parts: pd.Series) -> pd.Series:
 
 
 def write_partition(database_url: str, target: str, keys: PartitionKeys, labels: np.ndarray,
-                    run: int | None = None, columns: Columns | None = None) -> int:
+                    run: int | None = None, columns: Columns | None = None,
+                    confidence: np.ndarray | None = None) -> int:
     """Append the partition's (id, label) rows to a pending run's ``target`` table (with ``run`` in each row,
-    unless None; ``columns``: the target's, None to reflect them; :func:`lwec_tasks.io.staging.append_labels`)
-    in one transaction; returns rows written."""
-    return append_labels(database_url, target, keys.ids, np.asarray(labels, dtype=np.int64), run, columns)
+    unless None; ``columns``: the target's, None to reflect them; with each row's ``confidence`` unless None;
+    :func:`lwec_tasks.io.staging.append_labels`) in one transaction; returns rows written."""
+    return append_labels(database_url, target, keys.ids, np.asarray(labels, dtype=np.int64), run, columns,
+                         confidence)
 
 
 def worker_facts() -> dict:

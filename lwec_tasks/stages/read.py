@@ -36,12 +36,14 @@ class PartitionedTable:
     id_type : SQL type of the labels' id column (None: row positions)
     database_url : resolved
     specs : the partitions' read specifications
-    rows : handles of PartitionRows, released (None) once the base clusterings are assigned
+    rows : handles of PartitionRows, released (None) once the evidence stage has used them
     keys : handles of PartitionKeys
     counts : (P,) rows per partition
     offsets : (P + 1,) position of each partition's first row, then the row count
     n_rows, n_read, n_dropped : rows kept, read, dropped
     mean, scale : (d,) the standardisation (None: none)
+    moments : the whole table's column moments (:class:`~lwec_tasks.stages.sums.Moments`; the cluster
+        profiles' z-scores), None until read
     seconds : how long reading took
     """
 
@@ -59,6 +61,7 @@ class PartitionedTable:
     n_dropped: int = 0
     mean: np.ndarray | None = None
     scale: np.ndarray | None = None
+    moments: Moments | None = None
     seconds: float | None = None
 
     @property
@@ -87,6 +90,7 @@ def load_table(session, request, log) -> PartitionedTable:
                              f"n_clusters={k_min} needs at least 2·k = {2 * k_min} rows")
     d = len(plan.feature_columns)
     moments = sum((s.moments for s in summaries), Moments(0, np.zeros(d), np.zeros(d)))
+    table.moments = moments  # the whole table's column moments (the cluster profiles' z-scores)
     table.mean, table.scale = (moments.mean, standard_scale(moments)) if request.standardize \
         else (np.zeros(d), np.ones(d))
     _log_columns(log, request.table, plan, summaries, table.n_read)

@@ -21,8 +21,9 @@ from lwec_tasks.stopping import publishing
 
 
 def write_labels(table: PartitionedTable, labels: list, output_table: str | StorageNames, run: RunMetadata, log,
-                 keep_runs: int | None = None) -> int:
-    """Each partition's labels (``labels``: one handle of (n_p,) ids per partition) are appended to the labels
+                 keep_runs: int | None = None, confidence: list | None = None) -> int:
+    """Each partition's labels (``labels``: one handle of (n_p,) ids per partition; ``confidence``: one handle
+    of the rows' (n_p,) confidences per partition, or None) are appended to the labels
     storage under a new, not yet visible run (:func:`lwec_tasks.io.staging.begin_run`; a wide labels table of
     an earlier release is converted first); one transaction then publishes it, replacing the earlier run of
     its run key and, with ``keep_runs``, deleting the source table's runs beyond the ``keep_runs`` most recent.
@@ -46,7 +47,7 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str | Stor
             log.info("Labels for run key %r already in table %r; not rewritten (checked in %.2f s)%s", run.run_key,
                      output_table, time.perf_counter() - started, pruned_note(pruned, run, keep_runs))
         else:
-            written, pruned = append_and_publish(table, labels, names, run, engine, log, keep_runs,
+            written, pruned = append_and_publish(table, labels, names, run, engine, log, keep_runs, confidence,
                                                  before_publish=publish.cross)
             elapsed = time.perf_counter() - started
             log.info("Wrote %d labels to table %r in %.2f s (%.0f rows/s; run key %r, an earlier run of this key "
@@ -77,7 +78,7 @@ def labels_already_stored(table: PartitionedTable, labels: list, output_table: S
 
 def append_and_publish(table: PartitionedTable, labels: list, output_table: StorageNames, run: RunMetadata,
                        engine: sa.Engine, log, keep_runs: int | None,
-                       before_publish=lambda: None) -> tuple[int, list[str]]:
+                       confidence: list | None = None, before_publish=lambda: None) -> tuple[int, list[str]]:
     """Append the partitions' ``labels`` under a new run and publish it (:func:`write_labels`); returns (rows
     published, run keys deleted by the pruning). ``before_publish()`` is called once the rows are appended, before
     the publishing transaction (raising stops the publish). On failure the new run is discarded and the error
@@ -87,19 +88,28 @@ def append_and_publish(table: PartitionedTable, labels: list, output_table: Stor
     pending = begin_run(engine, output_table, id_type, run)
 
     def append() -> int:
-        write = partial(part.write_partition, table.database_url, pending.target)
+        write = partial(write_with_confidence, table.database_url, pending.target)
+        scores = confidence if confidence is not None else [None] * len(labels)
         if engine.dialect.name == "sqlite":  # one writer at a time: in this process, one partition after another
-            writes = [session.submit(write, keys, values, pending.append_run, pending.target_columns, name="write")
-                      for keys, values in zip(table.keys, labels)]
+            writes = [session.submit(write, keys, values, score, pending.append_run, pending.target_columns,
+                                     name="write") for keys, values, score in zip(table.keys, labels, scores)]
         else:
-            writes = session.map(write, table.keys, labels, run=pending.append_run, columns=pending.target_columns,
-                                 name="write")
+            writes = session.map(write, table.keys, labels, scores, run=pending.append_run,
+                                 columns=pending.target_columns, name="write")
         Progress(log, "write labels").wait(writes, rows=table.counts, settle=True)
         appended = sum(session.gather(writes))
         before_publish()
         return appended
 
     return publish_appended(engine, pending, run, table.n_rows, append, keep_runs)
+
+
+def write_with_confidence(database_url: str, target: str, keys, labels, confidence, run=None, columns=None) -> int:
+    """:func:`lwec_tasks.stages.partitions.write_partition` with the rows' ``confidence`` (None: none) taken
+    positionally, as the executors' ``map`` hands each partition's handles."""
+    if confidence is None:
+        return part.write_partition(database_url, target, keys, labels, run, columns)
+    return part.write_partition(database_url, target, keys, labels, run, columns, confidence=confidence)
 
 
 def pruned_note(pruned: list[str], run: RunMetadata, keep_runs: int | None) -> str:

@@ -6,6 +6,7 @@ load model → read and check the rows → place them → write the labels.
 from __future__ import annotations
 
 import hashlib
+import operator
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -92,10 +93,16 @@ def read_rows_to_label(executor, database_url: str, table: str, feature_columns:
 
 @task(name="place-rows", cache_policy=NO_CACHE)
 def place_rows(placement: Placement, rows: PartitionedTable) -> tuple[list, dict[int, int]]:
-    """The model's cluster id of every row, one handle of (n_p,) int64 per partition, and rows per cluster id."""
+    """The model's cluster id of every row, one handle of (n_p,) int64 per partition, and rows per cluster id.
+    The rows' confidences (one handle per partition, None for a model without confidence state) are kept as
+    ``rows.confidence`` for the write."""
     started = time.perf_counter()
     session = rows.session
-    labels = session.map(part.place_partition, rows.rows, name="place", placement=session.share(placement))
+    placed = session.map(part.place_partition_with_confidence, rows.rows, name="place",
+                         placement=session.share(placement))
+    labels = session.map(operator.itemgetter(0), placed, name="placed-labels")
+    rows.confidence = session.map(operator.itemgetter(1), placed, name="placed-confidence") \
+        if placement.has_confidence else None
     counts = Counter()
     for ids, n in session.gather(session.map(np.unique, labels, name="label-counts", return_counts=True)):
         counts.update(dict(zip(ids.tolist(), n.tolist())))
@@ -114,5 +121,5 @@ def write_assigned_labels(rows: PartitionedTable, table: str, output_table: str,
     run = RunMetadata(run_key=run_key, k=placement.n_clusters, method=placement.method, theta=placement.theta,
                       ensemble_size=placement.ensemble_size, seed=placement.seed, source_table=table,
                       flow_run_id=flow_run.id)
-    write_labels(rows, labels, output_table, run, get_run_logger())
+    write_labels(rows, labels, output_table, run, get_run_logger(), confidence=getattr(rows, "confidence", None))
     return rows.n_rows

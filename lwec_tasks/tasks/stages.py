@@ -21,6 +21,7 @@ from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.base_columns import base_column_ensemble
 from lwec_tasks.stages.consensus import PartitionedLabels, consensus_labels
 from lwec_tasks.stages.ensemble import reliability
+from lwec_tasks.stages.evidence import RunEvidence, run_evidence
 from lwec_tasks.stages.generate import PartitionedEnsemble, base_clusterings
 from lwec_tasks.stages.identities import StableIds, stable_ids
 from lwec_tasks.stages.model import labelling_model
@@ -87,17 +88,29 @@ def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels,
                       get_run_logger())
 
 
+@task(name="row-evidence", cache_policy=NO_CACHE)
+@timed_stage("evidence")
+def row_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
+                 seed: int | None = None, method: str | None = None, theta: float | None = None) -> RunEvidence:
+    """Each row's confidence (kept in the partitions, written with its label), the cluster profiles and the
+    co-association's consensus CDF (:mod:`lwec_tasks.stages.evidence`)."""
+    return run_evidence(table, ensemble, labels, get_run_logger(), seed, method, theta)
+
+
 @database_task("write-labels")
 @timed_stage("write")
-def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request: ConsensusRequest) -> int:
+def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request: ConsensusRequest,
+                     confidence: list | None = None) -> int:
     """Stage the partitions' labels; one transaction replaces the run key's rows and prunes the source table's
-    runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view.
+    runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view. Each row's
+    ``confidence`` (one handle per partition, or None) is written beside its label.
     Returns the rows written (0 when the table already held exactly these labels under this run key)."""
     run = RunMetadata(run_key=request.run_key, k=labels.k, method=request.method, theta=request.theta,
                       ensemble_size=request.ensemble_size, seed=request.seed, source_table=request.table,
                       flow_run_id=flow_run.id)
     log = get_run_logger()
-    written = write_labels(table, labels.labels, request.storage, run, log, keep_runs=request.keep_runs)
+    written = write_labels(table, labels.labels, request.storage, run, log, keep_runs=request.keep_runs,
+                           confidence=confidence)
     log.info("Labels of run key %r are in table %r of %s", request.run_key, request.resolved_output_table,
              mask_url(request.database_url))
     return written
@@ -106,8 +119,9 @@ def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request
 @task(name="build-labelling-model", cache_policy=NO_CACHE)
 @timed_stage("model")
 def build_labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                          cluster_reliability: ClusterReliability,
-                          request: ConsensusRequest) -> tuple[Placement, float]:
-    """The run's labelling model (a Placement writing the stored ids) and the share of rows it gives back."""
+                          cluster_reliability: ClusterReliability, request: ConsensusRequest,
+                          evidence: RunEvidence | None = None) -> tuple[Placement, float]:
+    """The run's labelling model (a Placement writing the stored ids, with what the row confidence of new rows
+    needs when ``evidence`` is given) and the share of rows it gives back."""
     return labelling_model(table, ensemble, labels, cluster_reliability.eci, request.method, request.theta,
-                           labels.k, request.seed, request.standardize, get_run_logger())
+                           labels.k, request.seed, request.standardize, get_run_logger(), evidence=evidence)

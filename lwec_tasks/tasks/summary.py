@@ -36,7 +36,9 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
     ``mlflow_run_id``, ``mlflow_run_url``, ``model_uri`` (the labelling model),
     ``figures`` (artifact name → URI), ``mlflow_experiment``,
     ``mlflow_tracking_uri`` (password masked), ``timings`` (seconds per stage),
-    ``executor`` ("in-process" or "dask") and ``dask_scheduler`` (None in-process).
+    ``executor`` ("in-process" or "dask") and ``dask_scheduler`` (None in-process),
+    ``confidence_mean`` (the rows' mean confidence), ``pac`` (the co-association's PAC, None when not
+    computed) and ``clusters`` (:func:`cluster_lines`).
     The raised error's message is :func:`tracking_failure_message`.
     """
     if facts.quality:
@@ -51,6 +53,9 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
         "mlflow_tracking_uri": mask_uri(resolve_tracking_uri(request.tracking_uri)), "mlflow_run_id": None,
         "mlflow_run_url": None, "model_uri": None, "figures": {}, "timings": stage_timings(flow_run.id, forget=True),
         "executor": facts.executor, "dask_scheduler": facts.scheduler,
+        "confidence_mean": facts.mean_confidence,
+        "pac": facts.coassociation.pac() if facts.coassociation is not None else None,
+        "clusters": cluster_lines(facts),
     }
     if isinstance(logged, BaseException):
         summary["mlflow_error"] = str(logged)
@@ -63,6 +68,20 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
                           rows_written, summary["output_table"], request.run_key, summary["mlflow_run_id"],
                           request.experiment)
     return summary
+
+
+def cluster_lines(facts: RunFacts, top: int = 3) -> list[dict]:
+    """One dict per cluster: ``id``, ``size``, ``mean_confidence``, ``jaccard_previous`` (None without a matched
+    earlier cluster) and ``distinctive``: its ``top`` features of largest |z| as [name, z] pairs."""
+    from lwec_tasks.core.profiles import distinctive_features
+
+    if facts.profiles is None:
+        return []
+    features = distinctive_features(facts.profiles, facts.profile_features, top)
+    return [{"id": int(row.cluster), "size": int(row.size), "mean_confidence": float(row.mean_confidence),
+             "jaccard_previous": facts.stable.jaccard.get(int(row.cluster)),
+             "distinctive": [[name, round(z, 3)] for name, z in distinctive]}
+            for row, distinctive in zip(facts.profiles.itertuples(), features)]
 
 
 def tracking_failure_message(request: ConsensusRequest, rows_written: int, error: BaseException,
@@ -124,7 +143,25 @@ def summary_markdown(request: ConsensusRequest, summary: dict) -> str:
         ("Stage times (s)", ", ".join(f"{k} {v:.2f}" for k, v in summary.get("timings", {}).items())),
     ]
     table = "\n".join(f"| {name} | {value} |" for name, value in rows)
-    return f"# lwec consensus run\n\n| | |\n|---|---|\n{table}\n"
+    return f"# lwec consensus run\n\n| | |\n|---|---|\n{table}\n" + clusters_markdown(summary)
+
+
+def clusters_markdown(summary: dict) -> str:
+    """The clusters section of the summary: one line per cluster (size, mean confidence, Jaccard overlap with
+    its matched cluster of the earlier run, most distinctive features as z-scores), with the run's mean
+    confidence and PAC above it; empty when the run has no cluster lines."""
+    clusters = summary.get("clusters") or []
+    if not clusters:
+        return ""
+    pac = summary.get("pac")
+    head = (f"\n## Clusters\n\nMean row confidence {summary.get('confidence_mean', 0):.3f}; PAC (share of row "
+            f"pairs with co-association in (0.1, 0.9)) {'n/a' if pac is None else f'{pac:.4f}'}.\n\n"
+            "| id | size | mean confidence | Jaccard with previous run | most distinctive features (z) |\n"
+            "|---:|---:|---:|---:|---|\n")
+    lines = [f"| {c['id']} | {c['size']:,} | {c['mean_confidence']:.3f} | "
+             f"{'new' if c['jaccard_previous'] is None else format(c['jaccard_previous'], '.3f')} | "
+             f"{', '.join(f'`{name}` {z:+.2f}' for name, z in c['distinctive']) or '–'} |" for c in clusters]
+    return head + "\n".join(lines) + "\n"
 
 
 def _k(request: ConsensusRequest, summary: dict) -> str:

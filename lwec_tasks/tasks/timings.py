@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 #: The pipeline's stages, in pipeline order: the names in the metrics (``time_<stage>_s``) and the summary.
-STAGES = ("load", "generate", "eci", "consensus", "stable_ids", "write", "model")
+STAGES = ("load", "generate", "eci", "consensus", "stable_ids", "evidence", "write", "model")
 
 _SECONDS: dict[str, dict[str, float]] = defaultdict(dict)
 

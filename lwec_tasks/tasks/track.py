@@ -7,6 +7,7 @@ import pandas as pd
 from prefect import get_run_logger
 from prefect.runtime import deployment, flow_run
 
+from lwec_tasks.core.k_criterion import SELECTION_SAMPLE
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.request import ConsensusRequest
@@ -30,11 +31,13 @@ class RunFacts:
 
     ``figures`` maps artifact names to the PNG bytes of the run's figures (:func:`draw_figures`);
     ``sample_rows`` (S, d) are the cluster map's rows (S ≤ 2,000, as clustered), whose first rows are the
-    model's input example; ``selection`` is the automatic choice of k (None when k was given).
+    model's input example; ``selection`` is the automatic choice of k (None when k was given); ``evidence``
+    the row confidences' summary, cluster profiles and co-association's distribution
+    (:class:`~lwec_tasks.stages.evidence.RunEvidence`, None for none).
     """
 
     def __init__(self, executor, table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                 stable: StableIds, model: tuple[Placement, float], figures: dict[str, bytes]):
+                 stable: StableIds, model: tuple[Placement, float], figures: dict[str, bytes], evidence=None):
         self.executor = executor.name
         self.scheduler = executor.address
         self.n_workers = executor.n_workers
@@ -56,6 +59,58 @@ class RunFacts:
         self.placement, self.model_given_back = model
         self.sample_rows = ensemble.sample_rows
         self.figures = figures
+        self.profiles = evidence.profiles if evidence is not None else None
+        self.profile_features = evidence.feature_columns if evidence is not None else ()
+        self.mean_confidence = evidence.mean_confidence if evidence is not None else None
+        self.confidence_histogram = evidence.histogram if evidence is not None else None
+        self.coassociation = evidence.coassociation if evidence is not None else None
+        self.pair_rows = evidence.pair_rows if evidence is not None else 0
+        self.k_curve = evidence.k_curve if evidence is not None else None
+        self.k_curve_rows = evidence.k_curve_rows if evidence is not None else 0
+
+    def profiles_with_stability(self) -> pd.DataFrame:
+        """The cluster profiles with each cluster's Jaccard overlap with its matched earlier cluster (NaN for
+        a cluster without one, or without an earlier run) after its mean confidence."""
+        frame = self.profiles.copy()
+        frame.insert(4, "jaccard_previous", [self.stable.jaccard.get(int(c), np.nan) for c in frame["cluster"]])
+        return frame
+
+    def evidence_metrics(self) -> tuple[dict, dict]:
+        """(metrics, series) of the run's evidence: mean confidence and the share of rows below 0.5; PAC; each
+        cluster's size, mean confidence and Jaccard overlap with its matched cluster of the earlier run (and
+        their size-weighted mean); series: the consensus CDF over the co-association's values (step a of M:
+        share of pairs at most a/M) and the automatic choice's criterion over k (for a given k, on the evidence's
+        seeded sample: :mod:`lwec_tasks.core.k_curve`), with the k it is highest at (``k_criterion_best_k``) and
+        the rows it was computed on (``k_criterion_rows``)."""
+        metrics, series = {}, {}
+        if self.mean_confidence is not None:
+            histogram = self.confidence_histogram
+            metrics["confidence_mean"] = self.mean_confidence
+            metrics["confidence_below_0_5_fraction"] = float(histogram[:len(histogram) // 2].sum()
+                                                             / max(histogram.sum(), 1))
+        if self.coassociation is not None:
+            metrics["pac"] = self.coassociation.pac()
+            metrics["pac_rows"] = self.pair_rows
+            series["consensus_cdf"] = list(enumerate(self.coassociation.cdf.tolist()))
+        if self.profiles is not None:
+            for row in self.profiles.itertuples():
+                metrics[f"cluster_{row.cluster}_size"] = int(row.size)
+                metrics[f"cluster_{row.cluster}_mean_confidence"] = float(row.mean_confidence)
+        jaccard = self.stable.jaccard
+        if jaccard:
+            for cluster_id, value in sorted(jaccard.items()):
+                metrics[f"cluster_{cluster_id}_jaccard_previous"] = value
+            sizes = np.array([self.sizes[c] for c in sorted(jaccard)], dtype=np.float64)
+            metrics["jaccard_previous_mean"] = float(np.dot(sizes, [jaccard[c] for c in sorted(jaccard)])
+                                                     / max(sizes.sum(), 1.0))
+            metrics["clusters_matched_previous"] = len(jaccard)
+        curve = self.selection if self.selection is not None else self.k_curve
+        if curve is not None:
+            series["k_criterion"] = list(zip(np.asarray(curve.ks).tolist(), np.asarray(curve.scores).tolist()))
+            metrics["k_criterion_best_k"] = int(curve.k)
+            metrics["k_criterion_rows"] = (min(self.n_objects, SELECTION_SAMPLE) if self.selection is not None
+                                           else self.k_curve_rows)
+        return metrics, series
 
     def input_example(self) -> pd.DataFrame:
         """A few sampled training rows as raw feature values (the standardisation undone); base labels seen in
@@ -66,7 +121,7 @@ class RunFacts:
 
 
 def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliability, ensemble: PartitionedEnsemble,
-                 labels: PartitionedLabels, shown_labels: np.ndarray) -> dict[str, bytes]:
+                 labels: PartitionedLabels, shown_labels: np.ndarray, evidence=None) -> dict[str, bytes]:
     """Artifact name → PNG bytes of the run's figures (:func:`~lwec_tasks.tracking.figures.consensus_figures`);
     ``shown_labels`` (S,) are the written labels of the cluster map's rows.
 
@@ -76,7 +131,8 @@ def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliabil
     from lwec_tasks.tracking.figures import consensus_pngs
 
     return consensus_pngs(request.method, request.theta, cluster_reliability.eci, labels.sizes,
-                          ensemble.sample_rows, shown_labels, labels.k, labels.linkage, labels.selection)
+                          ensemble.sample_rows, shown_labels, labels.k, labels.linkage, labels.selection,
+                          evidence.for_figures() if evidence is not None else None)
 
 
 def deployment_id() -> str | None:
@@ -125,7 +181,8 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     params = {
         "method": request.method, "theta": request.theta, "ensemble_size": request.ensemble_size,
         "n_clusters": request.n_clusters, "k": facts.k,
-        "k_criterion": facts.selection.criterion if facts.selection is not None else None, "seed": request.seed,
+        "k_criterion": facts.selection.criterion if facts.selection is not None
+        else facts.k_curve.criterion if facts.k_curve is not None else None, "seed": request.seed,
         "table": request.table, "database": mask_url(request.database_url),
         "output_table": request.resolved_output_table, "run_key": request.run_key, "id_column": facts.id_column,
         "label_column": request.label_column, "feature_count": len(facts.feature_columns),
@@ -156,16 +213,20 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
             "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run_page(),
             "deployment_id": deployment_id()}.items() if value},
     }
+    evidence_metrics, series = facts.evidence_metrics()
+    metrics.update(evidence_metrics)
     clusters = facts.clusters.assign(uncertainty_bits=cluster_reliability.uncertainty, eci=eci)
     location = {"output_table": request.resolved_output_table, "run_key": request.run_key,
                 "rows": int(sizes.sum()), "database": mask_url(request.database_url)}
     with run_writer(tracking_uri, request.experiment) as writer:
-        run_id = writer.start_run(flow_run.name, params=params, metrics=metrics, tags=tags)
+        run_id = writer.start_run(flow_run.name, params=params, metrics=metrics, tags=tags, series=series)
         writer.log_dataset(run_id, SourceTable(database=request.database_url, table=request.table,
                                                feature_columns=tuple(facts.feature_columns or request.base_columns),
                                                n_rows=facts.n_objects,
                                                n_rows_read=facts.n_rows_read))
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
+        if facts.profiles is not None:
+            writer.log_table(run_id, facts.profiles_with_stability(), "cluster_profiles.csv")
         writer.log_dict(run_id, location, "labels_location.json")
         figures = facts.figures
         writer.log_files(run_id, figures, "figures")

@@ -14,14 +14,16 @@ DENDROGRAM_LEAVES = 30
 
 def consensus_figures(method: str, theta: float, eci: np.ndarray, sizes: np.ndarray, sample_rows: np.ndarray,
                       sample_labels: np.ndarray, k: int, linkage: np.ndarray | None = None,
-                      selection=None) -> dict[str, Figure]:
+                      selection=None, evidence: dict | None = None) -> dict[str, Figure]:
     """Artifact name → Figure for one consensus run, local or on Dask.
 
     ``eci`` (n_c,) per base cluster; ``sizes`` (max id + 1,) objects per written id;
     ``sample_rows`` (S, d) sampled standardised rows and ``sample_labels`` (S,) their
     written ids; ``linkage`` LWEA's dendrogram over microclusters (None for LWGP),
     cut into ``k``; ``selection`` the automatic choice of k (ks, scores, k,
-    criterion), None when k was given.
+    criterion), None when k was given; ``evidence`` what
+    :meth:`~lwec_tasks.stages.evidence.RunEvidence.for_figures` gives (cluster profiles, the confidences'
+    histogram, the co-association's distribution, for a given k the criterion over k), None for none.
     """
     figures = {
         "eci_distribution.png": eci_figure(eci, theta),
@@ -33,6 +35,16 @@ def consensus_figures(method: str, theta: float, eci: np.ndarray, sizes: np.ndar
     if selection is not None:
         figures["k_selection.png"] = k_selection_figure(selection.ks, selection.scores, selection.k,
                                                         selection.criterion, method)
+    if evidence is not None:
+        figures["row_confidence.png"] = confidence_histogram_figure(evidence["histogram"], method)
+        if evidence["feature_columns"] and len(evidence["profiles"]):
+            figures["cluster_profiles.png"] = profile_heatmap(evidence["profiles"], evidence["feature_columns"])
+        if evidence["coassociation"] is not None:
+            figures["consensus_cdf.png"] = consensus_cdf_figure(evidence["coassociation"])
+        curve = evidence.get("k_curve")
+        if curve is not None and selection is None:
+            figures["k_curve.png"] = k_curve_figure(curve.ks, curve.scores, k, curve.k, curve.criterion, method,
+                                                    evidence["k_curve_rows"])
     return figures
 
 
@@ -216,4 +228,87 @@ def k_selection_figure(ks: np.ndarray, scores: np.ndarray, k: int, criterion: st
     axes.set_ylabel("score (higher is better)")
     axes.set_title(f"{method.upper()}: automatic choice of k\n" + textwrap.fill(criterion, 70), fontsize="medium")
     axes.legend()
+    return figure
+
+
+def k_curve_figure(ks: np.ndarray, scores: np.ndarray, k: int, best: int, criterion: str, method: str,
+                   rows: int) -> Figure:
+    """The automatic-k criterion against k, shapes (C,), for a run whose ``k`` was given (marked), with the k
+    the criterion is highest at (``best``) on the ``rows`` it was computed on."""
+    figure = Figure(figsize=(6, 4), layout="constrained")
+    axes = figure.add_subplot()
+    axes.plot(ks, scores, marker="o", markersize=3, color="#4C72B0")
+    axes.axvline(k, color="#C44E52", linestyle="--", label=f"given k = {k}")
+    if best != k:
+        axes.axvline(best, color="#55A868", linestyle=":", label=f"criterion's best k = {best}")
+    axes.set_xlabel("number of clusters k")
+    axes.set_ylabel("score (higher is better)")
+    axes.set_title(f"{method.upper()}: the k curve on a seeded sample of {rows:,} rows\n"
+                   + textwrap.fill(criterion, 70), fontsize="medium")
+    axes.legend()
+    return figure
+
+
+#: Most features drawn in the cluster profile heatmap (those of largest |z| in some cluster).
+HEATMAP_FEATURES = 40
+
+
+def confidence_histogram_figure(histogram: np.ndarray, method: str) -> Figure:
+    """Bars of rows per equal-width confidence bin of [0, 1], shape (B,)."""
+    histogram = np.asarray(histogram, dtype=np.float64)
+    edges = np.linspace(0.0, 1.0, len(histogram) + 1)
+    figure = Figure(figsize=(6, 4), layout="constrained")
+    axes = figure.add_subplot()
+    axes.bar(edges[:-1], histogram, width=np.diff(edges), align="edge", color="#8172B2", edgecolor="white")
+    low = histogram[edges[:-1] < 0.5].sum() / max(histogram.sum(), 1.0)
+    axes.set_xlabel("row confidence (margin to the nearest other cluster × ensemble share)")
+    axes.set_ylabel("rows")
+    axes.set_title(f"{method.upper()}: confidence of {int(histogram.sum())} rows ({low:.1%} below 0.5)")
+    return figure
+
+
+def profile_heatmap(profiles, feature_columns) -> Figure:
+    """Clusters (rows) × features (columns) coloured by the cluster mean's z-score against the whole table;
+    ``profiles`` as :func:`lwec_tasks.core.profiles.cluster_profiles` makes it. At most
+    :data:`HEATMAP_FEATURES` features, those of largest |z| in some cluster."""
+    from lwec_tasks.core.profiles import z_scores
+
+    names = list(feature_columns)
+    z = z_scores(profiles, names)
+    if len(names) > HEATMAP_FEATURES:
+        keep = np.sort(np.argsort(-np.abs(z).max(axis=0), kind="stable")[:HEATMAP_FEATURES])
+        z, names = z[:, keep], [names[j] for j in keep]
+    bound = max(float(np.abs(z).max()) if z.size else 1.0, 1e-9)
+    figure = Figure(figsize=(max(6.0, 0.45 * len(names) + 2.5), max(3.5, 0.3 * len(profiles) + 1.8)),
+                    layout="constrained")
+    axes = figure.add_subplot()
+    image = axes.imshow(z, aspect="auto", cmap="RdBu_r", vmin=-bound, vmax=bound, interpolation="nearest")
+    axes.set_xticks(np.arange(len(names)), names, rotation=90 if len(names) > 6 else 0)
+    axes.set_yticks(np.arange(len(profiles)),
+                    [f"{c} (n={s}, conf {m:.2f})" for c, s, m in zip(profiles["cluster"], profiles["size"],
+                                                                      profiles["mean_confidence"])])
+    axes.set_xlabel("feature")
+    axes.set_ylabel("cluster id (size, mean confidence)")
+    axes.set_title("Cluster profiles: each feature's cluster mean as a z-score against the whole table")
+    figure.colorbar(image, ax=axes, label="z-score")
+    return figure
+
+
+def consensus_cdf_figure(distribution) -> Figure:
+    """The consensus CDF of the co-association over all pairs of objects (a step function over a/M) with
+    the PAC interval (0.1, 0.9) shaded; ``distribution`` a
+    :class:`~lwec_tasks.core.coassociation_cdf.CoassociationDistribution`."""
+    from lwec_tasks.core.coassociation_cdf import PAC_INTERVAL
+
+    values, cdf = distribution.values, distribution.cdf
+    figure = Figure(figsize=(6, 4), layout="constrained")
+    axes = figure.add_subplot()
+    axes.step(np.concatenate([[0.0], values]), np.concatenate([[0.0], cdf]), where="post", color="#4C72B0")
+    axes.axvspan(*PAC_INTERVAL, color="#C44E52", alpha=0.12, label=f"PAC = {distribution.pac():.4f}")
+    axes.set_xlim(-0.02, 1.02)
+    axes.set_ylim(0.0, 1.02)
+    axes.set_xlabel(f"co-association (share of the {distribution.n_columns} base clusterings agreeing)")
+    axes.set_ylabel("share of pairs of rows at most")
+    axes.set_title(f"Consensus CDF over {sum(distribution.pairs):,} pairs of rows")
+    axes.legend(loc="lower right")
     return figure

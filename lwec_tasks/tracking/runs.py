@@ -49,12 +49,13 @@ class RunWriter:
 
     def start_run(self, run_name: str | None = None, *, params: Mapping | None = None,
                   metrics: Mapping | None = None, tags: Mapping | None = None,
-                  parent_run_id: str | None = None) -> str:
+                  parent_run_id: str | None = None, series: Mapping | None = None) -> str:
         """Create a run with its params, metrics and tags; return its id.
 
         Param values are turned into strings and cut to 500 characters; metrics
         that are None or not finite are skipped. ``parent_run_id`` nests the run
-        under that run.
+        under that run. ``series`` maps a metric name to (step, value) pairs: a metric
+        logged at several steps (a curve over k, say), shown as a chart by the MLflow UI.
         """
         from mlflow.entities import Metric, Param
 
@@ -67,6 +68,9 @@ class RunWriter:
         batch_params = [Param(key, str(value)[:MAX_PARAM_LENGTH]) for key, value in (params or {}).items()]
         batch_metrics = [Metric(key, float(value), timestamp=now, step=0) for key, value in (metrics or {}).items()
                          if value is not None and np.isfinite(value)]
+        batch_metrics += [Metric(key, float(value), timestamp=now, step=int(step))
+                          for key, points in (series or {}).items() for step, value in points
+                          if value is not None and np.isfinite(value)]
         if batch_params or batch_metrics:
             self.client.log_batch(run_id, metrics=batch_metrics, params=batch_params, tags=[])
         return run_id

@@ -78,10 +78,10 @@ class FailingWrites(WorkerPlugin):
         self.original = partitions.write_partition
         original, bad_id = self.original, self.bad_id
 
-        def write_partition(database_url, target, keys, labels, run=None, columns=None):
+        def write_partition(database_url, target, keys, labels, run=None, columns=None, **confidence):
             if bad_id in set(keys.ids.tolist()):
                 raise RuntimeError(f"injected failure writing the partition holding id {bad_id}")
-            return original(database_url, target, keys, labels, run, columns)
+            return original(database_url, target, keys, labels, run, columns, **confidence)
 
         partitions.write_partition = write_partition
 

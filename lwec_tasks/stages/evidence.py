@@ -1,0 +1,185 @@
+"""Stage: the evidence a person reads — row confidence, cluster profiles, the consensus CDF and PAC.
+
+Runs on the written ids (after stable ids), before the labels are written, on either executor:
+
+1. each partition sums its raw features per label and counts its rows per (base cluster, label)
+   (:func:`~lwec_tasks.stages.evidence_parts.evidence_sums`); a fixed-order reduction adds them up;
+2. from the sums, the clusters' centres in the clustered space and the base clusters' shares; each partition
+   computes its rows' confidences (kept there, written beside the labels) and their per-label sums;
+3. the cluster profiles (:mod:`lwec_tasks.core.profiles`) from those sums and the table's column moments;
+4. the co-association's distribution over all pairs of objects from the microclusters
+   (:mod:`lwec_tasks.core.coassociation_cdf`), one task where the microcluster table lives; beyond
+   :data:`COASSOCIATION_MICROCLUSTERS` microclusters, over the pairs of a seeded sample of rows;
+5. for a run whose k was given, the automatic choice's criterion over k on a seeded sample of
+   :data:`~lwec_tasks.core.k_curve.K_CURVE_SAMPLE` rows (:mod:`lwec_tasks.core.k_curve`), one task.
+
+The features are released from the partitions afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from lwec_tasks.core.coassociation_cdf import CoassociationDistribution, coassociation_distribution
+from lwec_tasks.core.confidence import base_shares
+from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
+from lwec_tasks.core.k_criterion import KSelection, selection_sample
+from lwec_tasks.core.k_curve import curve_sample
+from lwec_tasks.core.profiles import cluster_profiles
+from lwec_tasks.executors.progress import tree_reduce
+from lwec_tasks.stages import evidence_parts as parts
+from lwec_tasks.stages.consensus import PartitionedLabels
+from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
+from lwec_tasks.stages.partitions import code_rows
+from lwec_tasks.stages.read import PartitionedTable
+from lwec_tasks.stages.sums import add_tables
+
+#: Histogram bins of the confidences (equal widths over [0, 1]) kept for the figure and the summary.
+CONFIDENCE_BINS = 20
+#: Above this many base clusterings the co-association's distribution is not computed (its search over
+#: column subsets grows as 2^M at worst).
+COASSOCIATION_MAX_COLUMNS = 16
+#: Up to this many microclusters the co-association's distribution is computed over all rows (about 0.15 s per
+#: 10,000 microclusters of 1M blob rows); beyond, over the rows of the automatic choice of k's seeded sample
+#: (:func:`~lwec_tasks.core.k_criterion.selection_sample`), exactly for those rows.
+COASSOCIATION_MICROCLUSTERS = 40_000
+
+
+@dataclass
+class RunEvidence:
+    """What the stage found: ``confidence`` handles of each partition's (n_p,) float32 confidences;
+    ``profiles`` (one row per non-empty cluster id, :func:`~lwec_tasks.core.profiles.cluster_profiles`);
+    ``feature_columns``; ``overlap`` (n_c, k) rows per (base cluster, id); ``centres`` (k, d) the clusters'
+    centres in the clustered space (None without features); ``histogram`` (CONFIDENCE_BINS,) rows per
+    confidence bin; ``coassociation`` the co-association's distribution (None beyond
+    :data:`COASSOCIATION_MAX_COLUMNS` columns) over the pairs of ``pair_rows`` rows (all, or a seeded sample
+    beyond :data:`COASSOCIATION_MICROCLUSTERS` microclusters); ``seconds`` per part; ``k_curve`` the automatic
+    choice's criterion over k (:class:`~lwec_tasks.core.k_criterion.KSelection`) on ``k_curve_rows`` rows, for a
+    run whose k was given (None otherwise, or when it could not be computed)."""
+
+    confidence: list
+    profiles: pd.DataFrame
+    feature_columns: tuple[str, ...]
+    overlap: np.ndarray
+    centres: np.ndarray | None
+    histogram: np.ndarray
+    coassociation: CoassociationDistribution | None
+    seconds: dict
+    pair_rows: int = 0
+    k_curve: KSelection | None = None
+    k_curve_rows: int = 0
+
+    def for_figures(self) -> dict:
+        """The small, picklable part the figures are drawn from (no per-row handles)."""
+        return {"profiles": self.profiles, "feature_columns": self.feature_columns, "histogram": self.histogram,
+                "coassociation": self.coassociation, "k_curve": self.k_curve, "k_curve_rows": self.k_curve_rows}
+
+    @property
+    def mean_confidence(self) -> float:
+        sizes = self.profiles["size"].to_numpy(dtype=np.float64)
+        return float(np.dot(sizes, self.profiles["mean_confidence"]) / max(sizes.sum(), 1.0))
+
+
+def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels, log,
+                 seed: int | None = None, method: str | None = None, theta: float | None = None) -> RunEvidence:
+    """Row confidences, cluster profiles and the co-association's distribution of a finished consensus (the
+    module's docstring); with ``method`` and ``theta`` and a given k (``labels.selection`` None), the k curve.
+    Releases the partitions' features."""
+    session = table.session
+    k = len(labels.sizes)
+    seconds = {}
+    started = time.perf_counter()
+    rows = table.rows if table.rows is not None else [None] * table.n_partitions
+    sums_f = session.map(parts.evidence_sums, rows, ensemble.codes, labels.labels, name="evidence-sums", k=k,
+                         offsets=ensemble.offsets)
+    sums, overlap = tree_reduce(session, sums_f, add_tables, "evidence-sums-sum").result()
+    has_features = sums.sums.shape[1] > 0 and table.rows is not None
+    present = sums.counts > 0
+    centres = (sums.means - table.mean) / table.scale if has_features else None
+    shares = base_shares(overlap, ensemble.cluster_sizes)
+    confidence = session.map(parts.partition_confidence, rows, ensemble.codes, labels.labels, name="confidence",
+                             offsets=ensemble.offsets, mean=table.mean, scale=table.scale, centres=centres,
+                             present=present, shares=session.share(shares))
+    by_label = np.sum(session.gather(session.map(parts.confidence_sums, labels.labels, confidence,
+                                                 name="confidence-sums", k=k)), axis=0)
+    histogram = np.sum(session.gather(session.map(confidence_histogram, confidence, name="confidence-histogram")),
+                       axis=0)
+    table.rows = None  # the features are no longer needed: free the workers' memory
+    seconds["confidence"] = time.perf_counter() - started
+    moments = getattr(table, "moments", None)
+    if has_features and moments is not None and moments.n:
+        table_mean, table_std = moments.mean, np.sqrt(moments.variance)
+    elif has_features:
+        n = max(sums.counts.sum(), 1)
+        table_mean = sums.sums.sum(axis=0) / n
+        table_std = np.sqrt(np.clip(sums.squares.sum(axis=0) / n - table_mean**2, 0, None))
+    else:
+        table_mean = table_std = np.zeros(0)
+    features = tuple(table.plan.feature_columns) if has_features else ()
+    profiles = cluster_profiles(sums, by_label, features, table_mean, table_std)
+    started = time.perf_counter()
+    coassociation, pair_rows = None, 0
+    if ensemble.n_columns <= COASSOCIATION_MAX_COLUMNS:
+        if ensemble.micro is not None and ensemble.n_microclusters <= COASSOCIATION_MICROCLUSTERS:
+            coassociation = session.submit(micro_coassociation, ensemble.micro.table, name="coassociation").result()
+            pair_rows = table.n_rows
+        else:
+            positions = selection_sample(table.n_rows, seed)
+            positions = np.arange(table.n_rows) if positions is None else positions
+            sample = gather_rows(session, ensemble.codes, positions, table.offsets, code_rows, "coassociation-rows")
+            coassociation = session.submit(sample_coassociation, sample, name="coassociation").result()
+            pair_rows = len(positions)
+    seconds["coassociation"] = time.perf_counter() - started
+    k_curve, k_curve_rows = None, 0
+    if method is not None and labels.selection is None:
+        started = time.perf_counter()
+        k_curve, k_curve_rows = given_k_curve(table, ensemble, method, theta, seed, log)
+        seconds["k_curve"] = time.perf_counter() - started
+    evidence = RunEvidence(confidence, profiles, features, overlap, centres, histogram, coassociation, seconds,
+                           pair_rows, k_curve, k_curve_rows)
+    pac = (f"consensus CDF not computed (more than {COASSOCIATION_MAX_COLUMNS} base clusterings)"
+           if coassociation is None else f"PAC (co-association in (0.1, 0.9)) {coassociation.pac():.4f} over the "
+           f"pairs of {'all' if pair_rows == table.n_rows else 'a seeded sample of'} {pair_rows} rows "
+           f"({seconds['coassociation']:.2f} s)")
+    log.info("Row confidence: mean %.3f, %.1f%% of rows below 0.5 (%.2f s); %s", evidence.mean_confidence,
+             100 * histogram[:CONFIDENCE_BINS // 2].sum() / max(histogram.sum(), 1), seconds["confidence"], pac)
+    return evidence
+
+
+def given_k_curve(table: PartitionedTable, ensemble: PartitionedEnsemble, method: str, theta: float,
+                  seed: int | None, log) -> tuple[KSelection | None, int]:
+    """(the automatic choice's criterion over k on :func:`~lwec_tasks.core.k_curve.curve_sample`'s rows, those
+    rows' count), one task; (None, 0) with a warning when the ensemble allows no choice there."""
+    from lwec_tasks.core.auto_k import select_k
+
+    positions = curve_sample(table.n_rows, seed)
+    positions = np.arange(table.n_rows) if positions is None else positions
+    sample = gather_rows(table.session, ensemble.codes, positions, table.offsets, code_rows, "k-curve-rows")
+    try:
+        curve = table.session.submit(select_k, sample, method, theta, random_state=seed, name="k-curve").result()
+    except (LwecInputError, LwecMemoryError) as error:
+        log.warning("k curve not computed: %s", error)
+        return None, 0
+    log.info("k curve on a seeded sample of %d rows: the criterion (%s) is highest at k=%d", len(positions),
+             curve.criterion, curve.k)
+    return curve, len(positions)
+
+
+def confidence_histogram(confidence: np.ndarray) -> np.ndarray:
+    """(CONFIDENCE_BINS,) rows per equal-width bin of [0, 1]."""
+    return np.histogram(confidence, bins=CONFIDENCE_BINS, range=(0.0, 1.0))[0]
+
+
+def sample_coassociation(codes: np.ndarray) -> CoassociationDistribution:
+    """The co-association's distribution over the pairs of the rows of ``codes`` (S, M)."""
+    rows, counts = np.unique(np.asarray(codes), axis=0, return_counts=True)
+    return coassociation_distribution(rows, counts)
+
+
+def micro_coassociation(micro) -> CoassociationDistribution:
+    """The co-association's distribution from a microcluster table (rows, counts)."""
+    return coassociation_distribution(micro.rows, micro.counts)

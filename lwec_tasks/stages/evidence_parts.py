@@ -1,0 +1,47 @@
+"""What the evidence stage runs on each partition: plain functions of numpy arrays, as the workers run them.
+
+Each partition holds its rows' features (``PartitionRows``, or None once released), base cluster codes (M, n)
+and labels (n,) (the written ids). The flow sums the small results (:func:`evidence_sums`), then asks each
+partition for its rows' confidences (:func:`partition_confidence`).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from lwec_tasks.core.confidence import ClusterSums, row_confidence
+
+
+def evidence_sums(rows, codes_t: np.ndarray, labels: np.ndarray, k: int, offsets: np.ndarray) -> list:
+    """[:class:`ClusterSums` of the partition's raw features by label (no columns without features), the
+    (n_c, k) int64 counts of rows by (base cluster, label)]; ``labels`` in 0..k−1, ``offsets`` (M + 1,) the
+    base clusterings' first global cluster code. Both sum over partitions."""
+    labels = np.asarray(labels, dtype=np.int64)
+    X = rows.X if rows is not None else np.zeros((len(labels), 0))
+    return [ClusterSums.of(X, labels, k),
+            _overlap(codes_t, np.asarray(offsets, dtype=np.int64), labels, int(offsets[-1]), k)]
+
+
+@numba.njit(cache=True)
+def _overlap(codes_t, offsets, labels, n_clusters_total, k):
+    out = np.zeros((n_clusters_total, k), np.int64)
+    for m in range(codes_t.shape[0]):
+        for i in range(codes_t.shape[1]):
+            out[codes_t[m, i] + offsets[m], labels[i]] += 1
+    return out
+
+
+def partition_confidence(rows, codes_t: np.ndarray, labels: np.ndarray, offsets: np.ndarray, mean: np.ndarray,
+                         scale: np.ndarray, centres: np.ndarray | None, present: np.ndarray,
+                         shares: np.ndarray) -> np.ndarray:
+    """(n,) float32 confidence of each row (:func:`lwec_tasks.core.confidence.row_confidence`): features
+    standardised by ``mean``/``scale`` as they were clustered, ``centres`` (k, d) in that space (None: no
+    features), ``present`` (k,) the ids some row has, ``shares`` (n_c, k) of the base clusters."""
+    X = rows.X if rows is not None and centres is not None and rows.X.shape[1] > 0 else None
+    return row_confidence(X, codes_t, labels, centres, shares, present, offsets[:-1], mean, scale)
+
+
+def confidence_sums(labels: np.ndarray, confidence: np.ndarray, k: int) -> np.ndarray:
+    """(k,) the sum of the rows' confidences per label."""
+    return np.bincount(np.asarray(labels, dtype=np.int64), weights=confidence, minlength=k)
