@@ -225,7 +225,7 @@ def test_base_columns_set_the_ensemble_size_and_keep_other_run_keys():
     request = ConsensusRequest(database_url="sqlite://", table="t", n_clusters=3, base_columns=["a", "b"],
                                ensemble_size=25)
     assert request.ensemble_size == 2 and request.base_columns == ("a", "b")
-    plain = ConsensusRequest(database_url="sqlite://", table="t", n_clusters=3)
+    plain = ConsensusRequest(database_url="sqlite://", table="t", n_clusters=3, generators="kmeans")
     deciding = {"table": "t", "n_clusters": 3, "feature_columns": None, "id_column": None, "label_column": None,
                 "method": "lwea", "ensemble_size": plain.ensemble_size, "theta": plain.theta, "seed": 0,
                 "standardize": True, "drop_nonfinite": False}  # the fields before base_columns existed
