@@ -90,7 +90,7 @@ def test_lwgp_on_dask_agrees_with_the_local_flow_on_300000_rows(prefect_server, 
     assert on_dask["ari"] == pytest.approx(local["ari"], abs=0.01)
     assert on_dask["n_clusters_found"] == local["n_clusters_found"]
     assert set(on_dask["timings"]) == set(local["timings"]) == {"load", "generate", "eci", "consensus", "stable_ids",
-                                                                "write", "model"}
+                                                                "evidence", "write", "model"}
 
 
 def test_lwea_and_lwgp_on_dask_equal_the_local_flow(prefect_server, mlflow_store, dask_scheduler, small_table,

@@ -180,14 +180,16 @@ def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server
     pictured = _record_cluster_map(monkeypatch, consensus_module)
     summary = consensus_flow(**parameters, run_name="modelled")  # ids aligned to "earlier": not 0..k−1
     assert summary["model_uri"] == f"runs:/{summary['mlflow_run_id']}/model"
-    figures = {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png"}
+    figures = {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png", "row_confidence.png",
+               "cluster_profiles.png", "consensus_cdf.png", "k_curve.png"}
     if method == "lwea":
         figures.add("dendrogram.png")
     assert set(summary["figures"]) == figures
     logged = MlflowClient(mlflow_store).list_artifacts(summary["mlflow_run_id"], "figures")
     assert {artifact.path for artifact in logged} == {f"figures/{name}" for name in figures}
     assert all(artifact.file_size > 0 for artifact in logged)
-    assert set(summary["timings"]) == {"load", "generate", "eci", "consensus", "stable_ids", "write", "model"}
+    assert set(summary["timings"]) == {"load", "generate", "eci", "consensus", "stable_ids", "evidence", "write",
+                                       "model"}
 
     placement = load_placement_model(summary["model_uri"], mlflow_store)
     assert placement.method == method and placement.n_clusters == 5
