@@ -134,7 +134,7 @@ def test_medians_ratios_and_the_report():
     assert (f"| 1,000 | lwec temporary | 30.0 | 45.0 | {floor:.1f} | 900 | 900 | – | 0.8600 | 2.73 | 3.00 | 2.90 | "
             "2.90 | 1.075 |") in text
     assert "| 1,000 | lwec server-up | error: no server |" in text
-    assert "| 1,000 | temporary | 15.00 | 2.00 | 4.00 | – | – | – | – | – | 4.00 | 3.00 | 2.00 | 30.0 |" in text
+    assert "| 1,000 | temporary | 15.00 | 2.00 | 4.00 | – | – | – | – | – | – | 4.00 | 3.00 | 2.00 | 30.0 |" in text
     json.dumps(summary)
 
 
