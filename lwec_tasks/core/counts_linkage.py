@@ -35,7 +35,7 @@ import numpy as np
 from lwec_tasks.core.linkage_numbering import scipy_numbering
 from lwec_tasks.core.memory import ensure_fits
 
-# Merges per call of the compiled loop between two progress reports.
+# Seconds between two progress reports of a long linkage.
 _PROGRESS_EVERY_SECONDS = 5.0
 
 
@@ -115,8 +115,8 @@ def _similarity(x, g, weights, size, vectors):
 
 @numba.njit(cache=True)
 def _reading_order(x, weights, size, index, vectors):
-    """x's vector positions in the order their lists are read (shortest list first), and what each cluster
-    c can add to a similarity at most: w(c) · n_x(c) / |x| (the other group's share is at most 1)."""
+    """x's vector positions in the order their lists are read (most weight per list entry first), and what each
+    cluster c can add to a similarity at most: w(c) · n_x(c) / |x| (the other group's share is at most 1)."""
     list_len = index[1]
     vec_cluster, vec_count, _, vec_start, vec_len = vectors
     start, length = vec_start[x], vec_len[x]
@@ -197,7 +197,7 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
              generation):
     """Nearest live group of ``x`` under the dense chain's tie rule; returns (y, distance).
 
-    Candidates come from the lists of x's clusters, shortest first; once the clusters left can add less
+    Candidates come from the lists of x's clusters, most weight per entry first; once the clusters left can add less
     than a similarity already reached, no group outside the lists read can win, and each candidate whose
     partial sum plus what it can still gain stays below that similarity is dropped. The survivors'
     similarities are then computed canonically (:func:`_similarity`).
