@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from lwec_tasks.io import LabelRows, ensure_latest_view, write_labels
+from helpers.label_rows import rows_for
+from lwec_tasks.io import ensure_latest_view, write_labels
 from lwec_tasks.io.cleanup import GRACE_SECONDS, remove_leftovers, run_tables_of, tidy
 from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.io.locks import LOCK_WAIT_SECONDS, LockWaitError
@@ -29,11 +30,6 @@ from lwec_tasks.io.staging import append_to, begin_run
 
 #: The longest a reader may wait for its query, by the promise lwec makes.
 READER_LIMIT_SECONDS = 2.0
-
-
-def rows_for(key, ids, labels, source="features"):
-    return LabelRows(run_key=key, ids=np.asarray(ids), labels=np.asarray(labels), k=3, method="lwea", theta=0.4,
-                     ensemble_size=10, seed=7, source_table=source)
 
 
 @pytest.fixture

@@ -13,9 +13,10 @@ import sqlalchemy as sa
 
 import lwec_tasks.io.staging as staging
 import lwec_tasks.io.storage_setup as storage_setup
+from helpers.label_rows import rows_for
 from helpers.unpartitioned_labels import write_unpartitioned
 from helpers.wide_labels import label_table_schema, replace_run_key
-from lwec_tasks.io import LabelRows, ensure_latest_view, write_labels
+from lwec_tasks.io import ensure_latest_view, write_labels
 from lwec_tasks.io.catalog import pg_relkind
 from lwec_tasks.io.history import prune_runs
 from lwec_tasks.io.identifiers import MAX_IDENTIFIER_BYTES
@@ -26,11 +27,6 @@ from lwec_tasks.io.staging import append_to, begin_run
 from lwec_tasks.stages.planning import earlier_run
 
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
-
-
-def rows_for(key, ids, labels, source="features"):
-    return LabelRows(run_key=key, ids=np.asarray(ids), labels=np.asarray(labels), k=3, method="lwea", theta=0.4,
-                     ensemble_size=10, seed=7, source_table=source)
 
 
 @pytest.fixture
