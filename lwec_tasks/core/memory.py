@@ -26,12 +26,16 @@ def available_memory_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def readable_size(n_bytes: int) -> str:
+    """``n_bytes`` in GiB from 1 GiB up, else in MiB (e.g. '12.4 MiB', '3.20 GiB')."""
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:.2f} GiB"
+    return f"{n_bytes / 2**20:.1f} MiB"
+
+
 def ensure_fits(n_bytes: int, what: str, hint: str = "") -> None:
     """Raise :class:`LwecMemoryError` if ``n_bytes`` exceeds the usable memory."""
     usable = int(available_memory_bytes() * _USABLE_FRACTION)
     if n_bytes > usable:
-        message = (
-            f"{what} needs {n_bytes / 2**30:.2f} GiB but only {usable / 2**30:.2f} GiB "
-            "of memory is usable"
-        )
+        message = f"{what} needs {readable_size(n_bytes)} but only {readable_size(usable)} of memory is usable"
         raise LwecMemoryError(f"{message}; {hint}" if hint else message)

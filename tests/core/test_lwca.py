@@ -36,3 +36,13 @@ def test_memory_guard_refuses_huge_matrices(monkeypatch):
     monkeypatch.setenv("LWEC_MEMORY_LIMIT_BYTES", str(10_000))
     with pytest.raises(LwecMemoryError, match="dense LWCA matrix for N=100 objects.*lwea"):
         lwca(np.arange(200).reshape(100, 2) % 7)
+
+
+def test_the_refusal_states_sizes_in_units_a_person_reads(monkeypatch):
+    # Two 100 × 100 float64 matrices (0.15 MiB) against 0.8 × 10,000 bytes usable: both far below a GiB.
+    monkeypatch.setenv("LWEC_MEMORY_LIMIT_BYTES", str(10_000))
+    with pytest.raises(LwecMemoryError, match=r"needs 0\.2 MiB but only 0\.0 MiB"):
+        lwca(np.arange(200).reshape(100, 2) % 7)
+    monkeypatch.setenv("LWEC_MEMORY_LIMIT_BYTES", str(3 * 2**30))
+    with pytest.raises(LwecMemoryError, match=r"needs [\d.]+ GiB but only 2\.40 GiB"):
+        lwca(np.zeros((40_000, 1), dtype=np.int64))

@@ -227,7 +227,8 @@ def test_lwea_beyond_a_workers_memory_is_refused(prefect_server, mlflow_store, d
                                                  small_table):
     dask_client.register_plugin(MemoryLimit(10_000_000))
     try:
-        with pytest.raises(LwecMemoryError, match="exact LWEA on at least"):
+        refusal = r"exact LWEA on \d+ microclusters .* needs [\d.]+ MiB but only [\d.]+ MiB"
+        with pytest.raises(LwecMemoryError, match=refusal):
             consensus_flow(database_url=small_table, table="blobs", n_clusters=6, label_column="target",
                            ensemble_size=10, dask_address=dask_scheduler, tracking_uri=mlflow_store,
                            experiment=unique("memory"), output_table="too_big")
