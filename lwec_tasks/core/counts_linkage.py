@@ -15,8 +15,8 @@ in Σ_{c ∈ A} |groups holding c| steps. Groups sharing no cluster are at
 distance exactly 1.
 
 Exactness and ties. S(A, B) is summed over the shared clusters in ascending
-cluster id, each term w(c) · (n_A(c) n_B(c)) with the count product in integers,
-so d(A, B) and d(B, A) are the same float whatever the merge history. The
+cluster id, each term w(c) · ((n_A(c)/|A|) · (n_B(c)/|B|)), so d(A, B) and
+d(B, A) are the same float whatever the merge history. The
 tie rule is the dense nearest-neighbour chain's: the chain starts at the lowest
 live slot; a nearest neighbour is the previous chain element when it is among
 the closest, else the lowest slot among them; a merge of slots x < y puts the
@@ -55,13 +55,13 @@ def _build_index(codes, sizes, n_clusters):
     list_start = np.zeros(n_clusters + 1, dtype=np.int64)
     for c in range(n_clusters):
         list_start[c + 1] = list_start[c] + list_len[c]
-    list_group = np.empty(list_start[n_clusters], dtype=np.int64)
+    list_group = np.empty(list_start[n_clusters], dtype=np.int32)
     list_share = np.empty(list_start[n_clusters], dtype=np.float64)
     fill = list_start[:n_clusters].copy()
     capacity = 2 * m * n_columns + 16
-    vec_cluster = np.empty(capacity, dtype=np.int64)
-    vec_count = np.empty(capacity, dtype=np.int64)
-    vec_slot = np.empty(capacity, dtype=np.int64)
+    vec_cluster = np.empty(capacity, dtype=np.int32)
+    vec_count = np.empty(capacity, dtype=np.int32)
+    vec_slot = np.empty(capacity, dtype=np.int32)
     vec_start = np.empty(m, dtype=np.int64)
     vec_len = np.full(m, n_columns, dtype=np.int64)
     for i in range(m):
@@ -92,24 +92,19 @@ def _next_alive(skip, i):
 
 
 @numba.njit(cache=True)
-def _similarity(x, g, weights, size, vectors):
-    """S(x, g) / (|x| |g|) = Σ_shared w(c) · (n_x(c)/|x|) · (n_g(c)/|g|), summed in ascending c: the canonical
-    value, the same whichever group is x."""
+def _similarity(x_shares, g, weights, size, vectors):
+    """S(x, g) / (|x| |g|) = Σ_shared w(c) · ((n_x(c)/|x|) · (n_g(c)/|g|)), x's shares scattered into
+    ``x_shares`` (zero elsewhere): the canonical value.
+
+    Summed over g's clusters in ascending c; the terms of clusters x lacks are exactly 0.0 and leave the sum
+    unchanged, so the non-zero terms are added in ascending c whichever group is x, and the value is the same.
+    """
     vec_cluster, vec_count, _, vec_start, vec_len = vectors
-    i, end_i = vec_start[x], vec_start[x] + vec_len[x]
-    j, end_j = vec_start[g], vec_start[g] + vec_len[g]
-    sx, sg = np.float64(size[x]), np.float64(size[g])
+    sg = np.float64(size[g])
     total = 0.0
-    while i < end_i and j < end_j:
-        ci, cj = vec_cluster[i], vec_cluster[j]
-        if ci == cj:
-            total += weights[ci] * ((vec_count[i] / sx) * (vec_count[j] / sg))
-            i += 1
-            j += 1
-        elif ci < cj:
-            i += 1
-        else:
-            j += 1
+    for e in range(vec_start[g], vec_start[g] + vec_len[g]):
+        c = vec_cluster[e]
+        total += weights[c] * (x_shares[c] * (vec_count[e] / sg))
     return total
 
 
@@ -181,67 +176,86 @@ def _remaining_bounds(order, can_add, x, cluster_column, n_columns, vectors):
 def _drop_below(threshold, candidates, touched, n_touched):
     """Keep the candidates whose partial sum reaches ``threshold`` (the others' stamps are cleared); returns
     how many are kept, at the front of ``touched``."""
+    stamp, partial = candidates
     kept = 0
     for t in range(n_touched):
         g = touched[t]
-        if candidates[g, 1] >= threshold:
+        if partial[g] >= threshold:
             touched[kept] = g
             kept += 1
         else:
-            candidates[g, 0] = -1.0
+            stamp[g] = -1
     return kept
 
 
 @numba.njit(cache=True)
 def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors, skip, candidates, touched,
-             generation):
+             generation, x_shares):
     """Nearest live group of ``x`` under the dense chain's tie rule; returns (y, distance).
 
-    Candidates come from the lists of x's clusters, most weight per entry first; once the clusters left can add less
-    than a similarity already reached, no group outside the lists read can win, and each candidate whose
-    partial sum plus what it can still gain stays below that similarity is dropped. The survivors'
-    similarities are then computed canonically (:func:`_similarity`).
+    Candidates come from the lists of x's clusters, most weight per entry first; once the clusters left can add
+    less than a similarity already reached, no group outside the lists read can win, and each candidate whose
+    partial sum plus what it can still gain stays below that similarity is dropped. From then on the lists
+    only feed the candidates, until checking the candidates directly costs less than the lists left. The
+    survivors' similarities are then computed canonically (:func:`_similarity`).
+
+    ``candidates`` is (stamp, partial sum) per slot, a slot being a candidate while its stamp is
+    ``generation``; ``x_shares`` is a zeroed scratch array over the clusters, zeroed again on return.
     """
     list_start, list_len, list_group, list_share = index
     vec_cluster, vec_count, _, vec_start, vec_len = vectors
+    stamp, partial = candidates
     start, length = vec_start[x], vec_len[x]
     sx = np.float64(size[x])
+    for t in range(length):
+        x_shares[vec_cluster[start + t]] = vec_count[start + t] / sx
     order, can_add = _reading_order(x, weights, size, index, vectors)
     remaining = _remaining_bounds(order, can_add, x, cluster_column, int(n_columns), vectors)
     # Round-off in partial sums and bounds is far below this margin.
     margin = 1e-9 * (1.0 + remaining[0])
-    to_previous = _similarity(x, previous, weights, size, vectors) if previous >= 0 else 0.0
+    to_previous = _similarity(x_shares, previous, weights, size, vectors) if previous >= 0 else 0.0
     reached = to_previous
     n_touched = 0
+    unread_entries = 0
+    for t in range(length):
+        unread_entries += list_len[vec_cluster[start + t]]
     read = 0
     settled = False
     while read < length:
         if remaining[read] < reached - margin:
             # No group outside the candidates can win now, nor can a candidate whose partial sum plus what
             # the unread clusters can add stays below what is reached (both only grow apart): drop those.
-            # Read on only while a list costs less than the candidates' checks it may save.
             settled = True
             n_touched = _drop_below(reached - margin - remaining[read], candidates, touched, n_touched)
-            if n_touched * 2 * length <= list_len[vec_cluster[start + order[read]]]:
+            # A direct check reads x's and the candidate's vectors (about 2 · len(x) + 20 entries).
+            if n_touched * (2 * length + 20) <= unread_entries:
                 break
         c = vec_cluster[start + order[read]]
-        share = vec_count[start + order[read]] / sx
-        wc = weights[c]
-        for p in range(list_start[c], list_start[c] + list_len[c]):
-            g = list_group[p]
-            if g == x:
-                continue
-            if candidates[g, 0] != generation:
-                if settled:
+        unread_entries -= list_len[c]
+        gain = weights[c] * (vec_count[start + order[read]] / sx)
+        if settled:
+            # Most entries are not candidates: no branch on that, a zero is added instead.
+            for p in range(list_start[c], list_start[c] + list_len[c]):
+                g = list_group[p]
+                hit = stamp[g] == generation
+                value = partial[g] + (gain * list_share[p] if hit else 0.0)
+                partial[g] = value
+                if hit and value > reached:
+                    reached = value
+        else:
+            for p in range(list_start[c], list_start[c] + list_len[c]):
+                g = list_group[p]
+                if g == x:
                     continue
-                candidates[g, 0] = generation
-                candidates[g, 1] = 0.0
-                touched[n_touched] = g
-                n_touched += 1
-            value = candidates[g, 1] + wc * (share * list_share[p])
-            candidates[g, 1] = value
-            if value > reached:
-                reached = value
+                if stamp[g] != generation:
+                    stamp[g] = generation
+                    partial[g] = 0.0
+                    touched[n_touched] = g
+                    n_touched += 1
+                value = partial[g] + gain * list_share[p]
+                partial[g] = value
+                if value > reached:
+                    reached = value
         read += 1
     n_touched = _drop_below(reached - margin - remaining[read], candidates, touched, n_touched)
     best = 1.0
@@ -253,10 +267,12 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
         g = touched[t]
         if g == previous:
             continue
-        d = 1.0 - _similarity(x, g, weights, size, vectors) / n_columns
+        d = 1.0 - _similarity(x_shares, g, weights, size, vectors) / n_columns
         if d < best or (d == best and y != previous and (y < 0 or g < y)):
             best = d
             y = g
+    for t in range(length):
+        x_shares[vec_cluster[start + t]] = 0.0
     if best == 1.0 and (previous < 0 or y != previous):
         # Every live group is at distance 1 (sharing nothing, or only clusters of weight 0): the lowest slot.
         y = _next_alive(skip, 0)
@@ -335,9 +351,9 @@ def _compact(vectors, needed):
     for g in range(vec_len.shape[0]):
         live += vec_len[g]
     capacity = max(2 * live + needed, vec_cluster.shape[0])
-    new_cluster = np.empty(capacity, dtype=np.int64)
-    new_count = np.empty(capacity, dtype=np.int64)
-    new_slot = np.empty(capacity, dtype=np.int64)
+    new_cluster = np.empty(capacity, dtype=np.int32)
+    new_count = np.empty(capacity, dtype=np.int32)
+    new_slot = np.empty(capacity, dtype=np.int32)
     end = 0
     for g in range(vec_len.shape[0]):
         length = vec_len[g]
@@ -354,7 +370,7 @@ def _compact(vectors, needed):
 
 @numba.njit(cache=True)
 def _chain_steps(stop_step, state, chain, merges, weights, cluster_column, n_columns, size, index, vectors, skip,
-                 candidates, touched):
+                 candidates, touched, x_shares):
     """Run the nearest-neighbour chain until ``stop_step`` merges are done.
 
     ``state`` holds (step, chain length, arena end, generation); the arena may be reallocated, so the
@@ -370,7 +386,7 @@ def _chain_steps(stop_step, state, chain, merges, weights, cluster_column, n_col
             previous = chain[chain_length - 2] if chain_length > 1 else -1
             generation += 1
             y, current = _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors, skip,
-                                  candidates, touched, generation)
+                                  candidates, touched, generation, x_shares)
             if chain_length > 1 and y == previous:
                 break
             chain[chain_length] = y
@@ -449,8 +465,9 @@ def chain_merges(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, s
     cluster_column = np.empty(len(weights), dtype=np.int64)
     cluster_column[codes] = np.arange(codes.shape[1])
     skip = np.arange(m + 1, dtype=np.int64)
-    # Per slot: the query that last touched it and its partial similarity, side by side in memory.
-    candidates = np.zeros((m, 2))
+    # Per slot: the query that last touched it and its partial similarity.
+    candidates = (np.zeros(m, dtype=np.int64), np.zeros(m))
+    x_shares = np.zeros(len(weights))
     touched = np.empty(m, dtype=np.int64)
     chain = np.empty(m, dtype=np.int64)
     merges = np.empty((m - 1, 4))
@@ -461,7 +478,7 @@ def chain_merges(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, s
         before = time.perf_counter()
         stop = min(m - 1, int(state[0]) + batch)
         vectors = _chain_steps(stop, state, chain, merges, weights, cluster_column, float(n_columns), size, index,
-                               vectors, skip, candidates, touched)
+                               vectors, skip, candidates, touched, x_shares)
         elapsed = time.perf_counter() - before
         now = time.perf_counter()
         if report is not None and now - last_report >= _PROGRESS_EVERY_SECONDS:

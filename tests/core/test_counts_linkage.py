@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.cluster.hierarchy import cut_tree, is_valid_linkage
+from scipy.spatial.distance import squareform
 
 from benchmarks.dense_linkage import microcluster_distances, weighted_average_linkage
 from helpers.pools import draw_ensemble, load_pool
@@ -24,16 +25,37 @@ from lwec_tasks.core.eci import ensemble_eci
 
 @st.composite
 def weighted_ensembles(draw):
-    """A small label matrix and one random positive weight per cluster (continuous, so ties are rare)."""
+    """A small label matrix and one positive weight per cluster from a seeded generator: continuous, so two
+    equal weights or sums of weights have probability zero (equal distances still arise from the structure)."""
     n = draw(st.integers(2, 40))
     m = draw(st.integers(1, 5))
     n_labels = draw(st.integers(1, 5))
     labels = np.array(draw(st.lists(st.lists(st.integers(0, n_labels - 1), min_size=m, max_size=m),
                                     min_size=n, max_size=n)))
     ensemble = Ensemble(labels)
-    weights = np.array(draw(st.lists(st.floats(0.05, 1.0), min_size=ensemble.n_clusters_total,
-                                     max_size=ensemble.n_clusters_total)))
+    weights = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).uniform(0.05, 1.0, ensemble.n_clusters_total)
     return ensemble, weights
+
+
+def _average_distance(distances: np.ndarray, sizes: np.ndarray, a: list[int], b: list[int]) -> float:
+    """Mean distance between the objects of two groups of microclusters (each microcluster counts its size)."""
+    block = distances[np.ix_(a, b)] * np.outer(sizes[a], sizes[b])
+    return block.sum() / (sizes[a].sum() * sizes[b].sum())
+
+
+def _check_greedy_average_linkage(tree: np.ndarray, distances: np.ndarray, sizes: np.ndarray) -> None:
+    """Each row, in height order, joins two current groups at their mean object distance, and no two current
+    groups are closer (to 1e-12): the definition of average linkage, ties broken either way."""
+    members = {leaf: [leaf] for leaf in range(len(sizes))}
+    for row, (left, right, height, count) in enumerate(tree):
+        a, b = members.pop(int(left)), members.pop(int(right))
+        assert height == pytest.approx(_average_distance(distances, sizes, a, b), abs=1e-12)
+        groups = [a, b, *members.values()]
+        closest = min(_average_distance(distances, sizes, g, h)
+                      for i, g in enumerate(groups) for h in groups[i + 1:])
+        assert height <= closest + 1e-12, f"row {row} merges at {height}, but two groups are at {closest}"
+        members[len(sizes) + row] = a + b
+        assert count == len(a) + len(b)
 
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
@@ -42,7 +64,7 @@ def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
 
 @settings(max_examples=300, deadline=None)
 @given(weighted_ensembles())
-def test_the_linkage_is_the_dense_paths_tree(case):
+def test_the_linkage_is_average_linkage_and_the_dense_paths_tree(case):
     ensemble, weights = case
     n_micro = ensemble.n_microclusters
     tree = counts_average_linkage(ensemble.microcluster_codes, weights, ensemble.n_columns,
@@ -51,12 +73,16 @@ def test_the_linkage_is_the_dense_paths_tree(case):
     if n_micro < 2:
         return
     assert is_valid_linkage(tree) and tree[-1, 3] == n_micro
+    assert np.all(np.diff(tree[:, 2]) >= 0)
+    distances = squareform(microcluster_distances(ensemble.microcluster_codes, weights, ensemble.n_columns))
+    _check_greedy_average_linkage(tree, distances, ensemble.microcluster_sizes)
     dense = weighted_average_linkage(
         microcluster_distances(ensemble.microcluster_codes, weights, ensemble.n_columns),
         ensemble.microcluster_sizes)
-    np.testing.assert_allclose(tree[:, 2], dense[:, 2], rtol=0, atol=1e-12)
-    # With every merge at its own height the average-linkage tree is unique: the same rows.
-    if n_micro < 3 or np.min(np.diff(dense[:, 2])) > 1e-9:
+    # With every merge at its own height the average-linkage tree is unique: the same rows and heights.
+    # (At equal heights the dense path's Lance–Williams round-off may break a tie the other way.)
+    if n_micro < 3 or min(np.min(np.diff(dense[:, 2])), np.min(np.diff(tree[:, 2]))) > 1e-9:
+        np.testing.assert_allclose(tree[:, 2], dense[:, 2], rtol=0, atol=1e-12)
         np.testing.assert_array_equal(tree[:, [0, 1, 3]], dense[:, [0, 1, 3]])
 
 
