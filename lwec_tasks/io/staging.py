@@ -57,6 +57,7 @@ from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_metadata import LabelRows, RunMetadata
 from lwec_tasks.io.run_tables import attach_run_rows, create_run_rows, drop_run_rows, index_run_rows, partitioned
 from lwec_tasks.io.storage_setup import begin_writing, drop_storage, prepare_storage
+from lwec_tasks.stopping import RunStopped
 
 _log = logging.getLogger(__name__)
 
@@ -443,7 +444,7 @@ def discard_run(engine: sa.Engine, pending: PendingRun) -> None:
     names = pending.output_table
     runs = runs_clause(names)
     try:
-        with contextlib.suppress(sa.exc.SQLAlchemyError), engine.begin() as connection:
+        with contextlib.suppress(sa.exc.SQLAlchemyError, RunStopped), engine.begin() as connection:
             begin_writing(connection, names)
             drop_run_rows(connection, names, [pending.run])
             connection.execute(sa.delete(runs).where(runs.c.run == pending.run, runs.c.published == sa.false()))

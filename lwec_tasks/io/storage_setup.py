@@ -13,6 +13,7 @@ at all. SQLite runs DDL inside transactions only when one is open;
 from __future__ import annotations
 
 import logging
+import time
 
 import sqlalchemy as sa
 
@@ -41,8 +42,12 @@ from lwec_tasks.io.run_tables import (
     run_rows_name,
     unpartitioned,
 )
+from lwec_tasks.stopping import RunStopped, stop_requested
 
 _log = logging.getLogger(__name__)
+
+#: Seconds between two tries for the writers' lock of an output table another run holds.
+WRITERS_POLL_SECONDS = 0.1
 
 
 def begin_writing(connection: sa.Connection, output_table: str | StorageNames) -> None:
@@ -53,16 +58,24 @@ def begin_writing(connection: sa.Connection, output_table: str | StorageNames) -
     transaction-level advisory lock on the output table's name, so writers of one table publish in turn (a
     wait for it, logged, holds no reader up); then every other lock wait of the transaction is bounded
     (:func:`~lwec_tasks.io.locks.bound_lock_waits`), so readers of the storage never queue behind it for long.
+
+    The wait for the writers' lock is a try every :data:`WRITERS_POLL_SECONDS`, not a blocking request, so a
+    run asked to stop while it waits (:func:`lwec_tasks.stopping.stop_requested`) gives up at once:
+    :class:`~lwec_tasks.stopping.RunStopped`, nothing changed.
     """
     dialect = connection.dialect.name
     if dialect == "sqlite":
         connection.exec_driver_sql("BEGIN IMMEDIATE")
     elif dialect == "postgresql":
-        key = sa.func.hashtext(str(storage_names(output_table).view))
-        if not connection.execute(sa.select(sa.func.pg_try_advisory_xact_lock(key))).scalar_one():
-            _log.info("Waiting for another run writing to table %r to finish its transaction",
-                      str(storage_names(output_table).view))
-            connection.execute(sa.select(sa.func.pg_advisory_xact_lock(key)))
+        view = str(storage_names(output_table).view)
+        lock = sa.select(sa.func.pg_try_advisory_xact_lock(sa.func.hashtext(view)))
+        if not connection.execute(lock).scalar_one():
+            _log.info("Waiting for another run writing to table %r to finish its transaction", view)
+            while not connection.execute(lock).scalar_one():
+                if stop_requested() is not None:
+                    raise RunStopped(f"nothing was written to table {view!r}: the run was stopped while it "
+                                     "waited for another run writing to it")
+                time.sleep(WRITERS_POLL_SECONDS)
         bound_lock_waits(connection)
 
 

@@ -17,12 +17,23 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from helpers.pipeline import blobs_frame, postgres_url_or_skip, read_labels, table_exists, unique, write_frame
+from helpers.pipeline import (
+    blobs_frame,
+    postgres_url_or_skip,
+    read_labels,
+    sessions_waiting_to_write,
+    table_exists,
+    unique,
+    write_frame,
+)
 from helpers.processes import processes_in_group
+from lwec_tasks.io.cleanup import run_tables_of
+from lwec_tasks.io.label_storage import storage_names
 
 #: Runs ``lwec ARGV...`` as the console script does, first sending this process SIGNAL where WHERE says:
 #: "write" — as the first partition's labels are appended (before the run is published); "mlflow" — as the
-#: MLflow run is about to be created (after the labels were published); "none" — not at all.
+#: MLflow run is about to be created (after the labels were published); "publish" — never, but the publishing
+#: transaction starts 3 s after "lwec-test: publishing" is printed; "none" — not at all.
 SIGNALLING = """
 import os, signal, sys, time
 where, name, *argv = sys.argv[1:]
@@ -35,6 +46,14 @@ if where == "write":
         time.sleep(0.5)  # the command's thread takes the signal meanwhile; this one goes on to the boundary
         return original_write(*args, **kwargs)
     partitions.write_partition = write_partition
+elif where == "publish":
+    from lwec_tasks.io import staging
+    original_finish = staging.finish_run
+    def finish_run(*args, **kwargs):
+        print("lwec-test: publishing", file=sys.stderr, flush=True)
+        time.sleep(3)  # the test takes the writers' lock of the output table meanwhile
+        return original_finish(*args, **kwargs)
+    staging.finish_run = finish_run
 elif where == "mlflow":
     from lwec_tasks.tracking import runs
     original_writer = runs.run_writer
@@ -49,9 +68,9 @@ sys.exit(main())
 """
 
 
-def run_arguments(url: str, table: str, output: str, tmp_path: Path) -> list[str]:
+def run_arguments(url: str, table: str, output: str, tmp_path: Path, run_name: str = "stopped") -> list[str]:
     return ["run", "--database-url", url, "--table", table, "-k", "3", "-M", "3", "--output-table", output,
-            "--run-name", "stopped", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
+            "--run-name", run_name, "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"]
 
 
 def start_lwec(argv: list[str], env: dict, cwd: Path, where: str = "none", name: str = "SIGINT") -> subprocess.Popen:
@@ -210,3 +229,58 @@ def test_postgres_sigint_during_the_write_publishes_nothing(postgres_blobs, tmp_
     while backends(url) > before and time.monotonic() < deadline:
         time.sleep(0.2)
     assert backends(url) <= before
+
+
+def test_postgres_sigint_while_the_publish_waits_for_another_writer_publishes_nothing(postgres_blobs, tmp_path,
+                                                                                    prefect_api):
+    """A second session holds the output table's writers' lock: the run's publish waits for it. Ctrl-C then ends
+    the command at once (exit 130, one line) without waiting for the lock, and once the lock is free nothing of
+    the run is published; the next run removes what it left."""
+    url, table = postgres_blobs
+    output = unique("stop_wait")
+    before = backends(url)
+    env = {**prefect_api.env, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = start_lwec(run_arguments(url, table, output, tmp_path), env, tmp_path, where="publish")
+    holder = sa.create_engine(url, poolclass=sa.pool.NullPool).connect()
+    try:
+        seen = ""
+        while "lwec-test: publishing" not in seen and process.poll() is None:
+            seen += process.stderr.readline()
+        assert "lwec-test: publishing" in seen, seen[-3000:]
+        holder.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(str(storage_names(output).view)))))
+        engine = sa.create_engine(url)
+        try:
+            deadline = time.monotonic() + 30
+            while sessions_waiting_to_write(engine) == 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert sessions_waiting_to_write(engine) >= 1, "the run never waited for the writers' lock"
+        finally:
+            engine.dispose()
+        process.send_signal(signal.SIGINT)
+        started = time.monotonic()
+        line = check_stopped(process, 130, timeout=60)
+        assert time.monotonic() - started < 15  # it did not wait for the lock, which is still held
+        assert "labels of run key 'stopped'" in line and "not published" in line
+    finally:
+        holder.rollback()
+        holder.close()
+        if process.poll() is None:
+            process.kill()
+    deadline = time.monotonic() + 10
+    while backends(url) > before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert backends(url) <= before  # the waiting session ended without publishing once the lock was free
+    assert read_labels(url, output, "stopped").empty
+
+    later = start_lwec(run_arguments(url, table, output, tmp_path, run_name="later"), env, tmp_path)
+    _, err = later.communicate(timeout=300)
+    assert later.returncode == 0, err[-3000:]
+    engine = sa.create_engine(url)
+    try:
+        names = storage_names(output)
+        with engine.connect() as connection:
+            runs = connection.execute(sa.text(f"SELECT run_key, published FROM {names.runs}")).all()
+            left = set(run_tables_of(connection, names))
+    finally:
+        engine.dispose()
+    assert runs == [("later", True)] and len(left) == 1

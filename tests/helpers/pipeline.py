@@ -129,6 +129,15 @@ def postgres_url_or_skip() -> str:
     return url
 
 
+def sessions_waiting_to_write(engine: sa.Engine) -> int:
+    """Sessions of ``engine``'s database waiting for their turn to write a labels table: lwec tries for the
+    table's writers' lock again and again meanwhile, inside its transaction, each try its last query."""
+    with engine.connect() as connection:
+        return connection.execute(sa.text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND state IN ('active', 'idle in transaction') AND query LIKE '%pg_try_advisory_xact_lock%'")).scalar_one()
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -22,6 +22,7 @@ import pytest
 import sqlalchemy as sa
 
 from helpers.label_rows import rows_for
+from helpers.pipeline import sessions_waiting_to_write
 from lwec_tasks.io import ensure_latest_view, write_labels
 from lwec_tasks.io.cleanup import GRACE_SECONDS, remove_leftovers, run_tables_of, tidy
 from lwec_tasks.io.label_storage import storage_names
@@ -179,7 +180,7 @@ def test_a_writer_killed_while_it_waits_leaves_what_a_later_run_of_another_key_r
         holder.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(out))))  # the writers' turn
         writer.stdin.write("go\n")
         writer.stdin.flush()
-        waiting = wait_until(lambda: advisory_waiters(engine) > 0)
+        waiting = wait_until(lambda: sessions_waiting_to_write(engine) > 0)
         writer.send_signal(signal.SIGKILL)
         assert writer.wait(10) == -signal.SIGKILL
     finally:
@@ -235,13 +236,6 @@ def test_elsewhere_an_unpublished_run_goes_once_older_than_the_grace_period(tmp_
     with engine.connect() as connection:
         assert connection.execute(sa.text("select count(*) from labels_rows")).scalar_one() == 2
         assert connection.execute(sa.text("select run_key from labels_runs")).scalars().all() == ["a"]
-
-
-def advisory_waiters(engine) -> int:
-    """Sessions waiting for an advisory lock."""
-    with engine.connect() as connection:
-        return connection.execute(sa.text(
-            "select count(*) from pg_locks where locktype = 'advisory' and not granted")).scalar_one()
 
 
 def wait_until(condition, seconds: float = 20.0) -> bool:
