@@ -5,7 +5,8 @@ A Prefect API that does not answer, or a Dask scheduler that does not
 reported within seconds as a :class:`ConnectionError` whose one-line message
 names the service and its address (credentials masked), instead of after the
 flow engine's own retries. An MLflow file store that the installed MLflow
-refuses is reported before anything runs, not after the labels are written.
+refuses, or a SQLite store that is incomplete or at another schema, is reported
+before anything runs, not after the labels are written.
 """
 
 from __future__ import annotations
@@ -44,20 +45,34 @@ def check_prefect_api(timeout: float = CHECK_TIMEOUT_SECONDS) -> None:
 
 
 def check_tracking_store(tracking_uri: str | None) -> None:
-    """Raise :class:`~lwec_tasks.core.errors.LwecInputError` naming ``tracking_uri`` when it is a local
-    directory (an MLflow file store) that the installed MLflow refuses to open (MLflow 3.17 and later, unless
-    ``MLFLOW_ALLOW_FILE_STORE=true``). Other stores are not contacted here. Imports MLflow only for a file store.
+    """Raise :class:`~lwec_tasks.core.errors.LwecInputError` naming the store when the MLflow store at
+    ``tracking_uri`` cannot take the run, before anything is written:
+
+    * a local directory (an MLflow file store) that the installed MLflow refuses to open (MLflow 3.17 and
+      later, unless ``MLFLOW_ALLOW_FILE_STORE=true``);
+    * an existing SQLite store whose creation never finished, or whose schema is not the one the installed
+      MLflow expects (made by an older MLflow, or left half-upgraded) — named with both fixes.
+
+    Other stores are not contacted here; a SQLite store that does not exist yet is created whole by the run.
+    Imports MLflow only for a file store or an existing SQLite store.
     """
     from urllib.parse import urlsplit
 
-    from lwec_tasks.core.errors import LwecInputError
-    from lwec_tasks.tracking.store import resolve_tracking_uri
+    from lwec_tasks.tracking.store import resolve_tracking_uri, sqlite_file
 
     uri = resolve_tracking_uri(tracking_uri)
-    if urlsplit(uri).scheme not in ("", "file"):
-        return
+    path = sqlite_file(uri)
+    if path is not None:
+        _check_sqlite_store(uri, path)
+    elif urlsplit(uri).scheme in ("", "file"):
+        _check_file_store(uri)
+
+
+def _check_file_store(uri: str) -> None:
     from mlflow import MlflowClient
     from mlflow.exceptions import MlflowException
+
+    from lwec_tasks.core.errors import LwecInputError
 
     try:
         MlflowClient(uri)
@@ -66,3 +81,25 @@ def check_tracking_store(tracking_uri: str | None) -> None:
         raise LwecInputError(
             f"tracking_uri={uri!r} is an MLflow file store, which MLflow refuses: {reason}; use a database store "
             "such as sqlite:///mlflow.db (the default), or set MLFLOW_ALLOW_FILE_STORE=true") from None
+
+
+def _check_sqlite_store(uri: str, path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    from lwec_tasks.core.errors import LwecInputError
+    from lwec_tasks.tracking.store import IncompleteStoreError, sqlite_store_whole
+
+    try:
+        sqlite_store_whole(uri)
+        MlflowClient(uri).search_experiments(max_results=1)
+    except IncompleteStoreError as error:
+        raise LwecInputError(str(error)) from None
+    except MlflowException as error:
+        reason = " ".join(str(error).split(". ")[0].split())
+        raise LwecInputError(
+            f"the MLflow store {str(path)!r} cannot be used: {reason}; if an older MLflow made it, back it up "
+            f"and upgrade it (mlflow db upgrade {uri}); if a run was stopped while creating or upgrading it, "
+            f"move it aside (mv {path} {path}.broken) and run again, which creates a new store") from None

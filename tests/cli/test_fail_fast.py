@@ -7,6 +7,7 @@ Each command runs in its own process, as an operator runs it; services are "down
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ import pytest
 
 from helpers.pipeline import blobs_frame, free_port, table_exists, write_frame
 from helpers.processes import processes_in_group
+from lwec_tasks.tracking.store import sqlite_store_whole
 
 #: Bad input is reported in about 2.5 s on an idle 2-core machine (most of it importing the numeric core);
 #: the bound leaves room for a busy machine and still fails when Prefect starts (its server takes ≥ 15 s).
@@ -168,4 +170,23 @@ def test_an_mlflow_file_store_the_installed_mlflow_refuses_is_reported_before_pr
     assert last_line(err).startswith("lwec run: error: ") and f"tracking_uri='{store}'" in last_line(err)
     assert "sqlite:///" in last_line(err) and "Traceback" not in err
     assert "prefect imported: False" in out
+    assert not table_exists(blobs, "blobs_lwec_labels")
+
+
+def test_an_mlflow_store_at_another_schema_is_reported_before_anything_is_written(blobs, tmp_path):
+    """A SQLite store left at an older schema version (an older MLflow's, or one whose upgrade was stopped): one
+    line naming the store and both fixes, and no labels written."""
+    store = tmp_path / "mlflow.db"
+    sqlite_store_whole(f"sqlite:///{store}")
+    with sqlite3.connect(store) as connection:
+        (head,) = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+        connection.execute("UPDATE alembic_version SET version_num = '0584bdc529eb'")  # MLflow 2.x's first
+    code, out, err, seconds = lwec(tmp_path, "run", "--database-url", blobs, "--table", "blobs", "-k", "3",
+                                   "--tracking-uri", f"sqlite:///{store}")
+    assert code == 2, err[-2000:]
+    line = last_line(err)
+    assert line.startswith("lwec run: error: ") and f"the MLflow store '{store}'" in line, line
+    assert "0584bdc529eb" in line and head in line  # the schema found and the one expected
+    assert f"mlflow db upgrade sqlite:///{store}" in line and f"mv {store} {store}.broken" in line
+    assert "Traceback" not in err
     assert not table_exists(blobs, "blobs_lwec_labels")
