@@ -213,10 +213,11 @@ def adbc_connector(engine: sa.Engine, *, read_only: bool) -> Callable[[], Any] |
 
 def postgres_uri(url: sa.URL) -> str:
     """The libpq URI of a SQLAlchemy PostgreSQL URL (the ``+driver`` dropped; user, password, host, port,
-    database and query options kept), with the engines' connect timeout unless the URL sets one."""
-    from lwec_tasks.io.connection import CONNECT_TIMEOUT
+    database and query options kept), with the engines' connect timeout and session name unless the URL sets
+    them."""
+    from lwec_tasks.io.connection import APPLICATION_NAME, CONNECT_TIMEOUT
 
-    query = {"connect_timeout": str(CONNECT_TIMEOUT), **url.query}
+    query = {"connect_timeout": str(CONNECT_TIMEOUT), "application_name": APPLICATION_NAME, **url.query}
     return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
 
 

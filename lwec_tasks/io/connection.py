@@ -21,6 +21,10 @@ from lwec_tasks.masking import mask_url, url_has_credentials  # noqa: F401 - re-
 #: :data:`~lwec_tasks.tasks.retry.DB_RETRIES` retries) plus the waits between them stay under 30 s.
 CONNECT_TIMEOUT = 5
 
+#: ``application_name`` of lwec's PostgreSQL sessions unless the URL sets its own: a database administrator finds
+#: them in ``pg_stat_activity`` by it.
+APPLICATION_NAME = "lwec"
+
 
 #: pip package that provides each database driver module SQLAlchemy may import.
 DRIVER_PACKAGES = {
@@ -69,7 +73,8 @@ def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT) ->
 
     ``connect_timeout`` (seconds, default :data:`CONNECT_TIMEOUT`) bounds each
     connection attempt on servers (PostgreSQL, MySQL) so an unreachable host
-    fails promptly and can be retried; SQLite files ignore it.
+    fails promptly and can be retried; SQLite files ignore it. PostgreSQL sessions
+    are named :data:`APPLICATION_NAME` unless the URL names them.
     """
     database_url = resolve_database_url(database_url)
     try:
@@ -83,6 +88,8 @@ def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT) ->
     connect_args = {}
     if url.get_backend_name() in ("postgresql", "mysql"):
         connect_args["connect_timeout"] = connect_timeout
+    if url.get_backend_name() == "postgresql" and "application_name" not in url.query:
+        connect_args["application_name"] = APPLICATION_NAME
     try:
         return sa.create_engine(url, connect_args=connect_args, pool_pre_ping=True)
     except NoSuchModuleError as error:

@@ -28,6 +28,7 @@ from helpers.pipeline import (
 )
 from helpers.processes import processes_in_group
 from lwec_tasks.io.cleanup import run_tables_of
+from lwec_tasks.io.connection import APPLICATION_NAME
 from lwec_tasks.io.label_storage import storage_names
 
 #: Runs ``lwec ARGV...`` as the console script does, first sending this process SIGNAL where WHERE says:
@@ -179,13 +180,15 @@ def test_kill_9_leaves_no_process_behind(blobs, tmp_path, marker, delay):
 
 
 def backends(url: str) -> int:
-    """Connections to ``url``'s database other than the one asking."""
+    """lwec's connections to ``url``'s database (its sessions are named after it; other sessions, the tests'
+    own or another suite's, do not count)."""
     engine = sa.create_engine(url)
     try:
         with engine.connect() as connection:
             return connection.execute(sa.text(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")).scalar_one()
+                "AND backend_type = 'client backend' AND application_name = :name"),
+                {"name": APPLICATION_NAME}).scalar_one()
     finally:
         engine.dispose()
 

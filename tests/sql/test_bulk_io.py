@@ -518,3 +518,24 @@ def test_round_trip_of_random_ids_labels_and_floats(engine, monkeypatch, data, c
         for table in (name, out_fast, out_portable):
             drop_labels_table(connection, table)
     del created_tables(engine)[-3:]
+
+
+@pytest.mark.postgres
+def test_lwecs_postgres_sessions_are_named_lwec_unless_the_url_names_them():
+    """Both ways lwec talks to PostgreSQL (SQLAlchemy's psycopg engine, the ADBC reader) show as 'lwec' in
+    pg_stat_activity; an ``application_name`` in the URL wins."""
+    from lwec_tasks.io.bulk_read import adbc_connector
+
+    url = postgres_url_or_skip()
+    for database_url, expected in ((url, "lwec"), (f"{url}?application_name=nightly", "nightly")):
+        engine = open_engine(database_url)
+        try:
+            with engine.connect() as connection:
+                assert connection.execute(sa.text("SHOW application_name")).scalar_one() == expected
+            connect = adbc_connector(engine, read_only=True)
+            if connect is not None:
+                with connect() as connection, connection.cursor() as cursor:
+                    cursor.execute("SELECT current_setting('application_name')")
+                    assert cursor.fetchone()[0] == expected
+        finally:
+            engine.dispose()
