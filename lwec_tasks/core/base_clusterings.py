@@ -27,14 +27,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from sklearn.cluster import KMeans
-from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core.defaults import DEFAULT_ENSEMBLE_SIZE
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.feature_checks import as_float_features, check_finite_features
-from lwec_tasks.core.generators import fit_generator, fit_rows, prototype_budget
+from lwec_tasks.core.generators import fit_generator, fit_rows, load_libraries, prototype_budget
 from lwec_tasks.core.mixes import DEFAULT_MIX, mix_kinds
 from lwec_tasks.core.seeds import base_seed, derived_seed
+from lwec_tasks.core.thread_pools import single_threaded
 from lwec_tasks.core.validation import check_integer
 
 #: Above this many objects the fits are sampled and k is capped (see the module docstring).
@@ -180,6 +180,7 @@ def fit_base_clusterings(
 
     # One BLAS/OpenMP thread per fit: the parallelism is across fits, and
     # scikit-learn's threads spin-wait badly when the other cores are busy.
-    with threadpool_limits(1), ThreadPoolExecutor(max_workers=min(n_jobs, n_clusterings)) as pool:
+    load_libraries(kinds)
+    with single_threaded(), ThreadPoolExecutor(max_workers=min(n_jobs, n_clusterings)) as pool:
         list(pool.map(fit, range(n_clusterings)))  # list() re-raises the first failed fit
     return BaseClusterings(labels, tuple(centres), tuple(owners))

@@ -37,6 +37,8 @@ from sklearn.cluster import DBSCAN, KMeans
 from sklearn.mixture import GaussianMixture
 from sklearn.neighbors import NearestNeighbors
 
+from lwec_tasks.core.thread_pools import find_pools_again
+
 #: Rows a non-k-means generator is fitted on, at most (a fresh seeded uniform sample per clustering).
 FIT_SAMPLE = 10_000
 #: Rows a non-k-means generator is fitted on above ``LARGE_N`` rows, at most.
@@ -110,6 +112,16 @@ def nearest(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
         np.subtract(half_squared, scores, out=scores)  # ½|c|² − x·c ranks centres as |x − c|² does
         out[start:start + step] = np.argmin(scores, axis=1)
     return out
+
+
+def load_libraries(kinds) -> None:
+    """Import the libraries the generators ``kinds`` need now, in the calling thread, before threads fit them
+    side by side (an extension module is then not first loaded by one of them), and find the thread pools they
+    bring (:func:`~lwec_tasks.core.thread_pools.find_pools_again`)."""
+    if "genie" in kinds:
+        import genieclust  # noqa: F401
+
+        find_pools_again()
 
 
 def fit_generator(kind: str, X: np.ndarray, k: int, seed: int, budget: int) -> Prototypes:

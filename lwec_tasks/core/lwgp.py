@@ -12,11 +12,10 @@ objects fit in a few GB. One eigensolve serves every k.
 
 from __future__ import annotations
 
-from functools import cache, partial
+from functools import partial
 
 import numpy as np
 from sklearn.cluster import KMeans
-from threadpoolctl import ThreadpoolController
 
 from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
@@ -34,6 +33,7 @@ from lwec_tasks.core.pair_kernels import (
 )
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
+from lwec_tasks.core.thread_pools import single_threaded
 from lwec_tasks.core.validation import check_n_clusters, check_theta
 
 # Tcut's k-means settings in the authors' code.
@@ -169,7 +169,7 @@ def kmeans_labels(
     -------
     (n,) int64 labels in 0..k−1.
     """
-    with _thread_pools().limit(limits=1):
+    with single_threaded():
         if len(rows) <= SAMPLE_THRESHOLD:
             return _kmeans(k, seed).fit(rows, sample_weight=sample_weight).labels_.astype(np.int64)
         sample = np.sort(np.random.default_rng(seed).choice(len(rows), SAMPLE_SIZE, replace=False))
@@ -177,13 +177,6 @@ def kmeans_labels(
         seeded = _kmeans(k, seed).fit(rows[sample], sample_weight=weights)
         refined = _kmeans(k, seed, init=seeded.cluster_centers_).fit(rows, sample_weight=sample_weight)
         return refined.labels_.astype(np.int64)
-
-
-@cache
-def _thread_pools() -> ThreadpoolController:
-    """The BLAS/OpenMP pools k-means uses, found once (``threadpool_limits`` looks them up
-    anew on every call, ~3 ms: a tenth of LWGP's time for k = 2..30 on 20,000 objects)."""
-    return ThreadpoolController()
 
 
 def _kmeans(k: int, seed: int, init="k-means++") -> KMeans:

@@ -7,9 +7,9 @@ import scipy.linalg
 import scipy.sparse as sp
 import scipy.sparse.csgraph
 import scipy.sparse.linalg
-from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core.dendrogram_cut import first_appearance_labels
+from lwec_tasks.core.thread_pools import single_threaded
 
 # Up to this many clusters a dense eigensolver (LAPACK, exact) is the fastest;
 # above it, ARPACK (Lanczos) computes only the vectors needed.
@@ -78,7 +78,7 @@ def leading_eigenvectors(matrix, n_vectors: int, unit_basis: np.ndarray | None =
             dense -= shift * (fixed @ fixed.T)
         # One BLAS thread: at this size threading gains little, and a spinning
         # second thread stalls badly whenever the other core is busy.
-        with threadpool_limits(1, user_api="blas"):
+        with single_threaded(user_api="blas"):
             _, vectors = scipy.linalg.eigh(dense, subset_by_index=[n - remaining, n - 1])
     else:
         operator = matrix

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 
-from threadpoolctl import threadpool_limits
+from lwec_tasks.core.thread_pools import single_threaded
 
 _keys = itertools.count()
 
@@ -72,7 +72,7 @@ class InProcess:
         if self._pool is None or len(calls) < 2:
             return [Done(function(*items, **kwargs), name) for items in calls]
         # One BLAS/OpenMP thread per task while the pool's threads share the cores.
-        with threadpool_limits(1):
+        with single_threaded():
             running = [self._pool.submit(function, *items, **kwargs) for items in calls]
             wait(running)  # all of them, so a failure leaves nothing running when the caller cleans up
         return [Done(future.result(), name) for future in running]

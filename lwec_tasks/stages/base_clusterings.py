@@ -19,13 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn import config_context
 from sklearn.cluster import KMeans
-from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core import base_clusterings as local_rule
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.generators import fit_generator, fit_rows, prototype_budget
 from lwec_tasks.core.mixes import DEFAULT_MIX, mix_kinds
 from lwec_tasks.core.seeds import base_seed, derived_seed
+from lwec_tasks.core.thread_pools import single_threaded
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def fit_base_model(sample: np.ndarray, k: int, seed: int, kind: str = "kmeans", 
     """Generator ``kind`` on the ``sample`` positions, taken from ``rows`` gathered at ``positions``: k-means (one
     initialisation), or a :class:`~lwec_tasks.core.generators.Prototypes` model of at most ``budget``
     prototypes."""
-    with threadpool_limits(1):
+    with single_threaded():
         X = rows[np.searchsorted(positions, sample)]
         if kind != "kmeans":
             return fit_generator(kind, X, int(k), int(seed), int(budget))
@@ -93,7 +93,7 @@ def assign_base_labels(X: np.ndarray, models: list) -> np.ndarray:
         raise LwecInputError("standardised features hold a NaN or ±inf value; the base clusterings cannot "
                              "assign such rows")
     codes = np.empty((len(models), len(X)), dtype=np.int32)
-    with threadpool_limits(1), config_context(assume_finite=True):
+    with single_threaded(), config_context(assume_finite=True):
         for m, model in enumerate(models):
             codes[m] = model.predict(X)
     return codes

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
-from threadpoolctl import threadpool_limits
 
 from lwec_tasks.core.label_placement import canonical_labels
+from lwec_tasks.core.thread_pools import single_threaded
 from lwec_tasks.io.catalog import SourceTable, describe_source
 from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import opened_engine
@@ -237,14 +237,14 @@ def renumber(raw: np.ndarray, ids: np.ndarray, labels: np.ndarray) -> np.ndarray
 
 def place_partition(rows: PartitionRows, placement) -> np.ndarray:
     """The labelling model's cluster id of each of the partition's rows (raw features), (n,) int64."""
-    with threadpool_limits(1):
+    with single_threaded():
         return placement.predict(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
 
 
 def place_partition_with_confidence(rows: PartitionRows, placement) -> tuple[np.ndarray, np.ndarray | None]:
     """:func:`place_partition`'s ids and each row's confidence in its cluster (float32, None when the model keeps
     no confidence state: :meth:`~lwec_tasks.core.placement.Placement.predict_with_confidence`)."""
-    with threadpool_limits(1):
+    with single_threaded():
         return placement.predict_with_confidence(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
 
 

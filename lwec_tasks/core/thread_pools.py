@@ -1,0 +1,49 @@
+"""One BLAS/OpenMP thread while work runs side by side, without looking the native thread pools up again.
+
+threadpoolctl's ``threadpool_limits`` finds the pools anew on every call, by walking the loaded libraries
+(``dl_iterate_phdr``) with a Python callback, which holds the dynamic loader's lock while it waits for the
+GIL. Done in one thread while another imports an extension module (``dlopen``, waiting for that lock while it
+holds the GIL), the two wait for each other forever: a run whose threads fit base clusterings hung so. The
+pools are found when this module is first imported and again by :func:`find_pools_again` (a stage about to
+fit in threads calls it after its imports); :func:`single_threaded` only sets their sizes and restores them
+(also some milliseconds a call cheaper). scikit-learn keeps a controller of its own, made on its first
+k-means fit; one tiny fit here makes it in the importing thread too.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cache
+
+import numpy as np
+from sklearn.cluster import KMeans
+from threadpoolctl import ThreadpoolController
+
+
+@cache
+def thread_pools() -> ThreadpoolController:
+    """The process's BLAS and OpenMP thread pools, found once."""
+    return ThreadpoolController()
+
+
+def find_pools_again() -> None:
+    """Look the pools up again, in the calling thread: after importing a library that brings a pool of its own
+    (an OpenMP runtime, say), before threads work side by side."""
+    thread_pools.cache_clear()
+    thread_pools()
+
+
+def single_threaded(user_api: str | None = None):
+    """Context manager: every pool (``user_api`` "blas" or "openmp": only those) at one thread inside the block,
+    as before it after."""
+    return thread_pools().limit(limits=1, user_api=user_api)
+
+
+def _find_pools_now() -> None:
+    thread_pools()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        KMeans(n_clusters=1, n_init=1).fit(np.zeros((2, 1)))
+
+
+_find_pools_now()  # by the importing thread, before any worker thread needs the pools

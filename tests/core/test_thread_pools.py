@@ -1,0 +1,56 @@
+"""Native thread pools are found by the importing or calling thread: threads fitting base clusterings side by
+side never walk the loaded libraries, which deadlocks against another thread loading an extension module."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import threadpoolctl
+from sklearn.datasets import make_blobs
+
+from lwec_tasks import generate_base_clusterings
+from lwec_tasks.core.thread_pools import find_pools_again, single_threaded
+from lwec_tasks.executors.in_process import InProcess
+from lwec_tasks.stages.base_clusterings import base_plan, fit_base_model
+
+
+@pytest.fixture
+def library_walks(monkeypatch):
+    """The names of the threads that walk the loaded libraries (threadpoolctl's lookup of the pools)."""
+    walks = []
+    original = threadpoolctl.ThreadpoolController._load_libraries
+
+    def recorded(self):
+        walks.append(threading.current_thread().name)
+        return original(self)
+
+    monkeypatch.setattr(threadpoolctl.ThreadpoolController, "_load_libraries", recorded)
+    return walks
+
+
+def test_single_threaded_sets_every_pool_to_one_thread_and_restores_it():
+    find_pools_again()  # what earlier tests loaded since
+    before = {info["filepath"]: info["num_threads"] for info in threadpoolctl.threadpool_info()}
+    with single_threaded():
+        inside = threadpoolctl.threadpool_info()
+    assert inside and all(info["num_threads"] == 1 for info in inside), inside
+    assert {info["filepath"]: info["num_threads"] for info in threadpoolctl.threadpool_info()} == before
+
+
+def test_base_clusterings_fitted_side_by_side_never_walk_the_libraries(library_walks):
+    X, _ = make_blobs(600, 4, centers=4, random_state=0)
+    labels = generate_base_clusterings(X, n_clusterings=6, random_state=0, n_jobs=2,
+                                       generators="kmeans:1,genie:1,gmm:1")
+    assert labels.shape == (600, 6)
+    assert set(library_walks) <= {threading.current_thread().name}  # the caller's, after its imports
+
+
+def test_the_pipelines_fits_on_the_in_process_executor_never_walk_the_libraries(library_walks):
+    X, _ = make_blobs(600, 4, centers=4, random_state=1)
+    plan = base_plan(len(X), 6, 0, "kmeans:1,genie:1,gmm:1")
+    models = InProcess(2).map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), plan.kinds,
+                              [plan.budget] * 6, rows=X[plan.positions], positions=plan.positions)
+    assert len(models) == 6 and all(np.asarray(model.result().predict(X)).shape == (600,) for model in models)
+    assert library_walks == []  # the stage's caller imported and looked up beforehand (here: the module import)
