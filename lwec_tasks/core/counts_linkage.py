@@ -227,7 +227,7 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
             # the unread clusters can add stays below what is reached (both only grow apart): drop those.
             settled = True
             n_touched = _drop_below(reached - margin - remaining[read], candidates, touched, n_touched)
-            # A direct check reads x's and the candidate's vectors (about 2 · len(x) + 20 entries).
+            # A direct check reads the candidate's vector; counted as 2 · len(x) + 20 list entries (measured).
             if n_touched * (2 * length + 20) <= unread_entries:
                 break
         c = vec_cluster[start + order[read]]
@@ -414,9 +414,10 @@ def _chain_steps(stop_step, state, chain, merges, weights, cluster_column, n_col
 def counts_memory_bytes(n_microclusters: int, n_columns: int) -> int:
     """Bytes :func:`counts_average_linkage` holds for Ñ microclusters of M columns (index, vectors, state)."""
     entries = n_microclusters * n_columns
-    # Index: group + count (16 B/entry); vectors: cluster + count in an arena up to twice the live size
-    # (32 B/entry); per slot: sizes, stamps, accumulators, chain, skip links, merges (≈ 90 B).
-    return entries * 48 + n_microclusters * 90
+    # Index: group (int32) + share (float64), 12 B/entry; vectors: cluster + count + index slot (int32 each) in
+    # an arena up to twice the live size, 24 B/entry; per slot: sizes, stamps, partial sums, chain, skip links,
+    # merges (≈ 90 B).
+    return entries * 36 + n_microclusters * 90
 
 
 def counts_average_linkage(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, sizes: np.ndarray,

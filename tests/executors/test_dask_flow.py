@@ -225,7 +225,7 @@ def test_a_failing_worker_leaves_the_labels_table_as_it_was(prefect_server, mlfl
 
 def test_lwea_beyond_a_workers_memory_is_refused(prefect_server, mlflow_store, dask_scheduler, dask_client,
                                                  small_table):
-    dask_client.register_plugin(MemoryLimit(10_000_000))
+    dask_client.register_plugin(MemoryLimit(5_000_000))
     try:
         refusal = r"exact LWEA on \d+ microclusters .* needs [\d.]+ MiB but only [\d.]+ MiB"
         with pytest.raises(LwecMemoryError, match=refusal):
