@@ -247,7 +247,12 @@ def test_float_label_columns_are_coded_like_other_label_columns(prefect_server, 
     summary = run(url, floating, store, base_columns=COLUMNS[:4])
     stored = read_labels(url, summary["output_table"], summary["run_key"])
     assert adjusted_rand_score(stored["label"], lwea(codes(floats, COLUMNS[:4]), 4)) == 1.0
-    model = mlflow.pyfunc.load_model(summary["model_uri"])  # logged: columns of halves as double in its signature
+    before = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(store)  # MLflow before 3.3 resolves runs:/ URIs against the global tracking URI only
+    try:
+        model = mlflow.pyfunc.load_model(summary["model_uri"])  # logged: columns of halves as double in its signature
+    finally:
+        mlflow.set_tracking_uri(before)
     assert [(spec.name, spec.type.name) for spec in model.metadata.get_input_schema().inputs] == \
         [("b0", "double"), ("b1", "long"), ("b2", "double"), ("b3", "long")]  # whole numbers are integer labels
     served = model.predict(floats[COLUMNS[:4]].head(50).astype({"b1": np.int64, "b3": np.int64}))

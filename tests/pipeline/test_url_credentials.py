@@ -19,7 +19,11 @@ PASSWORD = "s3cretPW42"
 def mlflow_server(tmp_path, monkeypatch):
     """``http://127.0.0.1:<port>`` of MLflow's tracking server application (SQLite store, proxied artifacts),
     served from a thread of this process for one test (``mlflow server`` as a process takes a minute to start)."""
-    from mlflow.server import constants
+    try:
+        from mlflow.server import constants
+    except ImportError:
+        pytest.skip("MLflow releases without mlflow.server.constants resolve a client's mlflow-artifacts URIs "
+                    "against the server's store when both share a process, as this in-process server would")
 
     monkeypatch.setenv(constants.BACKEND_STORE_URI_ENV_VAR, f"sqlite:///{tmp_path / 'server.db'}")
     monkeypatch.setenv(constants.SERVE_ARTIFACTS_ENV_VAR, "true")
