@@ -96,7 +96,7 @@ def run_checked_flow(parameters: dict, verbose: bool = False, server=None) -> di
 
 
 def _run_checked_flow(parameters: dict, verbose: bool, server) -> dict:
-    from lwec_tasks.cli.services import check_tracking_store
+    from lwec_tasks.cli.services import check_sqlite_store, check_tracking_store
     from lwec_tasks.collector import collect_from_here
     from lwec_tasks.request import ConsensusRequest
 
@@ -107,6 +107,7 @@ def _run_checked_flow(parameters: dict, verbose: bool, server) -> dict:
         from lwec_tasks.tasks.track import prepare_tracking
 
         prepare_tracking(request.tracking_uri)  # MLflow's and the figures' modules too (the flow's call is quick)
+        check_sqlite_store(request.tracking_uri)  # here, with MLflow imported, while a temporary server boots
         collect_from_here()  # the run's modules are all imported
         return consensus_flow
 

@@ -5,8 +5,8 @@ A Prefect API that does not answer, or a Dask scheduler that does not
 reported within seconds as a :class:`ConnectionError` whose one-line message
 names the service and its address (credentials masked), instead of after the
 flow engine's own retries. An MLflow file store that the installed MLflow
-refuses, or a SQLite store that is incomplete or at another schema, is reported
-before anything runs, not after the labels are written.
+refuses is reported before anything runs, and a SQLite store that is incomplete
+or at another schema before the flow starts, not after the labels are written.
 """
 
 from __future__ import annotations
@@ -45,27 +45,31 @@ def check_prefect_api(timeout: float = CHECK_TIMEOUT_SECONDS) -> None:
 
 
 def check_tracking_store(tracking_uri: str | None) -> None:
-    """Raise :class:`~lwec_tasks.core.errors.LwecInputError` naming the store when the MLflow store at
-    ``tracking_uri`` cannot take the run, before anything is written:
-
-    * a local directory (an MLflow file store) that the installed MLflow refuses to open (MLflow 3.17 and
-      later, unless ``MLFLOW_ALLOW_FILE_STORE=true``);
-    * an existing SQLite store whose creation never finished, or whose schema is not the one the installed
-      MLflow expects (made by an older MLflow, or left half-upgraded) — named with both fixes.
-
-    Other stores are not contacted here; a SQLite store that does not exist yet is created whole by the run.
-    Imports MLflow only for a file store or an existing SQLite store.
+    """Raise :class:`~lwec_tasks.core.errors.LwecInputError` naming ``tracking_uri`` when it is a local
+    directory (an MLflow file store) that the installed MLflow refuses to open (MLflow 3.17 and later, unless
+    ``MLFLOW_ALLOW_FILE_STORE=true``). Other stores are not contacted here (a SQLite store is checked by
+    :func:`check_sqlite_store` once MLflow is imported). Imports MLflow only for a file store.
     """
     from urllib.parse import urlsplit
 
     from lwec_tasks.tracking.store import resolve_tracking_uri, sqlite_file
 
     uri = resolve_tracking_uri(tracking_uri)
+    if sqlite_file(uri) is None and urlsplit(uri).scheme in ("", "file"):
+        _check_file_store(uri)
+
+
+def check_sqlite_store(tracking_uri: str | None) -> None:
+    """Raise :class:`~lwec_tasks.core.errors.LwecInputError` naming the store when ``tracking_uri`` is an
+    existing SQLite MLflow store whose creation never finished, or whose schema is not the one the installed
+    MLflow expects (made by an older MLflow, or left half-upgraded), with both fixes. Nothing else is checked; a
+    store that does not exist yet is created whole by the run. Opens the store with MLflow (imports it)."""
+    from lwec_tasks.tracking.store import resolve_tracking_uri, sqlite_file
+
+    uri = resolve_tracking_uri(tracking_uri)
     path = sqlite_file(uri)
     if path is not None:
         _check_sqlite_store(uri, path)
-    elif urlsplit(uri).scheme in ("", "file"):
-        _check_file_store(uri)
 
 
 def _check_file_store(uri: str) -> None:
