@@ -52,10 +52,10 @@ def check_tracking_store(tracking_uri: str | None) -> None:
     """
     from urllib.parse import urlsplit
 
-    from lwec_tasks.tracking.store import resolve_tracking_uri, sqlite_file
+    from lwec_tasks.tracking.store import resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
-    if sqlite_file(uri) is None and urlsplit(uri).scheme in ("", "file"):
+    if urlsplit(uri).scheme in ("", "file"):
         _check_file_store(uri)
 
 
