@@ -209,6 +209,7 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     """Tell the user where the labels and the MLflow run went."""
     from lwec_tasks.core.defaults import is_auto
     from lwec_tasks.io import latest_view_name, mask_url
+    from lwec_tasks.tasks.summary import rows_phrase
     from lwec_tasks.tracking import mask_uri, resolve_tracking_uri
 
     tracking_uri = resolve_tracking_uri(parameters.get("tracking_uri"))
@@ -221,7 +222,7 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     if summary.get("nmi") is not None:
         print(f"Agreement with {parameters['label_column']!r}: NMI {summary['nmi']:.4f}, ARI {summary['ari']:.4f}")
     print(f"Labels:  table {table!r} in {mask_url(parameters['database_url'])}, "
-          f"run key {summary['run_key']!r} ({summary['rows_written']} rows)")
+          f"run key {summary['run_key']!r} ({rows_phrase(summary['rows_written'], summary['n_objects'])})")
     print(f"         {label_query(parameters['database_url'], table, summary['run_key'])};")
     print(f"         the latest run of each source table: view {latest_view_name(table)!r}")
     if summary.get("ids_aligned_to"):

@@ -102,8 +102,7 @@ def tracking_failure_message(request: ConsensusRequest, rows_written: int, error
     if not isinstance(error, TrackingError):
         error = tracking_error(error, tracking_uri)
     failure = " ".join(scrub(str(error), tracking_uri).split())
-    rows = (f"{n_objects} rows, already there from an earlier run" if not rows_written and n_objects
-            else f"{rows_written} rows")
+    rows = rows_phrase(rows_written, n_objects)
     if isinstance(error, StoreUnreachableError):
         advice = (f"rerun the same command once MLflow is back: it reuses run key {request.run_key!r} and logs "
                   "the MLflow run")
@@ -174,3 +173,11 @@ def _share(value) -> str:
 
 def _pair(a, b) -> str:
     return "n/a (no label_column)" if a is None else f"{a:.4f} / {b:.4f}"
+
+
+def rows_phrase(rows_written: int, n_objects: int | None) -> str:
+    """How many label rows a run published: ``"N rows"``, or, when it wrote none for ``n_objects`` rows
+    clustered (a rerun of a run key whose labels were already exactly these), that they were already there."""
+    if not rows_written and n_objects:
+        return f"{n_objects} rows, already there from an earlier run"
+    return f"{rows_written} rows"

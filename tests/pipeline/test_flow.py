@@ -281,11 +281,12 @@ def test_unreachable_mlflow_fails_the_run_but_keeps_the_labels(prefect_server, b
 def test_lwec_run_prints_where_results_went(prefect_server, mlflow_store, blobs):
     url, frame = blobs
     experiment = unique("cli")
+    command = ["run", "--database-url", url, "--table", "blobs", "-k", "3", "--features", "f0,f1,f2,f3",
+               "--label-column", "target", "-M", "6", "--seed", "3", "--experiment", experiment,
+               "--tracking-uri", mlflow_store, "--output-table", "cli_out", "--run-name", unique("key")]
     out = io.StringIO()
     with redirect_stdout(out):
-        code = lwec_main(["run", "--database-url", url, "--table", "blobs", "-k", "3", "--features", "f0,f1,f2,f3",
-                          "--label-column", "target", "-M", "6", "--seed", "3", "--experiment", experiment,
-                          "--tracking-uri", mlflow_store, "--output-table", "cli_out"])
+        code = lwec_main(command)
     printed = out.getvalue()
     assert code == 0
     (run_info,) = mlflow_runs(mlflow_store, experiment)
@@ -295,6 +296,13 @@ def test_lwec_run_prints_where_results_went(prefect_server, mlflow_store, blobs)
     stored = read_labels(url, "cli_out")
     expected = expected_labels(frame, FEATURES, k=3, ensemble_size=6, seed=3)
     np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
+
+    # The same command again: its run key's labels are already these, so none are written, and it says so.
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert lwec_main(command) == 0
+    assert f"({len(frame)} rows, already there from an earlier run)" in out.getvalue()
+    np.testing.assert_array_equal(read_labels(url, "cli_out")["label"], stored["label"])
 
 
 def test_lwec_run_keeps_passwords_out_of_the_flow_parameters(monkeypatch, capsys, sqlite_url):
