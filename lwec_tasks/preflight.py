@@ -3,9 +3,12 @@
 :func:`check_consensus_request` and :func:`check_assign_request` connect once
 and check, in this order, that the database answers, the table exists, its
 columns plan is valid (feature, id and label columns; no feature column NULL in
-every row), the table has enough rows (one aggregate query: counts, not
-rows), and the output table can take the labels (a table, not a view; the
-labels-table columns; ids of the same kind). They raise
+every row), the table has enough rows, and the output table can take the
+labels (a table, not a view; the labels-table columns; ids of the same kind).
+The command line's check looks only at as many rows as show that the values
+are there (milliseconds on a table that passes); when they do not show it, or
+for the load task, which needs the counts to plan its read, one aggregate query
+counts them (a pass over the table on the server: counts, not rows). They raise
 :class:`~lwec_tasks.core.errors.LwecInputError` (bad input; its subclass
 :class:`~lwec_tasks.io.errors.DatabaseRefusedError` when the database refused,
 e.g. permission denied) or :class:`~lwec_tasks.io.errors.DatabaseUnreachableError`.
@@ -28,7 +31,14 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.catalog import NOT_CHECKED, SourceTable, check_label_table, count_values, describe_source
+from lwec_tasks.io.catalog import (
+    NOT_CHECKED,
+    SourceTable,
+    check_label_table,
+    count_values,
+    describe_source,
+    values_seen_early,
+)
 from lwec_tasks.io.columns import ColumnPlan, plan_columns, require_columns, resolve_id_column
 from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
@@ -75,9 +85,27 @@ def check_consensus_request(request: ConsensusRequest) -> None:
     if engine is None:
         return
     try:
-        plan_consensus_read(engine, request)
+        if not _passes_without_counting(engine, request):
+            plan_consensus_read(engine, request)
     finally:
         engine.dispose()
+
+
+def _passes_without_counting(engine: sa.Engine, request: ConsensusRequest) -> bool:
+    """The checks of :func:`plan_consensus_read` with :func:`values_seen_early` for the counts: True when the
+    request passes them all. False when the first rows leave something open; the full checks then settle it
+    (with their exact errors). The load task counts anyway, so a run that starts pays for one count, not two.
+    """
+    if request.base_columns is not None:
+        return False
+    source = describe_source(engine, request.table)
+    columns = _plan_consensus_columns(source, request)
+    if not values_seen_early(engine, source, columns.feature_columns, columns.id_column,
+                             needed_rows=2 * _smallest_k(request)):
+        return False
+    check_label_table(engine, request.resolved_output_table, request.table,
+                      id_type=_id_type(source, columns.id_column), id_column=columns.id_column)
+    return True
 
 
 def check_assign_request(
@@ -120,24 +148,17 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     source = describe_source(engine, request.table)
     if request.base_columns is not None:
         return _plan_base_columns_read(engine, request, source)
-
-    def plan(all_null=()) -> ColumnPlan:
-        return plan_columns(source.columns, source.numeric_columns, source.primary_key,
-                            feature_columns=request.feature_columns, id_column=request.id_column,
-                            label_column=request.label_column, table=request.table, kinds=source.kinds,
-                            all_null=all_null)
-
-    columns = plan()
+    columns = _plan_consensus_columns(source, request)
     counted = [*columns.feature_columns, *([columns.id_column] if columns.id_column else [])]
     bounds_of = _bounded_id(source, columns.id_column)
     counts = count_values(engine, source, counted, any_null_of=columns.feature_columns, bounds_of=bounds_of)
     _check_not_empty(request.table, counts.rows)
     all_null = [name for name in columns.feature_columns if counts.non_null[name] == 0]
     if all_null:
-        columns = plan(all_null)
+        columns = _plan_consensus_columns(source, request, all_null)
         counts = count_values(engine, source, counted, any_null_of=columns.feature_columns, bounds_of=bounds_of)
     _check_ids(columns, counts)
-    k = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
+    k = _smallest_k(request)
     usable = counts.rows - counts.rows_with_null
     if usable < 2 * k:
         nulls = f" ({counts.rows_with_null} of its {counts.rows} rows have NULL features)" if counts.rows_with_null \
@@ -148,6 +169,21 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     check_label_table(engine, output, request.table, id_type=_id_type(source, columns.id_column),
                       id_column=columns.id_column)
     return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high)
+
+
+def _plan_consensus_columns(source: SourceTable, request: ConsensusRequest, all_null: Sequence[str] = ()
+                            ) -> ColumnPlan:
+    """The feature, id and label columns of ``request`` on ``source``, leaving out the ``all_null`` columns
+    when the features are chosen automatically."""
+    return plan_columns(source.columns, source.numeric_columns, source.primary_key,
+                        feature_columns=request.feature_columns, id_column=request.id_column,
+                        label_column=request.label_column, table=request.table, kinds=source.kinds,
+                        all_null=all_null)
+
+
+def _smallest_k(request: ConsensusRequest) -> int:
+    """The k whose 2·k rows a run needs at least: ``n_clusters``, or 2 (the smallest searched) with auto k."""
+    return 2 if request.auto_k else request.n_clusters
 
 
 def _plan_base_columns_read(engine: sa.Engine, request: ConsensusRequest, source: SourceTable) -> ReadPlan:
@@ -171,7 +207,7 @@ def _plan_base_columns_read(engine: sa.Engine, request: ConsensusRequest, source
     nulls = {name: counts.rows - counts.non_null[name] for name in base if counts.non_null[name] < counts.rows}
     if nulls and request.missing_labels == "error":
         raise LwecInputError(missing_labels_message(table, nulls))
-    k = 2 if request.auto_k else request.n_clusters
+    k = _smallest_k(request)
     if counts.rows < 2 * k:
         raise LwecInputError(f"table {table!r} has only {counts.rows} rows, but n_clusters={k} needs at least "
                              f"2·k = {2 * k} rows")

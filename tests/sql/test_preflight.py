@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -11,10 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers.pipeline import PROJECT_ROOT, blobs_frame, drop_labels_table, free_port, unique, write_frame
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import DatabaseUnreachableError, LabelRows, ensure_latest_view, open_engine, write_labels
+from lwec_tasks.io.catalog import describe_source, values_seen_early
 from lwec_tasks.preflight import check_assign_request, check_consensus_request, plan_consensus_read
 from lwec_tasks.request import ConsensusRequest
 
@@ -134,6 +138,84 @@ def test_the_output_table_is_checked(db_url, tables):
     with pytest.raises(LwecInputError, match=rf"output_table='{view}' is a view"):
         check_assign_request(db_url, table, "runs:/x/model", output_table=view)
     check_assign_request(db_url, table, "runs:/x/model", output_table="assigned_elsewhere")
+
+
+def _nulls_frame(data, n_rows: int) -> pd.DataFrame:
+    """``n_rows`` rows: text ids (some may be NULL) and three features with NULLs drawn per cell."""
+    frame = pd.DataFrame({"id": [f"r{i}" for i in range(n_rows)]}, dtype=object)
+    frame.loc[sorted(data.draw(st.sets(st.integers(0, n_rows - 1), max_size=2))), "id"] = None
+    for name in ("f0", "f1", "f2"):
+        pattern = data.draw(st.sampled_from(["full", "none", "random"]))
+        null = {"full": np.zeros(n_rows, bool), "none": np.ones(n_rows, bool),
+                "random": np.array(data.draw(st.lists(st.booleans(), min_size=n_rows, max_size=n_rows)))}[pattern]
+        frame[name] = np.where(null, np.nan, np.arange(n_rows, dtype=float))
+    return frame
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_looking_at_the_first_rows_shows_only_what_the_counts_confirm(db_url, tables, data):
+    """values_seen_early against the values themselves, and the quick check against the full one: a request
+    passes the command line's check exactly when the load's counting check passes it, with the same error."""
+    n_rows = data.draw(st.integers(1, 12))
+    frame = _nulls_frame(data, n_rows)
+    nullable_ids = data.draw(st.booleans())
+    if not nullable_ids:
+        frame["id"] = [f"r{i}" for i in range(n_rows)]
+    table = tables(frame, primary_key=None if nullable_ids else "id")
+    features = data.draw(st.sampled_from([["f0", "f1", "f2"], ["f0"], ["f2", "f1"], None]))
+    needed = data.draw(st.integers(1, 8))
+
+    engine = open_engine(db_url)
+    source = describe_source(engine, table)
+    named = features or ["f0", "f1", "f2"]
+    seen = values_seen_early(engine, source, named, "id", needed_rows=needed)
+    engine.dispose()
+    values = frame[named]
+    expected = (int(values.notna().all(axis=1).sum()) >= needed and bool(values.notna().any().all())
+                and (not source.table.c["id"].nullable or bool(frame["id"].notna().all())))
+    assert seen == expected
+
+    asked = request(db_url, table, feature_columns=features, id_column="id", n_clusters=data.draw(st.integers(2, 4)),
+                    drop_nonfinite=True)
+    engine = open_engine(db_url)
+    try:
+        plan_consensus_read(engine, asked)
+        counted = None
+    except LwecInputError as error:
+        counted = str(error)
+    finally:
+        engine.dispose()
+    try:
+        check_consensus_request(asked)
+        quick = None
+    except LwecInputError as error:
+        quick = str(error)
+    assert quick == counted
+
+
+def test_the_check_of_a_good_table_reads_no_more_rows_than_it_needs(db_url, tables):
+    """Every query of the command line's check that reads the table stops early (LIMIT): no pass over it."""
+    table = tables(blobs_frame(n=200))
+    statements: list[str] = []
+
+    def record(connection, cursor, statement, parameters, context, executemany):
+        statements.append(statement)
+
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", record)
+    try:
+        check_consensus_request(request(db_url, table, n_clusters=5))
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", record)
+    reading = [text for text in statements if re.search(rf'\bFROM\s+"?{table}"?(\s|$)', text)]
+    assert reading, statements
+    for text in reading:
+        assert "LIMIT" in text.upper(), text
+    # The load task counts (its plan needs the row count and the id range): a full aggregate there.
+    engine = open_engine(db_url)
+    planned = plan_consensus_read(engine, request(db_url, table, n_clusters=5))
+    engine.dispose()
+    assert planned.n_rows == 200
 
 
 def test_an_unreachable_database_is_reported_at_once():
