@@ -31,12 +31,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 from sklearn.cluster import DBSCAN, KMeans
 from sklearn.mixture import GaussianMixture
 from sklearn.neighbors import NearestNeighbors
 
+from lwec_tasks.core.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
 from lwec_tasks.core.thread_pools import find_pools_again
 
 #: Rows a non-k-means generator is fitted on, at most (a fresh seeded uniform sample per clustering).
@@ -182,16 +182,31 @@ def _spectral(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     sigma2 = max(float(np.mean(distances ** 2)), 1e-12)
     weights = np.exp(-(distances ** 2) / (2.0 * sigma2))
     B = sp.csr_matrix((weights.ravel(), index.ravel(), np.arange(0, n * K + 1, K)), shape=(n, p))
-    dx = np.asarray(B.sum(axis=1)).ravel() + 1e-12
-    Wy = (B.T @ sp.diags(1.0 / dx) @ B).toarray()
-    dy = Wy.sum(axis=1) + 1e-12
-    # Transfer cut: the k smallest generalised eigenvectors of (Dy − Wy) v = λ Dy v on the anchors.
-    n_vectors = min(k, p - 1)
-    _, vectors = scipy.linalg.eigh(np.diag(dy) - Wy, np.diag(dy), subset_by_index=[0, n_vectors - 1])
-    embedding = (B @ vectors) / dx[:, None]
+    embedding = transfer_cut_embedding(B, min(k, p - 1))
     norms = np.linalg.norm(embedding, axis=1, keepdims=True)
     embedding /= np.where(norms > 0, norms, 1.0)
     return KMeans(n_clusters=k, n_init=1, random_state=int(rng.integers(2**31 - 1))).fit_predict(embedding)
+
+
+def transfer_cut_embedding(B: sp.csr_matrix, n_vectors: int) -> np.ndarray:
+    """(n, n_vectors) rows' embedding of the transfer cut on the (n, p) row–anchor graph ``B`` (U-SPEC).
+
+    On the anchors, Wy = Bᵀ Dx⁻¹ B; the n_vectors smallest generalised eigenvectors v of (Dy − Wy) v = λ Dy v are
+    Dy^{-1/2} u for the leading eigenvectors u of Dy^{-1/2} Wy Dy^{-1/2}, and each row takes Dx⁻¹ B v. When the
+    anchor graph falls apart, its eigenvalue-1 space is spanned by a fixed basis (one vector per component,
+    :func:`~lwec_tasks.core.spectral.unit_eigenvectors`) rather than by whatever rotation of it a solver returns
+    for the last bits of the input: with fewer vectors than components that rotation would pick the clusters.
+    """
+    dx = np.asarray(B.sum(axis=1)).ravel() + 1e-12
+    Wy = (B.T @ sp.diags(1.0 / dx) @ B).tocsr()
+    dy = np.asarray(Wy.sum(axis=1)).ravel() + 1e-12
+    root = 1.0 / np.sqrt(dy)
+    n_components, component = graph_components(Wy)
+    # An anchor no row links to is a component of its own, but with eigenvalue 0, not 1: left out of the basis.
+    linked = np.bincount(component, weights=Wy.diagonal(), minlength=n_components) > 0
+    basis = unit_eigenvectors(dy, component, n_components)[:, linked]
+    vectors = leading_eigenvectors(sp.diags(root) @ Wy @ sp.diags(root), n_vectors, basis)
+    return (B @ (vectors * root[:, None])) / dx[:, None]
 
 
 def _gmm(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
