@@ -13,9 +13,9 @@ Generators (``k`` is the base clustering's drawn number of clusters):
 - ``kmeans`` — the paper's protocol (one k-means initialisation), see :mod:`lwec_tasks.core.base_clusterings`
 - ``genie`` — Genie, the Gini-index-corrected minimum-spanning-tree linkage (genieclust), Gini threshold
   drawn from :data:`GENIE_THRESHOLDS`
-- ``spectral`` — spectral clustering on an anchor graph (U-SPEC: :data:`SPECTRAL_ANCHORS` anchors by k-means,
-  each row linked to its :data:`SPECTRAL_NEIGHBOURS` nearest anchors by a Gaussian kernel, the transfer cut's
-  eigenproblem on the anchors, k-means on the rows' embedding); linear in the rows
+- ``spectral`` — spectral clustering on an anchor graph (U-SPEC: :data:`SPECTRAL_ANCHORS` anchors, a seeded
+  sample of the rows, each row linked to its :data:`SPECTRAL_NEIGHBOURS` nearest anchors by a Gaussian
+  kernel, the transfer cut's eigenproblem on the anchors, k-means on the rows' embedding); linear in the rows
 - ``gmm`` — a Gaussian mixture with full covariances
 - ``subspace`` — k-means on a random half or more of the features
 - ``dbscan`` — density-based (DBSCAN, eps the median distance to the 10th neighbour, scaled by a drawn
@@ -49,7 +49,7 @@ PROTOTYPES = 10_000
 LARGE_N_PROTOTYPES = 64
 #: Gini thresholds Genie draws from.
 GENIE_THRESHOLDS = (0.1, 0.3, 0.5, 0.7, 1.0)
-#: Anchors of the spectral generator, at most.
+#: Anchors of the spectral generator (a seeded sample of the rows), at most.
 SPECTRAL_ANCHORS = 500
 #: Nearest anchors each row is linked to.
 SPECTRAL_NEIGHBOURS = 5
@@ -174,9 +174,10 @@ def _genie(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 def _spectral(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     n = len(X)
     p = min(SPECTRAL_ANCHORS, n)
-    candidates = X[np.sort(rng.choice(n, size=min(n, 10 * p), replace=False))]
-    anchors = KMeans(n_clusters=p, n_init=1, max_iter=20, random_state=int(rng.integers(2**31 - 1))).fit(
-        candidates).cluster_centers_
+    # Anchors are a seeded sample of the rows, not k-means centres: k-means on this many centres amplifies
+    # last-bit differences in its arithmetic (which vary between processes) into other anchors and labels.
+    anchors = X[np.sort(rng.choice(n, size=p, replace=False))]
+    rng.integers(2**31 - 1)  # a draw skipped, so the embedding's k-means below takes the stream's third value
     K = min(SPECTRAL_NEIGHBOURS, p)
     distances, index = NearestNeighbors(n_neighbors=K).fit(anchors).kneighbors(X)
     sigma2 = max(float(np.mean(distances ** 2)), 1e-12)
