@@ -36,7 +36,7 @@ from sklearn.cluster import DBSCAN, KMeans
 from sklearn.mixture import GaussianMixture
 from sklearn.neighbors import NearestNeighbors
 
-from lwec_tasks.core.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
+from lwec_tasks.core.spectral import normalised_graph_eigenvectors
 from lwec_tasks.core.thread_pools import find_pools_again
 
 #: Rows a non-k-means generator is fitted on, at most (a fresh seeded uniform sample per clustering).
@@ -195,18 +195,16 @@ def transfer_cut_embedding(B: sp.csr_matrix, n_vectors: int) -> np.ndarray:
     On the anchors, Wy = Bᵀ Dx⁻¹ B; the n_vectors smallest generalised eigenvectors v of (Dy − Wy) v = λ Dy v are
     Dy^{-1/2} u for the leading eigenvectors u of Dy^{-1/2} Wy Dy^{-1/2}, and each row takes Dx⁻¹ B v. When the
     anchor graph falls apart, its eigenvalue-1 space is spanned by a fixed basis (one vector per component,
-    :func:`~lwec_tasks.core.spectral.unit_eigenvectors`) rather than by whatever rotation of it a solver returns
-    for the last bits of the input: with fewer vectors than components that rotation would pick the clusters.
+    :func:`~lwec_tasks.core.spectral.normalised_graph_eigenvectors`) rather than by whatever rotation of it a
+    solver returns for the last bits of the input: with fewer vectors than components that rotation would pick
+    the clusters.
     """
     dx = np.asarray(B.sum(axis=1)).ravel() + 1e-12
     Wy = (B.T @ sp.diags(1.0 / dx) @ B).tocsr()
     dy = np.asarray(Wy.sum(axis=1)).ravel() + 1e-12
     root = 1.0 / np.sqrt(dy)
-    n_components, component = graph_components(Wy)
-    # An anchor no row links to is a component of its own, but with eigenvalue 0, not 1: left out of the basis.
-    linked = np.bincount(component, weights=Wy.diagonal(), minlength=n_components) > 0
-    basis = unit_eigenvectors(dy, component, n_components)[:, linked]
-    vectors = leading_eigenvectors(sp.diags(root) @ Wy @ sp.diags(root), n_vectors, basis)
+    # An anchor no row links to has no edge: its eigenvalue is 0, and it stays out of the eigenvalue-1 basis.
+    vectors, _ = normalised_graph_eigenvectors(sp.diags(root) @ Wy @ sp.diags(root), dy, n_vectors)
     return (B @ (vectors * root[:, None])) / dx[:, None]
 
 

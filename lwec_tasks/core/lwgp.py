@@ -32,7 +32,7 @@ from lwec_tasks.core.pair_kernels import (
     transfer_rows,
 )
 from lwec_tasks.core.seeds import base_seed, derived_seed
-from lwec_tasks.core.spectral import graph_components, leading_eigenvectors, unit_eigenvectors
+from lwec_tasks.core.spectral import normalised_graph_eigenvectors
 from lwec_tasks.core.thread_pools import single_threaded
 from lwec_tasks.core.validation import check_n_clusters, check_theta
 
@@ -102,13 +102,11 @@ def graph_cluster_vectors(normalised, weights: np.ndarray, sizes: np.ndarray, n_
     """(U, number of connected components) of the normalised cluster graph D^{-1/2} Wy D^{-1/2}.
 
     U (n_c, n_vectors) = diag(weights) D^{-1/2} V = √(weights / sizes) ⊙ V, V its
-    leading eigenvectors (the eigenvalue-1 space with the fixed basis of
-    :func:`~lwec_tasks.core.spectral.unit_eigenvectors`); ``sizes`` (n_c,) the
+    leading eigenvectors (the eigenvalue-1 space with a fixed basis:
+    :func:`~lwec_tasks.core.spectral.normalised_graph_eigenvectors`); ``sizes`` (n_c,) the
     cluster sizes. Shared by :func:`tcut_cluster_vectors` and the partitioned pipeline.
     """
-    n_components, component = graph_components(normalised)
-    unit_basis = unit_eigenvectors(weights * sizes, component, n_components)
-    vectors = leading_eigenvectors(normalised, n_vectors, unit_basis)
+    vectors, n_components = normalised_graph_eigenvectors(normalised, weights * sizes, n_vectors)
     return vectors * np.sqrt(weights / sizes)[:, None], n_components
 
 

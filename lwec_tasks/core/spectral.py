@@ -95,3 +95,26 @@ def leading_eigenvectors(matrix, n_vectors: int, unit_basis: np.ndarray | None =
         )
         vectors = vectors[:, np.argsort(values, kind="stable")]
     return _canonical_signs(np.hstack([fixed, vectors[:, ::-1]]))
+
+
+def normalised_graph_eigenvectors(normalised, degrees: np.ndarray, n_vectors: int) -> tuple[np.ndarray, int]:
+    """The ``n_vectors`` leading eigenvectors of a normalised graph, with a fixed basis for eigenvalue 1.
+
+    Parameters
+    ----------
+    normalised : (n, n) symmetric ndarray or sparse matrix D^{-1/2} W D^{-1/2}
+    degrees : (n,) the diagonal of D (W's row sums), all > 0
+    n_vectors : 1 <= n_vectors <= n
+
+    Returns
+    -------
+    vectors : (n, n_vectors), as :func:`leading_eigenvectors` gives them, the eigenvalue-1 space spanned by
+        :func:`unit_eigenvectors` of the graph's components. A node with no edge (a zero row; its eigenvalue
+        is 0, not 1) is left out of that basis.
+    n_components : number of connected components, each such node counting as one
+    """
+    n_components, component = graph_components(normalised)
+    row_mass = np.asarray(abs(normalised).sum(axis=1)).ravel()
+    linked = np.bincount(component, weights=row_mass, minlength=n_components) > 0
+    basis = unit_eigenvectors(degrees, component, n_components)[:, linked]
+    return leading_eigenvectors(normalised, n_vectors, basis), n_components
