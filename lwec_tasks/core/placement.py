@@ -252,13 +252,12 @@ class Placement:
         X = self._check_rows(X)
         Z = self.standardisation.apply(X) if self.standardisation is not None else X
         codes = np.empty((len(Z), self.ensemble_size), dtype=np.int64)
+        # Placed as the base clusterings placed their rows (the same rule, the same ties).
+        from lwec_tasks.core.nearest_centre import nearest
+
         for m, (centres, centre_codes) in enumerate(zip(self.centres, self.centre_codes)):
             kept = centre_codes >= 0
-            C = centres[kept]
-            # ‖z − c‖² = ‖z‖² − 2 z·c + ‖c‖²; ‖z‖² does not change the nearest centre.
-            distances = Z @ (-2.0 * C).T
-            distances += (C * C).sum(axis=1)
-            codes[:, m] = centre_codes[kept][np.argmin(distances, axis=1)]
+            codes[:, m] = centre_codes[kept][nearest(Z, centres[kept])]
         return codes
 
     def consensus_of_codes(self, codes: np.ndarray) -> np.ndarray:

@@ -135,43 +135,6 @@ def test_a_row_takes_the_cluster_of_its_nearest_prototype(n, p, d, seed):
     np.testing.assert_array_equal(model.predict(X), owners[np.argmin(cdist(X, centres, "sqeuclidean"), axis=1)])
 
 
-def _nearest_by_exact_distances(X, centres):
-    """Reference: Σ_f (x_f − c_f)² summed feature by feature in order, the first of the smallest."""
-    distances = np.zeros((len(X), len(centres)))
-    for f in range(X.shape[1]):
-        distances += (X[:, None, f] - centres[None, :, f]) ** 2
-    return np.argmin(distances, axis=1)
-
-
-@settings(max_examples=40, deadline=None)
-@given(n=st.integers(2, 300), p=st.integers(2, 40), d=st.integers(1, 70), split=st.integers(1, 299),
-       seed=st.integers(0, 2**31))
-def test_a_row_takes_the_same_prototype_in_any_block_of_rows(n, p, d, split, seed):
-    """Rows placed all at once, one by one, or cut in two (as partitions cut a table) get the same prototype,
-    also when prototypes are repeated rows (exact ties: the first) or nearly tied: the nearest by exact
-    distances."""
-    rng = np.random.default_rng(seed)
-    X = rng.integers(0, 3, size=(n, d)).astype(float) * 0.1  # few distinct values: many exact distance ties
-    centres = np.concatenate([X[rng.choice(n, size=min(p, n))], X[:1] + 1e-17])
-    whole = gen.nearest(X, centres)
-    np.testing.assert_array_equal(whole, _nearest_by_exact_distances(X, centres))
-    split = min(split, n - 1)
-    np.testing.assert_array_equal(np.concatenate([gen.nearest(X[:split], centres), gen.nearest(X[split:], centres)]),
-                                  whole)
-    np.testing.assert_array_equal([gen.nearest(X[i:i + 1], centres)[0] for i in range(n)], whole)
-
-
-def test_placing_many_rows_agrees_with_exact_distances_across_blocks(monkeypatch):
-    """Blocks of a few rows each (the buffer made small), continuous data: every row's exact nearest centre."""
-    rng = np.random.default_rng(7)
-    X, centres = rng.normal(size=(3000, 6)), rng.normal(size=(50, 6))
-    centres[7] = centres[3]  # a duplicated prototype: rows nearest to it take the first, 3
-    monkeypatch.setattr(gen, "PREDICT_BUFFER", 50 * 7)
-    placed = gen.nearest(X, centres)
-    np.testing.assert_array_equal(placed, _nearest_by_exact_distances(X, centres))
-    assert (placed == 3).any() and not (placed == 7).any()
-
-
 @settings(max_examples=25, deadline=None)
 @given(n=st.integers(5, 400), k=st.integers(1, 6), budget=st.integers(8, 60), seed=st.integers(0, 1000))
 def test_compression_keeps_every_cluster_within_the_budget(n, k, budget, seed):

@@ -16,6 +16,7 @@ from lwec_tasks.core.base_clusterings import fit_base_clusterings, generate_base
 from lwec_tasks.core.eci import eci as cluster_eci
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.lwgp import tcut_cluster_vectors, tcut_embedding
+from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
 from lwec_tasks.core.placement import Placement, Standardisation, feature_fingerprint
 
 THETA = 0.4
@@ -71,6 +72,21 @@ def test_fresh_rows_score_as_well_as_the_training_rows(method, dataset):
 def test_base_codes_of_training_rows_are_their_base_labels():
     run, placement = consensus_run(600, 3, 2.0, 5, "lwea")
     np.testing.assert_array_equal(placement.base_codes(run["train"]), run["ensemble"].global_codes)
+
+
+def test_the_model_gives_training_rows_their_codes_under_the_run_default_mix():
+    """Prototype generators, and duplicated rows (exact ties between prototypes): the model places rows by the
+    rule the base clusterings placed them with, so every training row gets its codes back."""
+    X, _ = make_blobs(500, centers=4, n_features=3, cluster_std=2.0, random_state=8)
+    X = np.concatenate([X, X[:100]]).round(1)  # repeated and coinciding rows
+    scaler = StandardScaler().fit(X)
+    base = fit_base_clusterings(scaler.transform(X), 6, random_state=2, generators=RUN_DEFAULT_MIX)
+    ensemble = Ensemble(base.labels)
+    eci = cluster_eci(ensemble, THETA)
+    labels = lwea(ensemble, 4, theta=THETA)
+    placement = build_placement(Standardisation(scaler.mean_, scaler.scale_), base, ensemble, eci, labels, "lwea",
+                                THETA, ["f0", "f1", "f2"], seed=2)
+    np.testing.assert_array_equal(placement.base_codes(X), ensemble.global_codes)
 
 
 def test_fit_base_clusterings_labels_are_nearest_centres_and_match_generate():

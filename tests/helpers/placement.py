@@ -95,17 +95,19 @@ def build_placement(
     if len(centres) != ensemble.n_columns:
         raise LwecInputError(f"{len(centres)} sets of centres for {ensemble.n_columns} base clusterings")
     feature_columns = tuple(str(c) for c in feature_columns)
+    # Each centre's cluster: centre j is cluster j for k-means, a prototype carries its own (centre_labels).
+    owners = tuple(getattr(base, "centre_labels", ())) or tuple(np.arange(len(c)) for c in centres)
     centre_codes = []
     for m, column_centres in enumerate(centres):
         start, stop = int(ensemble.offsets[m]), int(ensemble.offsets[m + 1])
         values = ensemble.cluster_label[start:stop]
-        if values.min() < 0 or values.max() >= len(column_centres):
+        if values.min() < 0 or not np.isin(values, owners[m]).all():
             raise LwecInputError(
                 f"base clustering {m} has labels {values.min()}..{values.max()} but {len(column_centres)} centres"
             )
-        codes = np.full(len(column_centres), -1, dtype=np.int64)
-        codes[values] = np.arange(start, stop)
-        centre_codes.append(codes)
+        code_of_label = np.full(int(max(values.max(), owners[m].max())) + 1, -1, dtype=np.int64)
+        code_of_label[values] = np.arange(start, stop)
+        centre_codes.append(code_of_label[owners[m]])
 
     cluster_ids, internal = np.unique(labels, return_inverse=True)
     internal = internal.astype(np.int64)
