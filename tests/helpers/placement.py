@@ -103,7 +103,8 @@ def build_placement(
         values = ensemble.cluster_label[start:stop]
         if values.min() < 0 or not np.isin(values, owners[m]).all():
             raise LwecInputError(
-                f"base clustering {m} has labels {values.min()}..{values.max()} but {len(column_centres)} centres"
+                f"base clustering {m} has labels {sorted(set(values.tolist()) - set(owners[m].tolist()))} that no "
+                f"centre of its {len(column_centres)} carries"
             )
         code_of_label = np.full(int(max(values.max(), owners[m].max())) + 1, -1, dtype=np.int64)
         code_of_label[values] = np.arange(start, stop)
