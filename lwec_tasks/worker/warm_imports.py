@@ -1,0 +1,48 @@
+"""What the warm process imports before it starts flow runs: the flows and what their runs import on the way.
+
+Imported once by the warm process (:mod:`lwec_tasks.worker.warm_start`); every flow run's process is forked from
+it, so a run starts with these modules loaded instead of importing them (seconds for Prefect, MLflow, scikit-learn,
+matplotlib and the numeric modules). Everything made here is frozen (``gc.freeze``): the collector of a forked
+run never walks it, so the run's pages stay shared with the warm process.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import pkgutil
+
+from lwec_tasks.collector import imports_without_collections
+
+#: lwec's packages a flow run uses; every module in them is imported, with what they import at the top.
+LWEC_PACKAGES = ("lwec_tasks.core", "lwec_tasks.io", "lwec_tasks.executors", "lwec_tasks.stages",
+                 "lwec_tasks.tasks", "lwec_tasks.tracking")
+#: Modules a flow run imports only inside functions (figures, Genie, the MLflow model and its SQL store).
+RUN_TIME_MODULES = ("genieclust", "mlflow.pyfunc", "mlflow.models.signature",
+                    "mlflow.store.tracking.sqlalchemy_store", "alembic.command", "sklearn.mixture",
+                    "sklearn.cluster", "adbc_driver_manager.dbapi", "adbc_driver_sqlite.dbapi",
+                    "adbc_driver_postgresql.dbapi", "psycopg", "prefect.engine", "prefect.flow_engine")
+
+
+def import_everything() -> list[str]:
+    """Import the flows, :data:`LWEC_PACKAGES`' modules and :data:`RUN_TIME_MODULES` (those installed);
+    returns the names that could not be imported."""
+    missing = []
+    with imports_without_collections():
+        for name in ("flows.consensus", "flows.assign", *RUN_TIME_MODULES):
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                missing.append(name)
+        for package_name in LWEC_PACKAGES:
+            package = importlib.import_module(package_name)
+            for module in pkgutil.walk_packages(package.__path__, f"{package_name}."):
+                importlib.import_module(module.name)
+        from lwec_tasks.tracking.figures import prepare_figures
+
+        prepare_figures()
+    return missing
+
+
+import_everything()
+gc.freeze()

@@ -1,0 +1,72 @@
+"""Processes for flow runs, forked from a warm process that has imported the flows once.
+
+The warm process is multiprocessing's fork server with :mod:`lwec_tasks.worker.warm_imports` preloaded. The
+worker starts it (:func:`warm_context`, :func:`wait_until_warm`; multiprocessing starts it again if it died),
+and it forks one process per flow run (:func:`start_flow_run`). That process takes the flow run's environment
+and working directory and runs Prefect's engine as ``python -m prefect.engine`` does, with the imports done.
+A worker's job configuration that names another command runs it as a plain subprocess (:func:`start_command`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import runpy
+import shlex
+import subprocess
+import sys
+import warnings
+from multiprocessing.context import BaseContext
+from pathlib import Path
+
+#: The module the warm process imports before it forks.
+WARM_IMPORTS = "lwec_tasks.worker.warm_imports"
+#: What a flow run's process runs, as ``python -m`` would.
+ENGINE = "prefect.engine"
+
+
+def warm_context() -> BaseContext:
+    """multiprocessing's fork-server context, its server preloading :data:`WARM_IMPORTS` (one per process)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([WARM_IMPORTS])
+    return context
+
+
+def wait_until_warm(context: BaseContext) -> None:
+    """Start the warm process if it is not running and wait for its imports (seconds, once per worker)."""
+    probe = context.Process(target=os.getpid, name="lwec-warm-probe")
+    probe.start()
+    probe.join()
+
+
+def start_flow_run(context: BaseContext, env: dict[str, str], cwd: Path) -> multiprocessing.process.BaseProcess:
+    """A process forked from the warm process, running Prefect's engine for the flow run that ``env`` names
+    (``PREFECT__FLOW_RUN_ID``) with exactly ``env`` as its environment, in ``cwd``."""
+    process = context.Process(target=run_engine, args=(env, str(cwd)),
+                              name=f"lwec-flow-run-{env.get('PREFECT__FLOW_RUN_ID')}")
+    process.start()
+    return process
+
+
+def start_command(command: str, env: dict[str, str], cwd: Path) -> subprocess.Popen:
+    """``command`` (a job configuration's own) as a new process with environment ``env`` in ``cwd``."""
+    return subprocess.Popen(shlex.split(command), env=env, cwd=cwd)
+
+
+def run_engine(env: dict[str, str], cwd: str) -> None:
+    """In the forked process: take ``env`` and ``cwd``, then run Prefect's engine module as ``__main__``.
+
+    Prefect read its settings from the warm process's environment when it was imported; the engine runs under
+    settings read again from ``env``, as Prefect does for a flow run it starts in a subprocess of its own.
+    """
+    from prefect.context import SettingsContext, get_settings_context
+    from prefect.settings import Settings
+
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.argv = [ENGINE]  # no argument: the engine reads the flow run's id from PREFECT__FLOW_RUN_ID
+    with SettingsContext(profile=get_settings_context().profile, settings=Settings()), warnings.catch_warnings():
+        # The module was imported by the warm process; running it as __main__ is what -m does after that.
+        warnings.filterwarnings("ignore", message=f".*'{ENGINE}' found in sys.modules", category=RuntimeWarning)
+        runpy.run_module(ENGINE, run_name="__main__", alter_sys=True)
