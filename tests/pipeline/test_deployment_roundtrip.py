@@ -2,19 +2,21 @@
 
 A server process is started on localhost; deployments are registered by
 ``deployments/serve.py`` (served) and by ``prefect deploy`` with
-``deployments/prefect.yaml`` plus a process worker; a flow run is created from a
+``deployments/prefect.yaml`` plus a worker (lwec's warm type and Prefect's process type); a flow run is created from a
 deployment through the API call the UI's "Run" button makes, executes, and the
 labels table and MLflow run it produced are checked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 from mlflow import MlflowClient
+from prefect.exceptions import ObjectNotFound
 
 from helpers.pipeline import PROJECT_ROOT, client_for, expected_labels, read_labels, start, stop, wait_for
 from helpers.serving import blobs_workspace, start_serving
@@ -101,13 +103,15 @@ def test_served_deployments_run_from_the_ui(prefect_api, workspace, tmp_path):
         stop(server)
 
 
-def test_prefect_yaml_deployments_run_on_a_process_worker(prefect_api, workspace, tmp_path):
+@pytest.mark.parametrize("pool_type", ["lwec-warm-process", "process"])
+def test_prefect_yaml_deployments_run_on_a_worker(prefect_api, workspace, tmp_path, pool_type):
+    """The README's work-pool commands, with lwec's warm worker type and with Prefect's process type."""
     api_url, env = prefect_api.url, prefect_api.env
     database, frame, tracking_uri = workspace
     env = {**env, "MLFLOW_TRACKING_URI": tracking_uri, "LWEC_PROJECT_DIR": str(PROJECT_ROOT),
            "LWEC_DATABASE_URL": database}
     prefect = [sys.executable, "-m", "prefect"]
-    subprocess.run([*prefect, "work-pool", "create", "lwec-process", "--type", "process"], env=env, check=True,
+    subprocess.run([*prefect, "work-pool", "create", "lwec-process", "--type", pool_type], env=env, check=True,
                    cwd=tmp_path, capture_output=True, timeout=120)
     # Deploy from a shell without MLFLOW_TRACKING_URI: the runs must still use the worker's value.
     deploy_env = {k: v for k, v in env.items() if k != "MLFLOW_TRACKING_URI"}
@@ -136,3 +140,8 @@ def test_prefect_yaml_deployments_run_on_a_process_worker(prefect_api, workspace
         check_outputs(database, frame, tracking_uri, "pool", deployment, flow_run, "pool_labels")
     finally:
         stop(worker)
+        with client_for(api_url) as client:  # the yaml's pool name is fixed: the next test makes it again
+            for name in ("lwec-consensus/nightly", "lwec-consensus/on-demand", "lwec-assign/assign"):
+                with contextlib.suppress(ObjectNotFound):
+                    client.delete_deployment(client.read_deployment_by_name(name).id)
+            client.delete_work_pool("lwec-process")
