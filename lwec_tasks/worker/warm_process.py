@@ -7,6 +7,10 @@ MLflow and the numeric libraries (seconds per run): it is forked from a process 
 the worker started (:mod:`lwec_tasks.worker.warm_start`). A job ``command`` other than Prefect's engine runs as
 a plain subprocess.
 
+Starting: besides polling every ``PREFECT_WORKER_QUERY_SECONDS``, the worker listens to the API's events and
+polls at once when a flow run of its pool is scheduled, so a run started from the UI or API does not wait for
+the next poll. Without events (an API that refuses the subscription) it polls as usual.
+
 Stopping: a running flow run cancelled from the UI or API (state Cancelling) is ended with SIGTERM, SIGKILL
 after :data:`GRACE_SECONDS`, and marked Cancelled; the worker looks for such runs every
 ``PREFECT_WORKER_QUERY_SECONDS`` while it has runs. Prefect's own worker-side cancellation of pending runs
@@ -33,6 +37,8 @@ from prefect.client.schemas.filters import (
     FlowRunFilterStateType,
 )
 from prefect.client.schemas.objects import StateType
+from prefect.events.clients import get_events_subscriber
+from prefect.events.filters import EventAnyResourceFilter, EventFilter, EventNameFilter
 from prefect.exceptions import InfrastructureNotFound
 from prefect.settings import PREFECT_WORKER_QUERY_SECONDS
 from prefect.states import Cancelled
@@ -52,6 +58,8 @@ WORKER_TYPE = "lwec-warm-process"
 ENGINE_COMMANDS = ("python -m prefect.engine", "prefect flow-run execute")
 #: Seconds between a SIGTERM to a cancelled run's process and its SIGKILL, unless Prefect passes its own.
 GRACE_SECONDS = 30
+#: The event of a flow run put in the Scheduled state (created from a deployment, or rescheduled).
+SCHEDULED_EVENT = "prefect.flow-run.Scheduled"
 
 
 class WarmJobConfiguration(BaseJobConfiguration):
@@ -105,6 +113,7 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
         self._watch = anyio.create_task_group()
         await self._watch.__aenter__()
         self._watch.start_soon(self._end_cancelled_runs)
+        self._watch.start_soon(self._poll_when_runs_are_scheduled)
 
     async def teardown(self, *exc_info: Any) -> None:
         if self._watch is not None:
@@ -148,6 +157,21 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
         if pid not in self._processes:
             raise InfrastructureNotFound(f"process {pid} is not a flow run of this worker")
         await anyio.to_thread.run_sync(_terminate, pid, grace_seconds)
+
+    async def _poll_when_runs_are_scheduled(self) -> None:
+        """Look for flow runs to start as soon as the API tells of a run of this pool scheduled (an event);
+        after the subscription fails, try again after ``PREFECT_WORKER_QUERY_SECONDS`` (polling goes on)."""
+        while True:
+            try:
+                pool = f"prefect.work-pool.{self.work_pool.id}"
+                scheduled = EventFilter(event=EventNameFilter(name=[SCHEDULED_EVENT]),
+                                        any_resource=EventAnyResourceFilter(id=[pool]))
+                async with get_events_subscriber(filter=scheduled) as subscriber:
+                    async for _ in subscriber:
+                        await self.get_and_submit_flow_runs()
+            except Exception as exc:  # noqa: BLE001 - events are a shortcut: polling still starts every run
+                self._logger.debug("Not listening to scheduled flow runs (%s); polling only", exc)
+            await anyio.sleep(PREFECT_WORKER_QUERY_SECONDS.value())
 
     async def _end_cancelled_runs(self) -> None:
         """Every ``PREFECT_WORKER_QUERY_SECONDS``: end the process of each of this worker's runs in state

@@ -42,14 +42,14 @@ FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 ON_DEMAND = "lwec-consensus/on-demand"
 
 
-def serve(api_env: dict, database: str, table: str, pool: str, directory: Path):
+def serve(api_env: dict, database: str, table: str, pool: str, directory: Path, *extra_args: str):
     """``deployments/serve.py`` for ``table`` (k = 3, label column ``target``) on work pool ``pool``, MLflow in
-    ``directory``; returns (process, log)."""
+    ``directory``, then ``extra_args``; returns (process, log)."""
     log = directory / "serve.log"
     # INFO: the flow run's log lines reach the API (the test environment may set the level higher).
     env = {**api_env, "MLFLOW_TRACKING_URI": f"sqlite:///{directory / 'mlflow.db'}", "PREFECT_LOGGING_LEVEL": "INFO"}
     args = [sys.executable, str(PROJECT_ROOT / "deployments" / "serve.py"), "--database-url", database,
-            "--table", table, "--n-clusters", "3", "--label-column", "target", "--work-pool", pool]
+            "--table", table, "--n-clusters", "3", "--label-column", "target", "--work-pool", pool, *extra_args]
     return start(args, env, log, directory), log
 
 
@@ -102,19 +102,24 @@ def test_prefect_knows_the_worker_type_from_the_entry_point(prefect_api, tmp_pat
 
 def test_a_flow_run_forked_from_the_warm_process_reports_everything(prefect_api, tmp_path):
     """Labels as the library computes them, and every task run and the last log line of the flow run reach the
-    API: the forked process drains Prefect's log and event workers before it ends."""
+    API: the forked process drains Prefect's log and event workers before it ends. The worker polls only every
+    ten minutes here: the run starts at once because the worker hears of it (the API's events)."""
     database = f"sqlite:///{tmp_path / 'features.db'}"
     frame = blobs_frame()
     write_frame(database, "blobs", frame)
     pool = unique("warm")
-    server, log = serve(prefect_api.env, database, "blobs", pool, tmp_path)
+    server, log = serve(prefect_api.env, database, "blobs", pool, tmp_path, "--poll-seconds", "600")
     try:
         with client_for(prefect_api.url) as client:
             deployment = wait_for(lambda: served_on(client, pool), 120, "the served deployment", server, log)
+            # The worker's first poll (at its start) is over: only the run's event can start it from now on.
+            wait_for(lambda: "started!" in log.read_text(), 120, "the worker's start", server, log)
+            time.sleep(2)
             flow_run = client.create_flow_run_from_deployment(deployment.id,
                                                               parameters=run_parameters("blobs", "warm_labels"))
             final = final_state(client, flow_run.id, process=server, log=log)
             assert final.state.type.value == "COMPLETED", final.state.message
+            assert (final.start_time - final.created).total_seconds() < 60
             task_runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run.id])))
             # The logs are sent by a background worker: give the API a moment to store the last batch.
             logs = wait_for(lambda: [entry.message for entry in client.read_logs(LogFilter(
