@@ -8,6 +8,7 @@ run never walks it, so the run's pages stay shared with the warm process.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import pkgutil
@@ -24,24 +25,23 @@ RUN_TIME_MODULES = ("genieclust", "mlflow.pyfunc", "mlflow.models.signature",
                     "adbc_driver_postgresql.dbapi", "psycopg", "prefect.engine", "prefect.flow_engine")
 
 
-def import_everything() -> list[str]:
-    """Import the flows, :data:`LWEC_PACKAGES`' modules and :data:`RUN_TIME_MODULES` (those installed);
-    returns the names that could not be imported."""
-    missing = []
+def import_everything() -> None:
+    """Import the flows, and those of :data:`LWEC_PACKAGES`' modules and :data:`RUN_TIME_MODULES` whose imports
+    are installed (Dask and the PostgreSQL drivers are optional)."""
     with imports_without_collections():
-        for name in ("flows.consensus", "flows.assign", *RUN_TIME_MODULES):
-            try:
+        importlib.import_module("flows.consensus")
+        importlib.import_module("flows.assign")
+        for name in RUN_TIME_MODULES:
+            with contextlib.suppress(ImportError):
                 importlib.import_module(name)
-            except ImportError:
-                missing.append(name)
         for package_name in LWEC_PACKAGES:
             package = importlib.import_module(package_name)
             for module in pkgutil.walk_packages(package.__path__, f"{package_name}."):
-                importlib.import_module(module.name)
+                with contextlib.suppress(ImportError):  # a module of an optional extra (Dask)
+                    importlib.import_module(module.name)
         from lwec_tasks.tracking.figures import prepare_figures
 
         prepare_figures()
-    return missing
 
 
 import_everything()

@@ -95,8 +95,6 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
     _description = ("Runs each flow run in its own process on this machine, forked from a process that has "
                     "imported lwec's flows: no interpreter start or imports per run.")
     _display_name = "lwec warm process"
-    _documentation_url = "https://github.com/lwec/lwec/blob/main/docs/pipeline.md"
-    _logo_url = "https://raw.githubusercontent.com/PrefectHQ/prefect/main/docs/images/logos/prefect-logo-mark.png"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -28,7 +28,7 @@ EVERY_MINUTE = "* * * * *"
 FEATURES = ["f0", "f1", "f2", "f3"]
 # The flow's defaults, which the nightly deployment does not override.
 ENSEMBLE_SIZE, SEED = 10, 0
-# One minute boundary, plus the scheduler's and the runner's polling, plus the flow itself.
+# One minute boundary, plus the scheduler's and the worker's polling, plus the flow itself.
 SCHEDULED_RUN_TIMEOUT = 150
 SCHEDULER_ERROR = "Can't evaluate bulk DML"
 FINAL_STATES = [StateType.COMPLETED, StateType.FAILED, StateType.CRASHED, StateType.CANCELLED]
