@@ -40,6 +40,7 @@ from prefect.client.schemas.objects import StateType
 from prefect.events.clients import get_events_subscriber
 from prefect.events.filters import EventAnyResourceFilter, EventFilter, EventNameFilter
 from prefect.exceptions import InfrastructureNotFound
+from prefect.logging import get_logger
 from prefect.settings import PREFECT_WORKER_QUERY_SECONDS
 from prefect.states import Cancelled
 from prefect.workers.base import BaseJobConfiguration, BaseVariables, BaseWorker, BaseWorkerResult
@@ -60,6 +61,8 @@ ENGINE_COMMANDS = ("python -m prefect.engine", "prefect flow-run execute")
 GRACE_SECONDS = 30
 #: The event of a flow run put in the Scheduled state (created from a deployment, or rescheduled).
 SCHEDULED_EVENT = "prefect.flow-run.Scheduled"
+
+logger = get_logger(f"workers.{WORKER_TYPE}")
 
 
 class WarmJobConfiguration(BaseJobConfiguration):
@@ -106,7 +109,7 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
 
     async def setup(self) -> None:
         await super().setup()
-        self._logger.info("Starting the warm process (imports once, for every flow run)...")
+        logger.info("Starting the warm process (imports once, for every flow run)...")
         await anyio.to_thread.run_sync(warm_start.wait_until_warm, self._context)
         self._watch = anyio.create_task_group()
         await self._watch.__aenter__()
@@ -158,7 +161,9 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
 
     async def _poll_when_runs_are_scheduled(self) -> None:
         """Look for flow runs to start as soon as the API tells of a run of this pool scheduled (an event);
-        after the subscription fails, try again after ``PREFECT_WORKER_QUERY_SECONDS`` (polling goes on)."""
+        after the subscription fails, try again after ``PREFECT_WORKER_QUERY_SECONDS`` (polling goes on; the
+        first failure is logged as a warning, the next ones for debugging)."""
+        warned = False
         while True:
             try:
                 pool = f"prefect.work-pool.{self.work_pool.id}"
@@ -168,7 +173,10 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
                     async for _ in subscriber:
                         await self.get_and_submit_flow_runs()
             except Exception as exc:  # noqa: BLE001 - events are a shortcut: polling still starts every run
-                self._logger.debug("Not listening to scheduled flow runs (%s); polling only", exc)
+                log = logger.debug if warned else logger.warning
+                log("Not hearing of scheduled flow runs (%s: %s); they start at the next poll (every %s s)",
+                    type(exc).__name__, exc, PREFECT_WORKER_QUERY_SECONDS.value())
+                warned = True
             await anyio.sleep(PREFECT_WORKER_QUERY_SECONDS.value())
 
     async def _end_cancelled_runs(self) -> None:
@@ -184,7 +192,7 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
                     id=FlowRunFilterId(any_=list(running)),
                     state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.CANCELLING]))))
             except httpx.HTTPError as exc:  # the API is away for a moment: look again next time
-                self._logger.warning("Could not look for cancelled flow runs: %s", exc)
+                logger.warning("Could not look for cancelled flow runs: %s", exc)
                 continue
             for flow_run in cancelling:
                 self._cancelling.add(flow_run.id)

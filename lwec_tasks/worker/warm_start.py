@@ -26,7 +26,12 @@ ENGINE = "prefect.engine"
 
 
 def warm_context() -> BaseContext:
-    """multiprocessing's fork-server context, its server preloading :data:`WARM_IMPORTS` (one per process)."""
+    """multiprocessing's fork-server context, its server preloading :data:`WARM_IMPORTS` (one per process).
+
+    Raises RuntimeError where Python has no fork server (Windows): a ``process`` work pool serves there."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        raise RuntimeError("the lwec-warm-process worker forks flow runs from a fork server, which Python has "
+                           "not on this system; use a work pool of Prefect's 'process' type here")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([WARM_IMPORTS])
     return context
