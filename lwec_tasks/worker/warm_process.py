@@ -5,7 +5,8 @@ machine, with the worker's environment plus the job's ``env``, in the job's ``wo
 temporary directory). Unlike it, that process does not start a new interpreter and import Prefect, the flows,
 MLflow and the numeric libraries (seconds per run): it is forked from a process that imported them once, when
 the worker started (:mod:`lwec_tasks.worker.warm_start`). A job ``command`` other than Prefect's engine runs as
-a plain subprocess.
+a plain subprocess, and so does Prefect's engine once lwec's code on disk changed since the warm process
+imported it (:mod:`lwec_tasks.worker.code_version`; logged: restart the worker to make runs warm again).
 
 Starting: besides polling every ``PREFECT_WORKER_QUERY_SECONDS``, the worker listens to the API's events and
 polls at once when a flow run of its pool is scheduled, so a run started from the UI or API does not wait for
@@ -21,7 +22,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -47,6 +50,7 @@ from prefect.workers.base import BaseJobConfiguration, BaseVariables, BaseWorker
 from pydantic import Field
 
 from lwec_tasks.worker import warm_start
+from lwec_tasks.worker.code_version import code_fingerprint, package_directories
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -59,6 +63,8 @@ WORKER_TYPE = "lwec-warm-process"
 ENGINE_COMMANDS = ("python -m prefect.engine", "prefect flow-run execute")
 #: Seconds between a SIGTERM to a cancelled run's process and its SIGKILL, unless Prefect passes its own.
 GRACE_SECONDS = 30
+#: How a flow run's process starts when lwec's code changed since the warm process imported it.
+COLD_ENGINE_COMMAND = f"{shlex.quote(sys.executable)} -m prefect.engine"
 #: The event of a flow run put in the Scheduled state (created from a deployment, or rescheduled).
 SCHEDULED_EVENT = "prefect.flow-run.Scheduled"
 
@@ -106,10 +112,12 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
         self._running: dict[UUID, int] = {}  # flow run id → pid
         self._cancelling: set[UUID] = set()  # runs being ended because they were cancelled
         self._watch: anyio.abc.TaskGroup | None = None
+        self._code: str | None = None  # lwec's code as the warm process imported it (code_fingerprint)
 
     async def setup(self) -> None:
         await super().setup()
         logger.info("Starting the warm process (imports once, for every flow run)...")
+        self._code = await anyio.to_thread.run_sync(code_fingerprint, package_directories())
         await anyio.to_thread.run_sync(warm_start.wait_until_warm, self._context)
         self._watch = anyio.create_task_group()
         await self._watch.__aenter__()
@@ -128,11 +136,12 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
         task_status = task_status or anyio.TASK_STATUS_IGNORED
         with _working_directory(configuration.working_dir) as cwd:
             env = {key: value for key, value in configuration.env.items() if value is not None}
-            if configuration.runs_engine():
+            if configuration.runs_engine() and await self._code_unchanged(flow_run):
                 process = warm_start.start_flow_run(self._context, env, cwd)
                 wait = process.join
             else:
-                process = warm_start.start_command(configuration.command, env, cwd)
+                command = COLD_ENGINE_COMMAND if configuration.runs_engine() else configuration.command
+                process = warm_start.start_command(command, env, cwd)
                 wait = process.wait
             self._processes[process.pid] = process
             self._running[flow_run.id] = process.pid
@@ -150,6 +159,15 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
                 force=True)
         exit_code = process.exitcode if hasattr(process, "exitcode") else process.returncode
         return WarmWorkerResult(status_code=exit_code if exit_code is not None else -1, identifier=str(process.pid))
+
+    async def _code_unchanged(self, flow_run: FlowRun) -> bool:
+        """Whether lwec's code on disk is what the warm process imported; if not, the run's log says so."""
+        if await anyio.to_thread.run_sync(code_fingerprint, package_directories()) == self._code:
+            return True
+        self.get_flow_run_logger(flow_run).warning(
+            "lwec's code changed since this worker started: the flow run starts a new interpreter, which imports "
+            "the new code; restart the worker to start runs from a warm process again")
+        return False
 
     async def kill_infrastructure(self, infrastructure_pid: str, configuration: WarmJobConfiguration,
                                   grace_seconds: int = GRACE_SECONDS) -> None:

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from lwec_tasks.worker import warm_start
+from lwec_tasks.worker.code_version import code_fingerprint
 from lwec_tasks.worker.warm_process import WarmJobConfiguration
 
 #: What a flow run imports on its way (the flows, MLflow's model code, Genie, the figures' renderer).
@@ -49,3 +50,26 @@ def test_a_jobs_own_command_runs_with_its_environment_and_directory(tmp_path):
                                        {"PATH": os.environ["PATH"], "LWEC_PROBE": "from the job"}, tmp_path)
     assert process.wait(timeout=60) == 0
     assert (tmp_path / "seen").read_text().splitlines() == [str(tmp_path), "from the job"]
+
+
+def test_the_code_fingerprint_changes_with_any_source_file(tmp_path):
+    package = tmp_path / "package"
+    (package / "sub").mkdir(parents=True)
+    (package / "a.py").write_text("x = 1\n")
+    (package / "sub" / "b.py").write_text("y = 2\n")
+    (package / "notes.txt").write_text("not code")
+    first = code_fingerprint([package])
+    assert code_fingerprint([package]) == first
+    (package / "notes.txt").write_text("still not code")
+    assert code_fingerprint([package]) == first
+
+    stat = (package / "a.py").stat()
+    os.utime(package / "a.py", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))  # touched
+    touched = code_fingerprint([package])
+    (package / "sub" / "b.py").write_text("y = 20\n")  # rewritten
+    rewritten = code_fingerprint([package])
+    (package / "sub" / "c.py").write_text("")  # added
+    added = code_fingerprint([package])
+    (package / "sub" / "c.py").unlink()  # removed again
+    assert len({first, touched, rewritten, added}) == 4
+    assert code_fingerprint([package]) == rewritten

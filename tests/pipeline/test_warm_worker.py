@@ -211,3 +211,38 @@ def test_killing_the_worker_leaves_no_warm_process(prefect_api, tmp_path):
     finally:
         if server.poll() is None:
             stop(server)
+
+
+def test_a_run_after_lwecs_code_changed_starts_a_new_interpreter(prefect_api, tmp_path):
+    """A file of lwec touched after the worker started (an upgrade, a checkout): the next run must not mix the
+    warm process's old modules with new files. It starts a new interpreter, says so, and labels as usual."""
+    import flows
+
+    database = f"sqlite:///{tmp_path / 'features.db'}"
+    frame = blobs_frame()
+    write_frame(database, "blobs", frame)
+    pool = unique("warm")
+    server, log = serve(prefect_api.env, database, "blobs", pool, tmp_path)
+    touched = Path(flows.__file__)
+    try:
+        with client_for(prefect_api.url) as client:
+            deployment = wait_for(lambda: served_on(client, pool), 120, "the served deployment", server, log)
+            wait_for(lambda: "started!" in log.read_text(), 120, "the worker's start", server, log)
+            stat = touched.stat()
+            os.utime(touched, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+            try:
+                flow_run = client.create_flow_run_from_deployment(deployment.id,
+                                                                  parameters=run_parameters("blobs", "cold_labels"))
+                final = final_state(client, flow_run.id, process=server, log=log)
+            finally:
+                os.utime(touched, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+            assert final.state.type.value == "COMPLETED", final.state.message
+            said = wait_for(lambda: [entry for entry in client.read_logs(LogFilter(
+                flow_run_id=LogFilterFlowRunId(any_=[flow_run.id])))
+                if "lwec's code changed since this worker started" in entry.message], 30, "the worker's warning")
+        assert said
+        stored = read_labels(database, "cold_labels")
+        expected = expected_labels(frame, FEATURES, k=3, ensemble_size=6, seed=3)
+        np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
+    finally:
+        stop(server)
