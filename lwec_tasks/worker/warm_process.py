@@ -135,19 +135,12 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
                   task_status: anyio.abc.TaskStatus[int] | None = None) -> WarmWorkerResult:
         task_status = task_status or anyio.TASK_STATUS_IGNORED
         with _working_directory(configuration.working_dir) as cwd:
-            env = {key: value for key, value in configuration.env.items() if value is not None}
-            if configuration.runs_engine() and await self._code_unchanged(flow_run):
-                process = warm_start.start_flow_run(self._context, env, cwd)
-                wait = process.join
-            else:
-                command = COLD_ENGINE_COMMAND if configuration.runs_engine() else configuration.command
-                process = warm_start.start_command(command, env, cwd)
-                wait = process.wait
+            process = await self._start(flow_run, configuration, cwd)
             self._processes[process.pid] = process
             self._running[flow_run.id] = process.pid
             try:
                 task_status.started(process.pid)
-                await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+                exit_code = await anyio.to_thread.run_sync(warm_start.wait_for_exit, process, abandon_on_cancel=True)
             finally:
                 self._processes.pop(process.pid, None)
                 self._running.pop(flow_run.id, None)
@@ -157,8 +150,17 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
             await self.client.set_flow_run_state(
                 flow_run.id, Cancelled(message="Flow run cancelled; its process was ended by the worker."),
                 force=True)
-        exit_code = process.exitcode if hasattr(process, "exitcode") else process.returncode
-        return WarmWorkerResult(status_code=exit_code if exit_code is not None else -1, identifier=str(process.pid))
+        return WarmWorkerResult(status_code=exit_code, identifier=str(process.pid))
+
+    async def _start(self, flow_run: FlowRun, configuration: WarmJobConfiguration, cwd: Path):
+        """The flow run's process: forked from the warm process when the job runs Prefect's engine and lwec's
+        code is unchanged; else a new process running the job's own command (or the engine)."""
+        env = {key: value for key, value in configuration.env.items() if value is not None}
+        if not configuration.runs_engine():
+            return warm_start.start_command(configuration.command, env, cwd)
+        if await self._code_unchanged(flow_run):
+            return warm_start.start_flow_run(self._context, env, cwd)
+        return warm_start.start_command(COLD_ENGINE_COMMAND, env, cwd)
 
     async def _code_unchanged(self, flow_run: FlowRun) -> bool:
         """Whether lwec's code on disk is what the warm process imported; if not, the run's log says so."""

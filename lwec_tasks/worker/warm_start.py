@@ -58,6 +58,14 @@ def start_command(command: str, env: dict[str, str], cwd: Path) -> subprocess.Po
     return subprocess.Popen(shlex.split(command), env=env, cwd=cwd)
 
 
+def wait_for_exit(process: multiprocessing.process.BaseProcess | subprocess.Popen) -> int:
+    """Wait until ``process`` (a forked flow run or a command) ends; its exit code (negative: the signal)."""
+    if isinstance(process, subprocess.Popen):
+        return process.wait()
+    process.join()
+    return process.exitcode
+
+
 def run_engine(env: dict[str, str], cwd: str) -> None:
     """In the forked process: take ``env`` and ``cwd``, then run Prefect's engine module as ``__main__``.
 
