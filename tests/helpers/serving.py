@@ -3,6 +3,7 @@ temporary SQLite database with an MLflow store beside it."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,11 @@ from typing import NamedTuple
 import pandas as pd
 
 from helpers.blobs import BLOBS_TABLE, write_blobs_table
-from helpers.pipeline import PROJECT_ROOT, start
+from helpers.pipeline import PROJECT_ROOT, client_for, start
 
 SERVE_SCRIPT = PROJECT_ROOT / "deployments" / "serve.py"
+#: The deployments serve.py registers (and ``prefect deploy`` of deployments/prefect.yaml).
+SERVED_DEPLOYMENTS = ("lwec-consensus/nightly", "lwec-consensus/on-demand", "lwec-assign/assign")
 
 
 class BlobsWorkspace(NamedTuple):
@@ -40,3 +43,17 @@ def start_serving(api_env: dict, workspace: BlobsWorkspace, directory: Path,
             "--n-clusters", "3", "--label-column", "target", *extra_args]
     env = {**api_env, "MLFLOW_TRACKING_URI": workspace.tracking_uri}
     return start(args, env, log, directory), log
+
+
+def forget_served(api_url: str, work_pool: str | None = None) -> None:
+    """Delete the served deployments (with their scheduled runs) and ``work_pool``, where they exist: the shared
+    test server is left without them, so the next test waits for its own."""
+    from prefect.exceptions import ObjectNotFound
+
+    with client_for(api_url) as client:
+        for name in SERVED_DEPLOYMENTS:
+            with contextlib.suppress(ObjectNotFound):
+                client.delete_deployment(client.read_deployment_by_name(name).id)
+        if work_pool is not None:
+            with contextlib.suppress(ObjectNotFound):
+                client.delete_work_pool(work_pool)

@@ -9,23 +9,20 @@ labels table and MLflow run it produced are checked.
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 from mlflow import MlflowClient
-from prefect.exceptions import ObjectNotFound
 
 from helpers.pipeline import PROJECT_ROOT, client_for, expected_labels, read_labels, start, stop, wait_for
-from helpers.serving import blobs_workspace, start_serving
+from helpers.serving import SERVED_DEPLOYMENTS, blobs_workspace, forget_served, start_serving
 
 pytestmark = pytest.mark.slow
 
 FEATURES = ["f0", "f1", "f2", "f3"]
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
-SERVED_DEPLOYMENTS = ("lwec-consensus/nightly", "lwec-consensus/on-demand", "lwec-assign/assign")
 
 
 @pytest.fixture
@@ -101,6 +98,7 @@ def test_served_deployments_run_from_the_ui(prefect_api, workspace, tmp_path):
         check_outputs(database, frame, tracking_uri, "served", deployment, flow_run, "served_labels")
     finally:
         stop(server)
+        forget_served(api_url, "lwec-served")
 
 
 @pytest.mark.parametrize("pool_type", ["lwec-warm-process", "process"])
@@ -140,8 +138,4 @@ def test_prefect_yaml_deployments_run_on_a_worker(prefect_api, workspace, tmp_pa
         check_outputs(database, frame, tracking_uri, "pool", deployment, flow_run, "pool_labels")
     finally:
         stop(worker)
-        with client_for(api_url) as client:  # the yaml's pool name is fixed: the next test makes it again
-            for name in ("lwec-consensus/nightly", "lwec-consensus/on-demand", "lwec-assign/assign"):
-                with contextlib.suppress(ObjectNotFound):
-                    client.delete_deployment(client.read_deployment_by_name(name).id)
-            client.delete_work_pool("lwec-process")
+        forget_served(api_url, "lwec-process")  # the yaml's pool name is fixed: the next test makes it again

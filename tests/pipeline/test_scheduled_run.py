@@ -8,7 +8,6 @@ it writes is checked against the library's labels.
 
 from __future__ import annotations
 
-import contextlib
 from datetime import UTC
 
 import numpy as np
@@ -17,13 +16,12 @@ from prefect.client.schemas.objects import StateType
 
 from helpers.blobs import BLOBS_TABLE
 from helpers.pipeline import client_for, expected_labels, read_labels, stop, wait_for
-from helpers.serving import blobs_workspace, start_serving
+from helpers.serving import blobs_workspace, forget_served, start_serving
 from lwec_tasks.io.identifiers import default_output_table
 
 pytestmark = pytest.mark.slow
 
 NIGHTLY = "lwec-consensus/nightly"
-SERVED = (NIGHTLY, "lwec-consensus/on-demand")
 EVERY_MINUTE = "* * * * *"
 FEATURES = ["f0", "f1", "f2", "f3"]
 # The flow's defaults, which the nightly deployment does not override.
@@ -64,16 +62,6 @@ def first_finished(runs: list):
     return next((run for run in runs if run.state is not None and run.state.is_final()), None)
 
 
-def delete_deployments(api_url: str, names) -> None:
-    """Remove the deployments and their scheduled runs: the shared server is left as other tests expect it."""
-    from prefect.exceptions import ObjectNotFound
-
-    with client_for(api_url) as client:
-        for name in names:
-            with contextlib.suppress(ObjectNotFound):
-                client.delete_deployment(client.read_deployment_by_name(name).id)
-
-
 def test_nightly_schedule_fires_and_writes_labels(prefect_api, tmp_path):
     workspace = blobs_workspace(tmp_path)
     # The nightly deployment, scheduled every minute.
@@ -93,7 +81,7 @@ def test_nightly_schedule_fires_and_writes_labels(prefect_api, tmp_path):
                          if any(state.is_completed() for state in client.read_flow_run_states(run.id))}
     finally:
         stop(server)
-        delete_deployments(prefect_api.url, SERVED)
+        forget_served(prefect_api.url, "lwec-served")
 
     assert flow_run.state.is_completed(), f"{flow_run.state.message}\n{log.read_text()[-4000:]}"
     assert flow_run.auto_scheduled and flow_run.created_by.type == "SCHEDULE"

@@ -33,6 +33,7 @@ from helpers.pipeline import (
     wait_for,
     write_frame,
 )
+from helpers.serving import forget_served
 from lwec_tasks.worker import WORKER_TYPE, WarmProcessWorker
 
 pytestmark = pytest.mark.slow
@@ -136,6 +137,7 @@ def test_a_flow_run_forked_from_the_warm_process_reports_everything(prefect_api,
         assert not is_running(int(final.infrastructure_pid))
     finally:
         stop(server)
+        forget_served(prefect_api.url, pool)
 
 
 def test_cancelling_a_run_that_waits_on_a_lock_ends_its_process(prefect_api, tmp_path):
@@ -178,6 +180,7 @@ def test_cancelling_a_run_that_waits_on_a_lock_ends_its_process(prefect_api, tmp
         np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
     finally:
         stop(server)
+        forget_served(prefect_api.url, pool)
         with engine.begin() as connection:
             drop_labels_table(connection, output)
             connection.execute(sa.text(f"DROP TABLE IF EXISTS {engine.dialect.identifier_preparer.quote(table)}"))
@@ -211,6 +214,7 @@ def test_killing_the_worker_leaves_no_warm_process(prefect_api, tmp_path):
     finally:
         if server.poll() is None:
             stop(server)
+        forget_served(prefect_api.url, pool)
 
 
 def test_a_run_after_lwecs_code_changed_starts_a_new_interpreter(prefect_api, tmp_path):
@@ -246,3 +250,4 @@ def test_a_run_after_lwecs_code_changed_starts_a_new_interpreter(prefect_api, tm
         np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
     finally:
         stop(server)
+        forget_served(prefect_api.url, pool)
