@@ -16,6 +16,8 @@ import shlex
 import subprocess
 import sys
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from multiprocessing.context import BaseContext
 from pathlib import Path
 
@@ -66,20 +68,31 @@ def wait_for_exit(process: multiprocessing.process.BaseProcess | subprocess.Pope
     return process.exitcode
 
 
-def run_engine(env: dict[str, str], cwd: str) -> None:
-    """In the forked process: take ``env`` and ``cwd``, then run Prefect's engine module as ``__main__``.
+@contextmanager
+def adopted(env: dict[str, str], cwd: str) -> Iterator[None]:
+    """In a forked process: exactly ``env`` as the environment, ``cwd`` as the working directory, and, within the
+    block, Prefect's settings and logging levels read again from ``env``.
 
-    Prefect read its settings from the warm process's environment when it was imported; the engine runs under
-    settings read again from ``env``, as Prefect does for a flow run it starts in a subprocess of its own.
+    Prefect read them from the warm process's environment when it was imported; a job's ``env`` (an API URL, a
+    logging level) must win, as it does for a flow run Prefect starts in a subprocess of its own.
     """
     from prefect.context import SettingsContext, get_settings_context
+    from prefect.logging.configuration import setup_logging
     from prefect.settings import Settings
 
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
+    with SettingsContext(profile=get_settings_context().profile, settings=Settings()):
+        setup_logging()  # an update of the levels and handlers set up at Prefect's import
+        yield
+
+
+def run_engine(env: dict[str, str], cwd: str) -> None:
+    """In the forked process: take ``env`` and ``cwd`` (:func:`adopted`), then run Prefect's engine module as
+    ``__main__``, as ``python -m prefect.engine`` does."""
     sys.argv = [ENGINE]  # no argument: the engine reads the flow run's id from PREFECT__FLOW_RUN_ID
-    with SettingsContext(profile=get_settings_context().profile, settings=Settings()), warnings.catch_warnings():
+    with adopted(env, cwd), warnings.catch_warnings():
         # The module was imported by the warm process; running it as __main__ is what -m does after that.
         warnings.filterwarnings("ignore", message=f".*'{ENGINE}' found in sys.modules", category=RuntimeWarning)
         runpy.run_module(ENGINE, run_name="__main__", alter_sys=True)

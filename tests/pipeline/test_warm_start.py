@@ -73,3 +73,30 @@ def test_the_code_fingerprint_changes_with_any_source_file(tmp_path):
     (package / "sub" / "c.py").unlink()  # removed again
     assert len({first, touched, rewritten, added}) == 4
     assert code_fingerprint([package]) == rewritten
+
+
+def report_adopted(queue, env, cwd) -> None:
+    """In a forked process: the API URL, logging level and directory a flow run would see under ``env``."""
+    import logging
+
+    from prefect.settings import get_current_settings
+
+    with warm_start.adopted(env, cwd):
+        queue.put((get_current_settings().api.url, logging.getLogger("prefect.flow_runs").getEffectiveLevel(),
+                   os.getcwd(), os.environ.get("LWEC_PROBE"), "HOME" in os.environ))
+
+
+def test_a_forked_run_takes_its_jobs_environment_not_the_warm_processes(tmp_path):
+    """The warm process has HOME, Prefect's settings and its logging level from the worker's environment; the
+    job's environment names another API, DEBUG, and no HOME."""
+    import logging
+
+    context = warm_start.warm_context()
+    queue = context.Queue()
+    env = {"PATH": os.environ["PATH"], "PREFECT_API_URL": "http://127.0.0.1:9/api",
+           "PREFECT_LOGGING_LEVEL": "DEBUG", "LWEC_PROBE": "the job's"}
+    process = context.Process(target=report_adopted, args=(queue, env, str(tmp_path)))
+    process.start()
+    seen = queue.get(timeout=120)
+    process.join(timeout=60)
+    assert seen == ("http://127.0.0.1:9/api", logging.DEBUG, str(tmp_path), "the job's", False)
