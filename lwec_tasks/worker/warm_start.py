@@ -4,7 +4,8 @@ The warm process is multiprocessing's fork server with :mod:`lwec_tasks.worker.w
 worker starts it (:func:`warm_context`, :func:`wait_until_warm`; multiprocessing starts it again if it died),
 and it forks one process per flow run (:func:`start_flow_run`). That process takes the flow run's environment
 and working directory and runs Prefect's engine as ``python -m prefect.engine`` does, with the imports done.
-A worker's job configuration that names another command runs it as a plain subprocess (:func:`start_command`).
+A job that names another command, or a run after lwec's code changed, gets a plain subprocess instead
+(:func:`start_command`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ def warm_context() -> BaseContext:
 
     Raises RuntimeError where Python has no fork server (Windows): a ``process`` work pool serves there."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
-        raise RuntimeError("the lwec-warm-process worker forks flow runs from a fork server, which Python has "
-                           "not on this system; use a work pool of Prefect's 'process' type here")
+        raise RuntimeError("the lwec-warm-process worker forks flow runs from a fork server, which Python does "
+                           "not offer on this system; use a work pool of Prefect's 'process' type here")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([WARM_IMPORTS])
     return context
@@ -56,7 +57,8 @@ def start_flow_run(context: BaseContext, env: dict[str, str], cwd: Path) -> mult
 
 
 def start_command(command: str, env: dict[str, str], cwd: Path) -> subprocess.Popen:
-    """``command`` (a job configuration's own) as a new process with environment ``env`` in ``cwd``."""
+    """``command`` (a job's own, or Prefect's engine in a new interpreter) as a new process with environment
+    ``env`` in ``cwd``."""
     return subprocess.Popen(shlex.split(command), env=env, cwd=cwd)
 
 
