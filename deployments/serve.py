@@ -80,7 +80,7 @@ def deployment_definitions(path: Path = DEFINITIONS, entrypoint: str | None = EN
 
 
 def build_deployments(overrides: dict, cron: str | None = None, timezone: str | None = None) -> list:
-    """Every defined deployment, ready for :func:`prefect.serve`.
+    """Every defined deployment, ready to be registered on a work pool (:func:`serve_on_warm_worker`).
 
     ``overrides`` replace parameters of the scheduled deployments (consensus
     flow parameters); ``cron`` and ``timezone`` replace their schedule's. Their

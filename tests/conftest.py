@@ -50,7 +50,6 @@ def prefect_api(tmp_path_factory):
         "PREFECT_UI_ENABLED": "false",
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_WORKER_QUERY_SECONDS": "2",
-        "PREFECT_RUNNER_POLL_FREQUENCY": "2",
     }
     env.pop("PREFECT_API_URL", None)
     log = home / "server.log"
