@@ -59,8 +59,9 @@ if TYPE_CHECKING:
 
 #: The worker's type, as work pools and ``prefect worker start --type`` name it.
 WORKER_TYPE = "lwec-warm-process"
-#: The engine command Prefect fills in when a job names none; it runs in the warm process's fork.
-ENGINE_COMMANDS = ("python -m prefect.engine", "prefect flow-run execute")
+#: The command Prefect fills in when a job names none; it runs in the warm process's fork, as does any
+#: ``<python> -m prefect.engine``.
+RUNNER_COMMAND = "prefect flow-run execute"
 #: Seconds between a SIGTERM to a cancelled run's process and its SIGKILL, unless Prefect passes its own.
 GRACE_SECONDS = 30
 #: How a flow run's process starts when lwec's code changed since the warm process imported it.
@@ -83,8 +84,8 @@ class WarmJobConfiguration(BaseJobConfiguration):
 
     def runs_engine(self) -> bool:
         """Whether the command is Prefect's engine (then the warm process's fork runs it)."""
-        return self.command is None or self.command.strip().startswith(ENGINE_COMMANDS) or \
-            self.command.strip().endswith("-m prefect.engine")
+        command = (self.command or RUNNER_COMMAND).strip()
+        return command.startswith(RUNNER_COMMAND) or command.endswith("-m prefect.engine")
 
 
 class WarmVariables(BaseVariables):
@@ -108,8 +109,7 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._context = warm_start.warm_context()
-        self._processes: dict[int, Any] = {}  # pid → process of each running flow run
-        self._running: dict[UUID, int] = {}  # flow run id → pid
+        self._running: dict[UUID, int] = {}  # flow run id → pid of its process
         self._cancelling: set[UUID] = set()  # runs being ended because they were cancelled
         self._watch: anyio.abc.TaskGroup | None = None
         self._code: str | None = None  # lwec's code as the warm process imported it (code_fingerprint)
@@ -136,13 +136,11 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
         task_status = task_status or anyio.TASK_STATUS_IGNORED
         with _working_directory(configuration.working_dir) as cwd:
             process = await self._start(flow_run, configuration, cwd)
-            self._processes[process.pid] = process
             self._running[flow_run.id] = process.pid
             try:
                 task_status.started(process.pid)
                 exit_code = await anyio.to_thread.run_sync(warm_start.wait_for_exit, process, abandon_on_cancel=True)
             finally:
-                self._processes.pop(process.pid, None)
                 self._running.pop(flow_run.id, None)
         if flow_run.id in self._cancelling:
             # Before the worker reads the exit code: a run in a final state is not marked Crashed.
@@ -175,7 +173,7 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
                                   grace_seconds: int = GRACE_SECONDS) -> None:
         """SIGTERM the flow run's process, then SIGKILL it if it still lives after ``grace_seconds``."""
         pid = int(infrastructure_pid.rsplit(":", 1)[-1])
-        if pid not in self._processes:
+        if pid not in self._running.values():
             raise InfrastructureNotFound(f"process {pid} is not a flow run of this worker")
         await anyio.to_thread.run_sync(_terminate, pid, grace_seconds)
 
