@@ -21,6 +21,7 @@ from lwec_tasks import Ensemble
 from lwec_tasks.core import counts_linkage
 from lwec_tasks.core.counts_linkage import counts_average_linkage
 from lwec_tasks.core.eci import ensemble_eci
+from lwec_tasks.core.synthetic import synthetic_ensemble
 
 
 @st.composite
@@ -84,6 +85,19 @@ def test_the_linkage_is_average_linkage_and_the_dense_paths_tree(case):
     if n_micro < 3 or min(np.min(np.diff(dense[:, 2])), np.min(np.diff(tree[:, 2]))) > 1e-9:
         np.testing.assert_allclose(tree[:, 2], dense[:, 2], rtol=0, atol=1e-12)
         np.testing.assert_array_equal(tree[:, [0, 1, 3]], dense[:, [0, 1, 3]])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_shortcut_after_a_merge_saves_queries_and_changes_no_merge(seed):
+    """Falling back to a chain element whose nearest neighbour was just merged, the chain may push the merged
+    group without a query; every merge, distance and size must be what a query at every step gives."""
+    labels, _ = synthetic_ensemble(4000, 10, n_classes=6, k_min=6, k_max=40, random_state=seed)
+    ensemble = Ensemble(labels)
+    arguments = (ensemble.microcluster_codes, ensemble_eci(ensemble, 0.4), 10, ensemble.microcluster_sizes)
+    quick, quick_queries = counts_linkage.run_chain(*arguments)
+    full, full_queries = counts_linkage.run_chain(*arguments, shortcut=False)
+    np.testing.assert_array_equal(quick, full)
+    assert quick_queries < 0.97 * full_queries
 
 
 def test_groups_sharing_no_cluster_merge_last_at_distance_one():
