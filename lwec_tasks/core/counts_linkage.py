@@ -117,6 +117,23 @@ def _similarity(x_shares, g, weights, size, vectors):
 
 
 @numba.njit(cache=True)
+def _scatter_shares(x, size, vectors, x_shares):
+    """x's shares n_x(c) / |x| written into the zeroed scratch array ``x_shares`` (over the clusters)."""
+    vec_cluster, vec_count, _, vec_start, vec_len = vectors
+    sx = np.float64(size[x])
+    for t in range(vec_start[x], vec_start[x] + vec_len[x]):
+        x_shares[vec_cluster[t]] = vec_count[t] / sx
+
+
+@numba.njit(cache=True)
+def _clear_shares(x, vectors, x_shares):
+    """``x_shares`` zeroed again after :func:`_scatter_shares` of x."""
+    vec_cluster, _, _, vec_start, vec_len = vectors
+    for t in range(vec_start[x], vec_start[x] + vec_len[x]):
+        x_shares[vec_cluster[t]] = 0.0
+
+
+@numba.njit(cache=True)
 def _reading_order(x, weights, size, index, vectors):
     """x's vector positions in the order their lists are read (most weight per list entry first), and what each
     cluster c can add to a similarity at most: w(c) · n_x(c) / |x| (the other group's share is at most 1)."""
@@ -218,8 +235,7 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
     stamp, partial = candidates
     start, length = vec_start[x], vec_len[x]
     sx = np.float64(size[x])
-    for t in range(length):
-        x_shares[vec_cluster[start + t]] = vec_count[start + t] / sx
+    _scatter_shares(x, size, vectors, x_shares)
     order, can_add = _reading_order(x, weights, size, index, vectors)
     remaining = _remaining_bounds(order, can_add, x, cluster_column, int(n_columns), vectors)
     # Round-off in partial sums and bounds is far below this margin.
@@ -297,8 +313,7 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
             best_similarity = similarity
         else:
             others_bound = max(others_bound, similarity)
-    for t in range(length):
-        x_shares[vec_cluster[start + t]] = 0.0
+    _clear_shares(x, vectors, x_shares)
     if best == 1.0 and (previous < 0 or y != previous):
         # Every live group is at distance 1 (sharing nothing, or only clusters of weight 0): the lowest slot.
         y = _next_alive(skip, 0)
@@ -398,13 +413,9 @@ def _compact(vectors, needed):
 def _holder_of_nearest_wins(x, holder, bound, weights, size, vectors, x_shares):
     """Whether x is more similar to ``holder`` (the group now holding x's old nearest neighbour) than
     ``bound``, the most its last query left any other group (see the module's shortcut)."""
-    vec_cluster, vec_count, _, vec_start, vec_len = vectors
-    sx = np.float64(size[x])
-    for t in range(vec_start[x], vec_start[x] + vec_len[x]):
-        x_shares[vec_cluster[t]] = vec_count[t] / sx
+    _scatter_shares(x, size, vectors, x_shares)
     similarity = _similarity(x_shares, holder, weights, size, vectors)
-    for t in range(vec_start[x], vec_start[x] + vec_len[x]):
-        x_shares[vec_cluster[t]] = 0.0
+    _clear_shares(x, vectors, x_shares)
     return similarity > bound
 
 
