@@ -40,11 +40,16 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
+from lwec_tasks.core.cache_hints import prefetch
 from lwec_tasks.core.linkage_numbering import scipy_numbering
 from lwec_tasks.core.memory import ensure_fits
 
 # Seconds between two progress reports of a long linkage.
 _PROGRESS_EVERY_SECONDS = 5.0
+# Longest vector whose reading order is sorted in place (longer ones: numpy's sort).
+_INSERTION_SORT_UP_TO = 48
+# Candidates ahead whose vector's address (and, half as far ahead, the vector itself) is prefetched.
+_PREFETCH_AHEAD = 4
 
 
 @numba.njit(cache=True)
@@ -134,74 +139,57 @@ def _clear_shares(x, vectors, x_shares):
 
 
 @numba.njit(cache=True)
-def _reading_order(x, weights, size, index, vectors):
-    """x's vector positions in the order their lists are read (most weight per list entry first), and what each
-    cluster c can add to a similarity at most: w(c) · n_x(c) / |x| (the other group's share is at most 1)."""
+def _reading_order(x, weights, size, index, vectors, scratch):
+    """x's vector positions in the order their lists are read (most weight per list entry first) into
+    ``order``, and what each cluster c can add to a similarity at most, w(c) · n_x(c) / |x| (the other
+    group's share is at most 1), into ``can_add``; both are scratch arrays of :func:`_query_scratch`."""
+    order, can_add, _, key, _ = scratch
     list_len = index[1]
     vec_cluster, vec_count, _, vec_start, vec_len = vectors
     start, length = vec_start[x], vec_len[x]
     sx = np.float64(size[x])
-    can_add = np.empty(length)
-    key = np.empty(length)
     for t in range(length):
         c = vec_cluster[start + t]
         can_add[t] = weights[c] * (vec_count[start + t] / sx)
         key[t] = -can_add[t] / list_len[c]
-    return np.argsort(key, kind="mergesort"), can_add
+    if length > _INSERTION_SORT_UP_TO:
+        order[:length] = np.argsort(key[:length], kind="mergesort")
+        return
+    # A stable insertion sort: short vectors (most queries) are sorted without allocating.
+    for t in range(length):
+        r = t
+        while r > 0 and key[order[r - 1]] > key[t]:
+            order[r] = order[r - 1]
+            r -= 1
+        order[r] = t
 
 
 @numba.njit(cache=True)
-def _remaining_bounds(order, can_add, x, cluster_column, n_columns, vectors):
-    """(len + 1,) bounds: entry r is the most that x's clusters other than the first r of ``order`` can add
-    to its similarity with any group. A group's shares over one column's clusters sum to at most 1, so a
-    column adds at most its largest unread ``can_add``."""
+def _remaining_bounds(x, cluster_column, vectors, scratch):
+    """``remaining[r]`` (r = 0..len(x)) of ``scratch``: the most that x's clusters other than the first r of
+    ``order`` can add to its similarity with any group. A group's shares over one column's clusters sum to at
+    most 1, so a column adds at most its largest unread ``can_add``; the bounds are built from the last read
+    cluster back, keeping each column's largest so far in ``column_top`` (zero on entry and on return)."""
+    order, can_add, remaining, _, column_top = scratch
     vec_cluster = vectors[0]
-    start = vectors[3][x]
-    length = len(order)
-    # Positions grouped by column (x's vector is sorted by cluster id, so by column), largest can_add first.
-    key = np.empty(length)
-    for t in range(length):
-        key[t] = 2.0 * cluster_column[vec_cluster[start + t]] - can_add[t] / (1.0 + can_add[t])
-    by_column = np.argsort(key, kind="mergesort")
-    rank = np.empty(length, dtype=np.int64)
-    rank[by_column] = np.arange(length)
-    end = np.zeros(n_columns, dtype=np.int64)
-    for t in range(length):
-        column = cluster_column[vec_cluster[start + t]]
-        end[column] = max(end[column], rank[t] + 1)
-    head = np.zeros(n_columns, dtype=np.int64)
+    start, length = vectors[3][x], vectors[4][x]
     total = 0.0
-    previous_end = 0
-    for column in range(n_columns):
-        if end[column] > 0:
-            head[column] = previous_end
-            total += can_add[by_column[previous_end]]
-            previous_end = end[column]
-    done = np.zeros(length, dtype=np.bool_)
-    remaining = np.zeros(length + 1)
-    remaining[0] = total
-    for r in range(length):
+    remaining[length] = 0.0
+    for r in range(length - 1, -1, -1):
         t = order[r]
-        done[t] = True
         column = cluster_column[vec_cluster[start + t]]
-        top = head[column]
-        if by_column[top] == t:
-            total -= can_add[t]
-            top += 1
-            while top < end[column] and done[by_column[top]]:
-                top += 1
-            if top < end[column]:
-                total += can_add[by_column[top]]
-            head[column] = top
-        remaining[r + 1] = max(total, 0.0)
-    return remaining
+        if can_add[t] > column_top[column]:
+            total += can_add[t] - column_top[column]
+            column_top[column] = can_add[t]
+        remaining[r] = total
+    for t in range(length):
+        column_top[cluster_column[vec_cluster[start + t]]] = 0.0
 
 
 @numba.njit(cache=True)
-def _drop_below(threshold, candidates, touched, n_touched):
-    """Keep the candidates whose partial sum reaches ``threshold`` (the others' stamps are cleared); returns
+def _drop_below(threshold, partial, touched, n_touched):
+    """Keep the candidates whose partial sum reaches ``threshold`` (the others' sums go back to −inf); returns
     how many are kept, at the front of ``touched``, and the highest partial sum dropped (0.0 if none)."""
-    stamp, partial = candidates
     kept = 0
     highest_dropped = 0.0
     for t in range(n_touched):
@@ -210,14 +198,14 @@ def _drop_below(threshold, candidates, touched, n_touched):
             touched[kept] = g
             kept += 1
         else:
-            stamp[g] = -1
             highest_dropped = max(highest_dropped, partial[g])
+            partial[g] = -np.inf
     return kept, highest_dropped
 
 
 @numba.njit(cache=True)
-def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors, skip, candidates, touched,
-             generation, x_shares):
+def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors, skip, partial, touched,
+             x_shares, scratch):
     """Nearest live group of ``x`` under the dense chain's tie rule; returns (y, distance, bound), bound being
     at least x's similarity S / (|x| |g|) to every live group g but y (round-off margin included).
 
@@ -227,17 +215,17 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
     only feed the candidates, until checking the candidates directly costs less than the lists left. The
     survivors' similarities are then computed canonically (:func:`_similarity`).
 
-    ``candidates`` is (stamp, partial sum) per slot, a slot being a candidate while its stamp is
-    ``generation``; ``x_shares`` is a zeroed scratch array over the clusters, zeroed again on return.
+    ``partial`` holds each slot's partial sum while it is a candidate and −inf otherwise (also on return), so
+    feeding the candidates needs no test: a non-candidate's −inf stays −inf. ``x_shares`` is a zeroed
+    scratch array over the clusters, zeroed again on return; ``scratch`` is :func:`_query_scratch`'s.
     """
     list_start, list_len, list_group, list_share = index
-    vec_cluster, vec_count, _, vec_start, vec_len = vectors
-    stamp, partial = candidates
+    vec_cluster, _, _, vec_start, vec_len = vectors
     start, length = vec_start[x], vec_len[x]
-    sx = np.float64(size[x])
     _scatter_shares(x, size, vectors, x_shares)
-    order, can_add = _reading_order(x, weights, size, index, vectors)
-    remaining = _remaining_bounds(order, can_add, x, cluster_column, int(n_columns), vectors)
+    _reading_order(x, weights, size, index, vectors, scratch)
+    _remaining_bounds(x, cluster_column, vectors, scratch)
+    order, can_add, remaining = scratch[0], scratch[1], scratch[2]
     # Round-off in partial sums and bounds is far below this margin.
     margin = 1e-9 * (1.0 + remaining[0])
     to_previous = _similarity(x_shares, previous, weights, size, vectors) if previous >= 0 else 0.0
@@ -257,39 +245,36 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
             if not settled:
                 others_bound = remaining[read]
             settled = True
-            n_touched, dropped = _drop_below(reached - margin - remaining[read], candidates, touched, n_touched)
+            n_touched, dropped = _drop_below(reached - margin - remaining[read], partial, touched, n_touched)
             others_bound = max(others_bound, dropped + remaining[read])
-            # A direct check reads the candidate's vector; counted as 2 · len(x) + 20 list entries (measured).
-            if n_touched * (2 * length + 20) <= unread_entries:
+            # A direct check reads the candidate's vector; counted as 3 · len(x) + 30 list entries (measured).
+            if n_touched * (3 * length + 30) <= unread_entries:
                 break
         c = vec_cluster[start + order[read]]
         unread_entries -= list_len[c]
-        gain = weights[c] * (vec_count[start + order[read]] / sx)
+        gain = can_add[order[read]]
         if settled:
-            # Most entries are not candidates: no branch on that, a zero is added instead.
             for p in range(list_start[c], list_start[c] + list_len[c]):
                 g = list_group[p]
-                hit = stamp[g] == generation
-                value = partial[g] + (gain * list_share[p] if hit else 0.0)
+                value = partial[g] + gain * list_share[p]
                 partial[g] = value
-                if hit and value > reached:
-                    reached = value
+                reached = max(reached, value)
         else:
             for p in range(list_start[c], list_start[c] + list_len[c]):
                 g = list_group[p]
                 if g == x:
                     continue
-                if stamp[g] != generation:
-                    stamp[g] = generation
-                    partial[g] = 0.0
+                value = partial[g]
+                if value == -np.inf:
+                    value = 0.0
                     touched[n_touched] = g
                     n_touched += 1
-                value = partial[g] + gain * list_share[p]
+                value += gain * list_share[p]
                 partial[g] = value
                 if value > reached:
                     reached = value
         read += 1
-    n_touched, dropped = _drop_below(reached - margin - remaining[read], candidates, touched, n_touched)
+    n_touched, dropped = _drop_below(reached - margin - remaining[read], partial, touched, n_touched)
     if not settled:
         others_bound = remaining[read]
     others_bound = max(others_bound, dropped + remaining[read])
@@ -301,7 +286,17 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
         y = previous
         best_similarity = to_previous
     for t in range(n_touched):
+        # The checks wait on memory: start loading the vectors of the candidates a few checks ahead.
+        if t + _PREFETCH_AHEAD < n_touched:
+            ahead = touched[t + _PREFETCH_AHEAD]
+            prefetch(vec_start, ahead)
+            prefetch(size, ahead)
+        if t + _PREFETCH_AHEAD // 2 < n_touched:
+            ahead = vec_start[touched[t + _PREFETCH_AHEAD // 2]]
+            prefetch(vec_cluster, ahead)
+            prefetch(vectors[1], ahead)
         g = touched[t]
+        partial[g] = -np.inf
         if g == previous:
             continue
         similarity = _similarity(x_shares, g, weights, size, vectors)
@@ -320,6 +315,13 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
         if y == x:
             y = _next_alive(skip, x + 1)
     return y, best, others_bound + margin
+
+
+def _query_scratch(n_clusters: int, n_columns: int) -> tuple:
+    """Scratch arrays of one query: (order, can_add, remaining, sort keys, column_top), sized for a vector of
+    every cluster; ``column_top`` (n_columns,) must start at zero."""
+    return (np.empty(n_clusters, dtype=np.int64), np.empty(n_clusters), np.empty(n_clusters + 1),
+            np.empty(n_clusters), np.zeros(n_columns))
 
 
 @numba.njit(cache=True)
@@ -421,15 +423,14 @@ def _holder_of_nearest_wins(x, holder, bound, weights, size, vectors, x_shares):
 
 @numba.njit(cache=True)
 def _chain_steps(stop_step, state, chain, others_bound, merges, weights, cluster_column, n_columns, size, index,
-                 vectors, skip, candidates, touched, x_shares, shortcut):
+                 vectors, skip, partial, touched, x_shares, scratch, shortcut):
     """Run the nearest-neighbour chain until ``stop_step`` merges are done.
 
-    ``state`` holds (step, chain length, arena end, generation, queries, merged slot of the last step);
+    ``state`` holds (step, chain length, arena end, queries, merged slot of the last step);
     ``others_bound[i]`` is the bound of the query that pushed ``chain[i + 1]``. The arena may be reallocated,
     so the vectors are returned.
     """
-    step, chain_length, arena_end, generation = state[0], state[1], state[2], state[3]
-    queries, merged = state[4], state[5]
+    step, chain_length, arena_end, queries, merged = state[0], state[1], state[2], state[3], state[4]
     while step < stop_step:
         if chain_length == 0:
             chain[0] = _next_alive(skip, 0)
@@ -442,10 +443,9 @@ def _chain_steps(stop_step, state, chain, others_bound, merges, weights, cluster
         while True:
             x = chain[chain_length - 1]
             previous = chain[chain_length - 2] if chain_length > 1 else -1
-            generation += 1
             queries += 1
             y, current, bound = _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors,
-                                         skip, candidates, touched, generation, x_shares)
+                                         skip, partial, touched, x_shares, scratch)
             if chain_length > 1 and y == previous:
                 break
             others_bound[chain_length - 1] = bound
@@ -468,8 +468,7 @@ def _chain_steps(stop_step, state, chain, others_bound, merges, weights, cluster
         skip[x] = x + 1
         merged = y
         step += 1
-    state[0], state[1], state[2], state[3] = step, chain_length, arena_end, generation
-    state[4], state[5] = queries, merged
+    state[0], state[1], state[2], state[3], state[4] = step, chain_length, arena_end, queries, merged
     return vectors
 
 
@@ -477,7 +476,7 @@ def counts_memory_bytes(n_microclusters: int, n_columns: int) -> int:
     """Bytes :func:`counts_average_linkage` holds for Ñ microclusters of M columns (index, vectors, state)."""
     entries = n_microclusters * n_columns
     # Index: group (int32) + share (float64), 12 B/entry; vectors: cluster + count + index slot (int32 each) in
-    # an arena up to twice the live size, 24 B/entry; per slot: sizes, stamps, partial sums, chain and its
+    # an arena up to twice the live size, 24 B/entry; per slot: sizes, partial sums, candidates, chain and its
     # bounds, skip links, merges (≈ 100 B).
     return entries * 36 + n_microclusters * 100
 
@@ -536,21 +535,22 @@ def run_chain(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, size
     cluster_column = np.empty(len(weights), dtype=np.int64)
     cluster_column[codes] = np.arange(codes.shape[1])
     skip = np.arange(m + 1, dtype=np.int64)
-    # Per slot: the query that last touched it and its partial similarity.
-    candidates = (np.zeros(m, dtype=np.int64), np.zeros(m))
+    # Per slot: its partial similarity while a query's candidate, else −inf.
+    partial = np.full(m, -np.inf)
     x_shares = np.zeros(len(weights))
+    scratch = _query_scratch(len(weights), codes.shape[1])
     touched = np.empty(m, dtype=np.int64)
     chain = np.empty(m, dtype=np.int64)
     others_bound = np.empty(m)
     merges = np.empty((m - 1, 4))
-    state = np.array([0, 0, m * codes.shape[1], 0, 0, -1], dtype=np.int64)
+    state = np.array([0, 0, m * codes.shape[1], 0, -1], dtype=np.int64)
     started = last_report = time.perf_counter()
     batch = max(1, (m - 1) // 100)
     while state[0] < m - 1:
         before = time.perf_counter()
         stop = min(m - 1, int(state[0]) + batch)
         vectors = _chain_steps(stop, state, chain, others_bound, merges, weights, cluster_column, float(n_columns),
-                               size, index, vectors, skip, candidates, touched, x_shares, shortcut)
+                               size, index, vectors, skip, partial, touched, x_shares, scratch, shortcut)
         elapsed = time.perf_counter() - before
         now = time.perf_counter()
         if report is not None and now - last_report >= _PROGRESS_EVERY_SECONDS:
@@ -558,4 +558,4 @@ def run_chain(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, size
             last_report = now
         # Batches of about half a second: few calls, prompt reports.
         batch = max(1, min(m, int(batch * min(4.0, 0.5 / max(elapsed, 1e-3)))))
-    return merges, int(state[4])
+    return merges, int(state[3])

@@ -44,19 +44,28 @@ def _average_distance(distances: np.ndarray, sizes: np.ndarray, a: list[int], b:
     return block.sum() / (sizes[a].sum() * sizes[b].sum())
 
 
-def _check_greedy_average_linkage(tree: np.ndarray, distances: np.ndarray, sizes: np.ndarray) -> None:
+def _check_greedy_average_linkage(tree: np.ndarray, distances: np.ndarray, sizes: np.ndarray) -> bool:
     """Each row, in height order, joins two current groups at their mean object distance, and no two current
-    groups are closer (to 1e-12): the definition of average linkage, ties broken either way."""
+    groups are closer (to 1e-12): the definition of average linkage, ties broken either way.
+
+    Returns whether the tree is the only one: at every row the closest pair of current groups is closer than
+    every other pair by more than 1e-9 (two pairs tied at the minimum, even if they do not share the merge
+    height, let either be joined first)."""
     members = {leaf: [leaf] for leaf in range(len(sizes))}
+    unique = True
     for row, (left, right, height, count) in enumerate(tree):
         a, b = members.pop(int(left)), members.pop(int(right))
         assert height == pytest.approx(_average_distance(distances, sizes, a, b), abs=1e-12)
         groups = [a, b, *members.values()]
-        closest = min(_average_distance(distances, sizes, g, h)
-                      for i, g in enumerate(groups) for h in groups[i + 1:])
+        pair_distances = sorted(_average_distance(distances, sizes, g, h)
+                                for i, g in enumerate(groups) for h in groups[i + 1:])
+        closest = pair_distances[0]
         assert height <= closest + 1e-12, f"row {row} merges at {height}, but two groups are at {closest}"
+        if len(pair_distances) > 1 and pair_distances[1] - closest <= 1e-9:
+            unique = False
         members[len(sizes) + row] = a + b
         assert count == len(a) + len(b)
+    return unique
 
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
@@ -76,13 +85,13 @@ def test_the_linkage_is_average_linkage_and_the_dense_paths_tree(case):
     assert is_valid_linkage(tree) and tree[-1, 3] == n_micro
     assert np.all(np.diff(tree[:, 2]) >= 0)
     distances = squareform(microcluster_distances(ensemble.microcluster_codes, weights, ensemble.n_columns))
-    _check_greedy_average_linkage(tree, distances, ensemble.microcluster_sizes)
+    unique = _check_greedy_average_linkage(tree, distances, ensemble.microcluster_sizes)
     dense = weighted_average_linkage(
         microcluster_distances(ensemble.microcluster_codes, weights, ensemble.n_columns),
         ensemble.microcluster_sizes)
-    # With every merge at its own height the average-linkage tree is unique: the same rows and heights.
-    # (At equal heights the dense path's Lance–Williams round-off may break a tie the other way.)
-    if n_micro < 3 or min(np.min(np.diff(dense[:, 2])), np.min(np.diff(tree[:, 2]))) > 1e-9:
+    # With a single closest pair at every step the average-linkage tree is unique: the same rows and heights.
+    # (At a tie the dense path's Lance–Williams round-off may break it the other way.)
+    if unique:
         np.testing.assert_allclose(tree[:, 2], dense[:, 2], rtol=0, atol=1e-12)
         np.testing.assert_array_equal(tree[:, [0, 1, 3]], dense[:, [0, 1, 3]])
 
