@@ -77,9 +77,16 @@ def _build_index(codes, sizes, n_clusters):
     vec_slot = np.empty(capacity, dtype=np.int32)
     vec_start = np.empty(m, dtype=np.int64)
     vec_len = np.full(m, n_columns, dtype=np.int64)
+    row = np.empty(n_columns, dtype=codes.dtype)
     for i in range(m):
         vec_start[i] = i * n_columns
-        row = np.sort(codes[i])
+        # The row's cluster ids ascending (an insertion sort: rows are short, and np.sort would allocate).
+        for j in range(n_columns):
+            r = j
+            while r > 0 and row[r - 1] > codes[i, j]:
+                row[r] = row[r - 1]
+                r -= 1
+            row[r] = codes[i, j]
         for j in range(n_columns):
             c = row[j]
             vec_cluster[i * n_columns + j] = c
@@ -142,19 +149,22 @@ def _clear_shares(x, vectors, x_shares):
 def _reading_order(x, weights, size, index, vectors, scratch):
     """x's vector positions in the order their lists are read (most weight per list entry first) into
     ``order``, and what each cluster c can add to a similarity at most, w(c) · n_x(c) / |x| (the other
-    group's share is at most 1), into ``can_add``; both are scratch arrays of :func:`_query_scratch`."""
+    group's share is at most 1), into ``can_add``; both are scratch arrays of :func:`_query_scratch`. Returns
+    the number of entries in those lists."""
     order, can_add, _, key, _ = scratch
     list_len = index[1]
     vec_cluster, vec_count, _, vec_start, vec_len = vectors
     start, length = vec_start[x], vec_len[x]
     sx = np.float64(size[x])
+    entries = 0
     for t in range(length):
         c = vec_cluster[start + t]
         can_add[t] = weights[c] * (vec_count[start + t] / sx)
         key[t] = -can_add[t] / list_len[c]
+        entries += list_len[c]
     if length > _INSERTION_SORT_UP_TO:
         order[:length] = np.argsort(key[:length], kind="mergesort")
-        return
+        return entries
     # A stable insertion sort: short vectors (most queries) are sorted without allocating.
     for t in range(length):
         r = t
@@ -162,6 +172,7 @@ def _reading_order(x, weights, size, index, vectors, scratch):
             order[r] = order[r - 1]
             r -= 1
         order[r] = t
+    return entries
 
 
 @numba.njit(cache=True)
@@ -223,7 +234,7 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
     vec_cluster, _, _, vec_start, vec_len = vectors
     start, length = vec_start[x], vec_len[x]
     _scatter_shares(x, size, vectors, x_shares)
-    _reading_order(x, weights, size, index, vectors, scratch)
+    unread_entries = _reading_order(x, weights, size, index, vectors, scratch)
     _remaining_bounds(x, cluster_column, vectors, scratch)
     order, can_add, remaining = scratch[0], scratch[1], scratch[2]
     # Round-off in partial sums and bounds is far below this margin.
@@ -231,11 +242,9 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
     to_previous = _similarity(x_shares, previous, weights, size, vectors) if previous >= 0 else 0.0
     reached = to_previous
     n_touched = 0
-    unread_entries = 0
-    for t in range(length):
-        unread_entries += list_len[vec_cluster[start + t]]
     read = 0
     settled = False
+    dropped_at = -1
     # The most similar any group but the answer can be: groups never read, dropped ones, checked ones.
     others_bound = 0.0
     while read < length:
@@ -245,9 +254,14 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
             if not settled:
                 others_bound = remaining[read]
             settled = True
+            if n_touched * (3 * length + 30) <= unread_entries:
+                break
             n_touched, dropped = _drop_below(reached - margin - remaining[read], partial, touched, n_touched)
             others_bound = max(others_bound, dropped + remaining[read])
+            dropped_at = read
             # A direct check reads the candidate's vector; counted as 3 · len(x) + 30 list entries (measured).
+            # (Checked before dropping too: when the candidates are few enough already, the drop waits for the
+            # last one, after the loop.)
             if n_touched * (3 * length + 30) <= unread_entries:
                 break
         c = vec_cluster[start + order[read]]
@@ -274,10 +288,12 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
                 if value > reached:
                     reached = value
         read += 1
-    n_touched, dropped = _drop_below(reached - margin - remaining[read], partial, touched, n_touched)
     if not settled:
         others_bound = remaining[read]
-    others_bound = max(others_bound, dropped + remaining[read])
+    if dropped_at != read:
+        # (Unless the loop stopped right after dropping with the same threshold.)
+        n_touched, dropped = _drop_below(reached - margin - remaining[read], partial, touched, n_touched)
+        others_bound = max(others_bound, dropped + remaining[read])
     best = 1.0
     y = -1
     best_similarity = 0.0
@@ -421,7 +437,7 @@ def _holder_of_nearest_wins(x, holder, bound, weights, size, vectors, x_shares):
     return similarity > bound
 
 
-@numba.njit(cache=True)
+@numba.njit(nogil=True, cache=True)
 def _chain_steps(stop_step, state, chain, others_bound, merges, weights, cluster_column, n_columns, size, index,
                  vectors, skip, partial, touched, x_shares, scratch, shortcut):
     """Run the nearest-neighbour chain until ``stop_step`` merges are done.
