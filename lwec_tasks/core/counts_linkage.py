@@ -242,6 +242,9 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
     to_previous = _similarity(x_shares, previous, weights, size, vectors) if previous >= 0 else 0.0
     reached = to_previous
     n_touched = 0
+    # A direct check reads the candidate's vector; it costs about as much as 3 · len(x) + 30 list entries
+    # (measured), and the candidates are checked directly once that is no more than the lists left.
+    check_cost = 3 * length + 30
     read = 0
     settled = False
     dropped_at = -1
@@ -254,15 +257,13 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
             if not settled:
                 others_bound = remaining[read]
             settled = True
-            if n_touched * (3 * length + 30) <= unread_entries:
+            # Few enough already: the drop waits for the last one, after the loop.
+            if n_touched * check_cost <= unread_entries:
                 break
             n_touched, dropped = _drop_below(reached - margin - remaining[read], partial, touched, n_touched)
             others_bound = max(others_bound, dropped + remaining[read])
             dropped_at = read
-            # A direct check reads the candidate's vector; counted as 3 · len(x) + 30 list entries (measured).
-            # (Checked before dropping too: when the candidates are few enough already, the drop waits for the
-            # last one, after the loop.)
-            if n_touched * (3 * length + 30) <= unread_entries:
+            if n_touched * check_cost <= unread_entries:
                 break
         c = vec_cluster[start + order[read]]
         unread_entries -= list_len[c]
