@@ -23,13 +23,17 @@ the closest, else the lowest slot among them; a merge of slots x < y puts the
 new group in slot y. Rows are then sorted by height (stable) and numbered as
 scipy numbers them.
 
-A shortcut after each merge. Each query also bounds x's similarity to every live
-group but its nearest neighbour a. Merges never lift a group above the most similar
+Falling back without a query. Each query also keeps x's few most similar groups after
+its nearest neighbour a (the runner-ups, with their similarities) and bounds x's
+similarity to every other live group. Merges never lift a group above the most similar
 of its parts (the similarity to a union is the size-weighted mean of the parts'), so
-when the chain falls back to x after a has been merged, every group not holding a
-is still under that bound; if the group holding a is strictly above it, it is x's
-unique nearest neighbour and is pushed without a query (about a quarter of the
-falls back on 100k blob rows).
+when the chain falls back to x after a has been merged, every live group is still
+under that bound except the ones now holding a or a runner-up, and the chain element
+below x, whose similarities are computed afresh. If the best of those is strictly above
+the bound it is x's nearest neighbour (under the tie rule: only they can tie) and is
+pushed, or merged with x if it is the element below, without a query (more than nine
+falls back in ten on 100k blob rows); otherwise the query starts from the best of them,
+which lets it settle sooner.
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ _PROGRESS_EVERY_SECONDS = 5.0
 _INSERTION_SORT_UP_TO = 48
 # Candidates ahead whose vector's address (and, half as far ahead, the vector itself) is prefetched.
 _PREFETCH_AHEAD = 4
+# Runner-ups a query keeps for the fall back to its group.
+_RUNNERS = 4
 
 
 @numba.njit(cache=True)
@@ -215,10 +221,36 @@ def _drop_below(threshold, partial, touched, n_touched):
 
 
 @numba.njit(cache=True)
+def _keep_runner(g, similarity, runner_slot, runner_sim, n_runners, others_bound):
+    """Group g and its similarity into the runner-ups (``runner_slot``/``runner_sim``, most similar first, at
+    most their length); a group pushed out or not let in raises ``others_bound``. Returns (n_runners,
+    others_bound)."""
+    capacity = runner_slot.shape[0]
+    if n_runners == capacity:
+        if similarity <= runner_sim[capacity - 1]:
+            return n_runners, max(others_bound, similarity)
+        others_bound = max(others_bound, runner_sim[capacity - 1])
+        n_runners -= 1
+    r = n_runners
+    while r > 0 and runner_sim[r - 1] < similarity:
+        runner_slot[r] = runner_slot[r - 1]
+        runner_sim[r] = runner_sim[r - 1]
+        r -= 1
+    runner_slot[r] = g
+    runner_sim[r] = similarity
+    return n_runners + 1, others_bound
+
+
+@numba.njit(cache=True)
 def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors, skip, partial, touched,
-             x_shares, scratch):
-    """Nearest live group of ``x`` under the dense chain's tie rule; returns (y, distance, bound), bound being
-    at least x's similarity S / (|x| |g|) to every live group g but y (round-off margin included).
+             x_shares, scratch, seeds, n_seeds, is_seed, runner_slot, runner_sim):
+    """Nearest live group of ``x`` under the dense chain's tie rule; returns (y, distance, bound, n_runners):
+    x's runner-ups written to ``runner_slot``/``runner_sim`` (most similar first), bound at least x's
+    similarity S / (|x| |g|) to every live group g but y, the runner-ups and ``previous`` (round-off margin
+    included).
+
+    ``seeds`` = (slots, similarities): the first ``n_seeds`` are groups whose exact similarity is known; the
+    search starts from the best of them. ``is_seed`` (over the slots) is all False on entry and on return.
 
     Candidates come from the lists of x's clusters, most weight per entry first; once the clusters left can add
     less than a similarity already reached, no group outside the lists read can win, and each candidate whose
@@ -241,6 +273,10 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
     margin = 1e-9 * (1.0 + remaining[0])
     to_previous = _similarity(x_shares, previous, weights, size, vectors) if previous >= 0 else 0.0
     reached = to_previous
+    seed_slot, seed_sim = seeds
+    for s in range(n_seeds):
+        reached = max(reached, seed_sim[s])
+        is_seed[seed_slot[s]] = True
     n_touched = 0
     # A direct check reads the candidate's vector; it costs about as much as 2 · len(x) + 20 list entries
     # (chosen on a synthetic ensemble, not on the benchmark's blobs), and the candidates are checked directly
@@ -299,40 +335,51 @@ def _nearest(x, previous, weights, cluster_column, n_columns, size, index, vecto
     best = 1.0
     y = -1
     best_similarity = 0.0
+    n_runners = 0
     if previous >= 0:
         best = 1.0 - to_previous / n_columns
         y = previous
         best_similarity = to_previous
-    for t in range(n_touched):
-        # The checks wait on memory: start loading the vectors of the candidates a few checks ahead.
-        if t + _PREFETCH_AHEAD < n_touched:
-            ahead = touched[t + _PREFETCH_AHEAD]
-            prefetch(vec_start, ahead)
-            prefetch(size, ahead)
-        if t + _PREFETCH_AHEAD // 2 < n_touched:
-            ahead = vec_start[touched[t + _PREFETCH_AHEAD // 2]]
-            prefetch(vec_cluster, ahead)
-            prefetch(vectors[1], ahead)
-        g = touched[t]
-        partial[g] = -np.inf
-        if g == previous:
-            continue
-        similarity = _similarity(x_shares, g, weights, size, vectors)
+    # The seeds (exact similarities known), then the surviving candidates.
+    for t in range(-n_seeds, n_touched):
+        if t < 0:
+            g = seed_slot[t + n_seeds]
+            similarity = seed_sim[t + n_seeds]
+        else:
+            # The checks wait on memory: start loading the vectors of the candidates a few checks ahead.
+            if t + _PREFETCH_AHEAD < n_touched:
+                ahead = touched[t + _PREFETCH_AHEAD]
+                prefetch(vec_start, ahead)
+                prefetch(size, ahead)
+            if t + _PREFETCH_AHEAD // 2 < n_touched:
+                ahead = vec_start[touched[t + _PREFETCH_AHEAD // 2]]
+                prefetch(vec_cluster, ahead)
+                prefetch(vectors[1], ahead)
+            g = touched[t]
+            partial[g] = -np.inf
+            if g == previous or is_seed[g]:
+                continue
+            similarity = _similarity(x_shares, g, weights, size, vectors)
         d = 1.0 - similarity / n_columns
         if d < best or (d == best and y != previous and (y < 0 or g < y)):
-            others_bound = max(others_bound, best_similarity)
+            # The one it beats becomes a runner-up (``previous`` never: the fall back computes it afresh).
+            if y >= 0 and y != previous:
+                n_runners, others_bound = _keep_runner(y, best_similarity, runner_slot, runner_sim, n_runners,
+                                                       others_bound)
             best = d
             y = g
             best_similarity = similarity
         else:
-            others_bound = max(others_bound, similarity)
+            n_runners, others_bound = _keep_runner(g, similarity, runner_slot, runner_sim, n_runners, others_bound)
+    for s in range(n_seeds):
+        is_seed[seed_slot[s]] = False
     _clear_shares(x, vectors, x_shares)
     if best == 1.0 and (previous < 0 or y != previous):
         # Every live group is at distance 1 (sharing nothing, or only clusters of weight 0): the lowest slot.
         y = _next_alive(skip, 0)
         if y == x:
             y = _next_alive(skip, x + 1)
-    return y, best, others_bound + margin
+    return y, best, others_bound + margin, n_runners
 
 
 def _query_scratch(n_clusters: int, n_columns: int) -> tuple:
@@ -430,43 +477,110 @@ def _compact(vectors, needed):
 
 
 @numba.njit(cache=True)
-def _holder_of_nearest_wins(x, holder, bound, weights, size, vectors, x_shares):
-    """Whether x is more similar to ``holder`` (the group now holding x's old nearest neighbour) than
-    ``bound``, the most its last query left any other group (see the module's shortcut)."""
+def _holder(merged_into, s):
+    """The live slot now holding the group once in slot s (``merged_into`` is −1 for a live slot); the path
+    followed is pointed at it."""
+    root = s
+    while merged_into[root] >= 0:
+        root = merged_into[root]
+    while merged_into[s] >= 0 and merged_into[s] != root:
+        following = merged_into[s]
+        merged_into[s] = root
+        s = following
+    return root
+
+
+@numba.njit(cache=True)
+def _from_cache(x, previous, answer_holder, runner_slot, n_runners, bound, merged_into, weights, n_columns, size,
+                vectors, x_shares, seeds):
+    """The fall back to x after its nearest neighbour was merged (into ``answer_holder``).
+
+    The groups now holding x's runner-ups, and ``answer_holder``, go to ``seeds`` = (slots, similarities) with
+    their exact similarities to x. Returns (n_seeds, y, distance): y is x's nearest neighbour under the tie
+    rule when the best of the seeds and ``previous`` is strictly above ``bound`` (then nothing else can
+    reach it), else −1.
+    """
+    seed_slot, seed_sim = seeds
     _scatter_shares(x, size, vectors, x_shares)
-    similarity = _similarity(x_shares, holder, weights, size, vectors)
+    n_seeds = 0
+    for r in range(-1, n_runners):
+        h = answer_holder if r < 0 else _holder(merged_into, runner_slot[r])
+        if h in (x, previous):
+            continue
+        seen = False
+        for s in range(n_seeds):
+            seen = seen or seed_slot[s] == h
+        if not seen:
+            seed_slot[n_seeds] = h
+            seed_sim[n_seeds] = _similarity(x_shares, h, weights, size, vectors)
+            n_seeds += 1
+    best = np.inf
+    y = -1
+    best_similarity = -np.inf
+    if previous >= 0:
+        best_similarity = _similarity(x_shares, previous, weights, size, vectors)
+        best = 1.0 - best_similarity / n_columns
+        y = previous
+    for s in range(n_seeds):
+        d = 1.0 - seed_sim[s] / n_columns
+        if d < best or (d == best and y != previous and seed_slot[s] < y):
+            best = d
+            y = seed_slot[s]
+            best_similarity = seed_sim[s]
     _clear_shares(x, vectors, x_shares)
-    return similarity > bound
+    return n_seeds, (y if best_similarity > bound else -1), best
 
 
 @numba.njit(nogil=True, cache=True)
-def _chain_steps(stop_step, state, chain, others_bound, merges, weights, cluster_column, n_columns, size, index,
-                 vectors, skip, partial, touched, x_shares, scratch, shortcut):
+def _chain_steps(stop_step, state, chain, others_bound, runners, merges, weights, cluster_column, n_columns, size,
+                 index, vectors, skip, merged_into, partial, touched, x_shares, scratch, seeds, is_seed, shortcut):
     """Run the nearest-neighbour chain until ``stop_step`` merges are done.
 
     ``state`` holds (step, chain length, arena end, queries, merged slot of the last step);
-    ``others_bound[i]`` is the bound of the query that pushed ``chain[i + 1]``. The arena may be reallocated,
-    so the vectors are returned.
+    ``others_bound[i]`` and ``runners`` = (slots, similarities, counts), row i, are the bound and the
+    runner-ups of the query that pushed ``chain[i + 1]``. ``shortcut=False`` queries at every push. The
+    arena may be reallocated, so the vectors are returned.
     """
+    runner_slot, runner_sim, n_runner = runners
     step, chain_length, arena_end, queries, merged = state[0], state[1], state[2], state[3], state[4]
     while step < stop_step:
+        n_seeds = 0
+        reciprocal = False
         if chain_length == 0:
             chain[0] = _next_alive(skip, 0)
             chain_length = 1
-        elif shortcut and _holder_of_nearest_wins(chain[chain_length - 1], merged, others_bound[chain_length - 1],
-                                                  weights, size, vectors, x_shares):
-            # The bound still holds for every group but the merged one: nothing else can have caught up.
-            chain[chain_length] = merged
-            chain_length += 1
-        while True:
-            x = chain[chain_length - 1]
-            previous = chain[chain_length - 2] if chain_length > 1 else -1
+        elif shortcut:
+            i = chain_length - 1
+            x = chain[i]
+            previous = chain[i - 1] if i > 0 else -1
+            n_seeds, y, current = _from_cache(x, previous, merged, runner_slot[i], n_runner[i], others_bound[i],
+                                              merged_into, weights, n_columns, size, vectors, x_shares, seeds)
+            if y == previous and y >= 0:
+                reciprocal = True
+            elif y >= 0:
+                # The bound still holds for every group but the seeds: y is pushed, the other seeds are its
+                # runner-ups.
+                n = 0
+                for s in range(n_seeds):
+                    if seeds[0][s] != y:
+                        n, _ = _keep_runner(seeds[0][s], seeds[1][s], runner_slot[i], runner_sim[i], n, 0.0)
+                n_runner[i] = n
+                chain[chain_length] = y
+                chain_length += 1
+                n_seeds = 0
+        while not reciprocal:
+            i = chain_length - 1
+            x = chain[i]
+            previous = chain[i - 1] if i > 0 else -1
             queries += 1
-            y, current, bound = _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors,
-                                         skip, partial, touched, x_shares, scratch)
-            if chain_length > 1 and y == previous:
+            y, current, bound, n = _nearest(x, previous, weights, cluster_column, n_columns, size, index, vectors,
+                                            skip, partial, touched, x_shares, scratch, seeds, n_seeds, is_seed,
+                                            runner_slot[i], runner_sim[i])
+            n_seeds = 0
+            if i > 0 and y == previous:
                 break
-            others_bound[chain_length - 1] = bound
+            n_runner[i] = n
+            others_bound[i] = bound
             chain[chain_length] = y
             chain_length += 1
         chain_length -= 2
@@ -484,6 +598,7 @@ def _chain_steps(stop_step, state, chain, others_bound, merges, weights, cluster
         size[y] = nx + ny
         size[x] = 0
         skip[x] = x + 1
+        merged_into[x] = y
         merged = y
         step += 1
     state[0], state[1], state[2], state[3], state[4] = step, chain_length, arena_end, queries, merged
@@ -495,8 +610,8 @@ def counts_memory_bytes(n_microclusters: int, n_columns: int) -> int:
     entries = n_microclusters * n_columns
     # Index: group (int32) + share (float64), 12 B/entry; vectors: cluster + count + index slot (int32 each) in
     # an arena up to twice the live size, 24 B/entry; per slot: sizes, partial sums, candidates, chain and its
-    # bounds, skip links, merges (≈ 100 B).
-    return entries * 36 + n_microclusters * 100
+    # bounds, runner-ups, skip and merge links, merges (≈ 180 B).
+    return entries * 36 + n_microclusters * 180
 
 
 def counts_average_linkage(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, sizes: np.ndarray,
@@ -560,6 +675,10 @@ def run_chain(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, size
     touched = np.empty(m, dtype=np.int64)
     chain = np.empty(m, dtype=np.int64)
     others_bound = np.empty(m)
+    runners = (np.empty((m, _RUNNERS), dtype=np.int64), np.empty((m, _RUNNERS)), np.zeros(m, dtype=np.int64))
+    merged_into = np.full(m, -1, dtype=np.int64)
+    seeds = (np.empty(_RUNNERS + 1, dtype=np.int64), np.empty(_RUNNERS + 1))
+    is_seed = np.zeros(m, dtype=np.bool_)
     merges = np.empty((m - 1, 4))
     state = np.array([0, 0, m * codes.shape[1], 0, -1], dtype=np.int64)
     started = last_report = time.perf_counter()
@@ -567,8 +686,9 @@ def run_chain(micro_codes: np.ndarray, weights: np.ndarray, n_columns: int, size
     while state[0] < m - 1:
         before = time.perf_counter()
         stop = min(m - 1, int(state[0]) + batch)
-        vectors = _chain_steps(stop, state, chain, others_bound, merges, weights, cluster_column, float(n_columns),
-                               size, index, vectors, skip, partial, touched, x_shares, scratch, shortcut)
+        vectors = _chain_steps(stop, state, chain, others_bound, runners, merges, weights, cluster_column,
+                               float(n_columns), size, index, vectors, skip, merged_into, partial, touched, x_shares,
+                               scratch, seeds, is_seed, shortcut)
         elapsed = time.perf_counter() - before
         now = time.perf_counter()
         if report is not None and now - last_report >= _PROGRESS_EVERY_SECONDS:

@@ -101,8 +101,9 @@ def test_the_linkage_is_average_linkage_and_the_dense_paths_tree(case):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_shortcut_after_a_merge_saves_queries_and_changes_no_merge(seed):
-    """Falling back to a chain element whose nearest neighbour was just merged, the chain may push the merged
-    group without a query; every merge, distance and size must be what a query at every step gives."""
+    """Falling back to a chain element whose nearest neighbour was just merged, the chain may push a group
+    (or merge with the element below) without a query; every merge, distance and size must be what a query
+    at every step gives."""
     labels, _ = synthetic_ensemble(4000, 10, n_classes=6, k_min=6, k_max=40, random_state=seed)
     ensemble = Ensemble(labels)
     arguments = (ensemble.microcluster_codes, ensemble_eci(ensemble, 0.4), 10, ensemble.microcluster_sizes)
@@ -110,6 +111,36 @@ def test_the_shortcut_after_a_merge_saves_queries_and_changes_no_merge(seed):
     full, full_queries = counts_linkage.run_chain(*arguments, shortcut=False)
     np.testing.assert_array_equal(quick, full)
     assert quick_queries < 0.97 * full_queries
+
+
+@st.composite
+def tied_ensembles(draw):
+    """A label matrix whose cluster weights come from a set of two or three values (zero among them at times):
+    many pairs of groups then sit at exactly the same distance, and the tie rule decides."""
+    n = draw(st.integers(2, 60))
+    m = draw(st.integers(1, 6))
+    n_labels = draw(st.integers(2, 6))
+    labels = np.array(draw(st.lists(st.lists(st.integers(0, n_labels - 1), min_size=m, max_size=m),
+                                    min_size=n, max_size=n)))
+    ensemble = Ensemble(labels)
+    values = draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]), min_size=1, max_size=3, unique=True))
+    weights = np.asarray(draw(st.lists(st.sampled_from(values), min_size=ensemble.n_clusters_total,
+                                       max_size=ensemble.n_clusters_total)))
+    return ensemble, weights
+
+
+@settings(max_examples=400, deadline=None)
+@given(tied_ensembles())
+def test_falling_back_without_a_query_makes_the_merges_a_query_at_every_push_makes(case):
+    """The fall back decides from the runner-ups and the bound only when nothing else can tie; with ties
+    everywhere the merges (slots, heights, sizes) must still be those of querying at every push."""
+    ensemble, weights = case
+    if ensemble.n_microclusters < 2:
+        return
+    arguments = (ensemble.microcluster_codes, weights, ensemble.n_columns, ensemble.microcluster_sizes)
+    quick, _ = counts_linkage.run_chain(*arguments)
+    full, _ = counts_linkage.run_chain(*arguments, shortcut=False)
+    np.testing.assert_array_equal(quick, full)
 
 
 def test_groups_sharing_no_cluster_merge_last_at_distance_one():
