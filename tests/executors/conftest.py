@@ -1,11 +1,14 @@
-"""A real Dask cluster for the session: a scheduler and two single-threaded worker processes on loopback."""
+"""A real Dask cluster per test module: a scheduler and two single-threaded worker processes on loopback.
+
+Per module, not per session: an idle cluster's scheduler (in the test process) and workers keep using CPU,
+and the rest of the suite should not pay for them after these tests."""
 
 from __future__ import annotations
 
 import pytest
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dask_scheduler():
     """The address (tcp://127.0.0.1:PORT) of a scheduler with two worker processes."""
     from distributed import LocalCluster
