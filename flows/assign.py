@@ -52,7 +52,8 @@ def assign_flow(
         database_url: SQLAlchemy URL of the database holding the table (or env:VAR / block:NAME / secret:NAME).
         table: Table (or view) whose rows are labelled: table or schema.table; a name containing a dot in double
             quotes: "my.table" or analytics."my.table".
-        model_uri: MLflow model URI of a consensus run's model, e.g. runs:/<run id>/model or models:/<name>/<version>.
+        model_uri: MLflow model URI of a consensus run's model, e.g. runs:/<run id>/model, models:/<name>/<version>
+            or models:/<name>@champion (the version a quality gate promoted).
         feature_columns: The model's feature columns (any order); default the model's own. Other columns are refused.
         id_column: Column identifying each row; default the single-column primary key, else a column named id,
             else row positions.

@@ -2,7 +2,12 @@
 
     load features → base clusterings → ECI → LWEA | LWGP (k given or chosen) → stable cluster ids
     → row confidence, cluster profiles, consensus CDF → write labels (figures drawn meanwhile)
-    → labelling model → log to MLflow (figures, model) → summary
+    → labelling model → log to MLflow (figures, model, CPU and memory) → summary → quality gate and events
+
+Each flow run is named after its work (``customers-k8-lwea``), and so is its MLflow run. With ``promote_if``
+the labels are written held and promoted (``<labels>_latest``, the model's alias) only when every condition
+holds on the run's metrics; a held run ends Failed (:mod:`lwec_tasks.tasks.quality_gate`). Every run emits
+Prefect events for automations (:mod:`lwec_tasks.tasks.events`).
 
 One code path: every stage runs over partitions of the table on an executor, in this process (the
 default, a thread per core) or on the Dask cluster at ``dask_address``. Every parameter is checked before
@@ -33,6 +38,8 @@ with imports_without_collections():
     from lwec_tasks.stages.consensus import sample_labels
     from lwec_tasks.stopping import stops_recorded
     from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
+    from lwec_tasks.tasks.quality_gate import settle_run
+    from lwec_tasks.tasks.run_names import consensus_run_name
     from lwec_tasks.tasks.stages import (
         build_labelling_model,
         cluster_reliability,
@@ -45,11 +52,13 @@ with imports_without_collections():
     )
     from lwec_tasks.tasks.summary import publish_summary
     from lwec_tasks.tasks.track import RunFacts, draw_figures, log_to_mlflow, prepare_tracking
+    from lwec_tasks.tracking.system_metrics import SystemSampler
 
 FLOW_NAME = "lwec-consensus"
 
 
-@flow(name=FLOW_NAME, description="Locally weighted ensemble clustering of a database table (LWEA or LWGP).")
+@flow(name=FLOW_NAME, description="Locally weighted ensemble clustering of a database table (LWEA or LWGP).",
+      flow_run_name=consensus_run_name)
 @document_parameters(ConsensusRequest)
 def consensus_flow(
     database_url: str,
@@ -71,6 +80,8 @@ def consensus_flow(
     stable_ids: bool = True,
     keep_runs: Annotated[int | None, Field(ge=1)] = 30,
     register_model: str | None = None,
+    promote_if: str | None = None,
+    model_alias: str = "champion",
     tracking_uri: str | None = None,
     chunk_size: Annotated[int, Field(ge=1)] = DEFAULT_CHUNK_SIZE,
     dask_address: str | None = None,
@@ -79,8 +90,10 @@ def consensus_flow(
 ) -> dict:
     """Cluster the rows of ``table`` by locally weighted ensemble clustering.
 
-    Returns the run summary (see :func:`lwec_tasks.tasks.summary.publish_summary`). With ``base_columns`` the
-    ensemble is those label columns (no base clusterings are generated, no features read).
+    Returns the run summary (see :func:`lwec_tasks.tasks.summary.publish_summary`) with ``gate`` (see
+    :func:`lwec_tasks.tasks.quality_gate.settle_run`). With ``base_columns`` the ensemble is those label columns
+    (no base clusterings are generated, no features read). A run held by ``promote_if`` raises
+    :class:`~lwec_tasks.gate.RunHeld`: the flow run ends Failed.
     """
     # Exactly the parameters above, checked once; {date} in run_name is the scheduled start's date.
     request = ConsensusRequest(**locals()).scheduled_at(flow_run.scheduled_start_time)
@@ -93,7 +106,7 @@ def consensus_flow(
 
 def run_stages(request: ConsensusRequest) -> dict:
     """The flow's tasks for a checked ``request``, in order; returns the run summary."""
-    with open_executor(request.dask_address) as executor:
+    with SystemSampler() as system, open_executor(request.dask_address) as executor:
         table = load_features(executor, request)
         ensemble = generate_ensemble(table, request)
         reliability = cluster_reliability(table, ensemble, request.theta)
@@ -110,6 +123,8 @@ def run_stages(request: ConsensusRequest) -> dict:
             writing.wait()
         written = writing.result()
         model = build_labelling_model(table, ensemble, labels, reliability, request, evidence)
-        facts = RunFacts(executor, table, ensemble, labels, stable, model, figures, evidence)
+        system.stop()
+        facts = RunFacts(executor, table, ensemble, labels, stable, model, figures, evidence, system.series())
     tracked = log_to_mlflow(request, facts, reliability, return_state=True)
-    return publish_summary(request, facts, written, allow_failure(tracked))
+    summary = publish_summary(request, facts, written, allow_failure(tracked))
+    return settle_run(request, summary, tracked.result())

@@ -22,6 +22,7 @@ from lwec_tasks.core.defaults import AUTO, DEFAULT_ENSEMBLE_SIZE, DEFAULT_THETA,
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.mixes import DEFAULT_MIX, GENERATORS, NAMED_MIXES, RUN_DEFAULT_MIX, canonical_mix
 from lwec_tasks.core.validation import check_integer, check_theta
+from lwec_tasks.gate import canonical_gate
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table, latest_view_name
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
 from lwec_tasks.io.names import parse_table_name
@@ -36,7 +37,8 @@ RUN_NAME_PLACEHOLDERS = {"date": "%Y-%m-%d", "datetime": "%Y-%m-%dT%H%M"}
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 #: Fields that do not change the labels, so they are left out of the derived run key.
 _NOT_IN_RUN_KEY = frozenset({"database_url", "experiment", "output_table", "run_name", "chunk_size", "tracking_uri",
-                             "dask_address", "stable_ids", "keep_runs", "register_model"})
+                             "dask_address", "stable_ids", "keep_runs", "register_model", "promote_if",
+                             "model_alias"})
 #: Fields left out of the run key at these values, so the keys of runs without them are unchanged (runs before
 #: there were generators other than k-means were k-means runs).
 _LEFT_OUT_AT_DEFAULT = frozenset({("base_columns", None), ("missing_labels", "error"), ("generators", DEFAULT_MIX)})
@@ -131,6 +133,22 @@ def _run_name(name: str, value):
     return value
 
 
+def _promote_if(name: str, value):
+    return canonical_gate(value)
+
+
+#: MLflow alias rules: letters, digits, ``_`` and ``-``; not ``latest``, not a version (``v1``).
+_ALIAS = re.compile(r"[A-Za-z0-9_-]{1,255}")
+
+
+def _model_alias(name: str, value):
+    if not isinstance(value, str) or not _ALIAS.fullmatch(value) or value.lower() == "latest" \
+            or re.fullmatch(r"[vV]\d+", value):
+        raise LwecInputError(f"{name}={value!r}: use letters, digits, _ and - (not 'latest', not a version such "
+                             "as v2)")
+    return value
+
+
 # An address is one word: not empty, no whitespace.
 optional_address = _must_be("a scheduler address such as tcp://10.0.0.5:8786, or None",
                             lambda value: isinstance(value, str) and value.split() == [value], optional=True)
@@ -198,6 +216,15 @@ class ConsensusRequest(BaseModel):
                     "delete older runs; empty keeps every run")] = 30
     register_model: Annotated[str | None, _checked(_optional_model_name), Field(
         description="Register the run's labelling model in the MLflow Model Registry under this name")] = None
+    promote_if: Annotated[str | None, _checked(_promote_if), Field(
+        description="Quality gate: conditions over the run's MLflow metrics, e.g. "
+                    "'confidence_mean>=0.8,pac<=0.1' (operators >=, <=, >, <, ==). When all hold, the run's labels "
+                    "become <labels>_latest and its registered model version gets model_alias; when one fails the "
+                    "run is held (labels kept under its run key, nothing promoted) and ends Failed. Empty: every "
+                    "run is promoted (see docs/pipeline.md)")] = None
+    model_alias: Annotated[str, _checked(_model_alias), Field(
+        description="MLflow alias given to the registered model version of a promoted run (with "
+                    "register_model)")] = "champion"
     tracking_uri: Annotated[str | None, Field(
         description="MLflow tracking URI; default $MLFLOW_TRACKING_URI, else mlflow.db (SQLite) in the working "
                     "directory; "
@@ -255,6 +282,13 @@ class ConsensusRequest(BaseModel):
         from lwec_tasks.io.label_storage import storage_names
 
         return storage_names(self.resolved_output_table)
+
+    @property
+    def gate(self) -> tuple:
+        """The :class:`~lwec_tasks.gate.Condition` tuple of ``promote_if``; empty without a gate."""
+        from lwec_tasks.gate import parse_gate
+
+        return () if self.promote_if is None else parse_gate(self.promote_if)
 
     @property
     def auto_k(self) -> bool:

@@ -21,14 +21,16 @@ def register(subparsers) -> None:
         "assign",
         help="label the rows of a table with a consensus run's logged model (no consensus rerun)",
         description="Place the rows of a table into the clusters of an earlier consensus run, using the MLflow "
-                    "model that run logged (runs:/<run id>/model or models:/<name>/<version>), and write their "
-                    "cluster ids to a labels table in the same database (rerunning replaces the rows).",
+                    "model that run logged (runs:/<run id>/model, models:/<name>/<version>, or "
+                    "models:/<name>@champion: the version a quality gate promoted), and write their cluster ids "
+                    "to a labels table in the same database (rerunning replaces the rows).",
     )
     parser.add_argument("--database-url", required=True,
                         help="SQLAlchemy URL of the database holding the table (or env:VAR / block:NAME)")
     parser.add_argument("--table", required=True, help="table (or view) whose rows are labelled")
     parser.add_argument("--model-uri", required=True,
-                        help="MLflow model URI, e.g. runs:/<run id>/model or models:/<name>/<version>")
+                        help="MLflow model URI, e.g. runs:/<run id>/model, models:/<name>/<version> or "
+                             "models:/<name>@champion (the promoted version)")
     parser.add_argument("--feature-columns", "--features", dest="feature_columns", type=csv_list, default=None,
                         help="the model's feature columns, comma-separated (default: the model's own)")
     parser.add_argument("--id-column", default=None,

@@ -19,10 +19,11 @@ def one_line(text: str, limit: int = MAX_ERROR_CHARACTERS) -> str:
 
 def describe(error: BaseException) -> str:
     """What went wrong, for an operator: the message of errors that name their problem (bad input, a service
-    that did not answer), else the error's type and message."""
+    that did not answer, a run held by its quality gate), else the error's type and message."""
     from lwec_tasks.core.errors import LwecInputError
+    from lwec_tasks.gate import RunHeld
 
-    if isinstance(error, LwecInputError | ConnectionError) and str(error):
+    if isinstance(error, LwecInputError | ConnectionError | RunHeld) and str(error):
         return one_line(str(error))
     return one_line(f"{type(error).__name__}: {error}")
 

@@ -22,6 +22,7 @@ _EXPORTS = {
     "latest_labels_query": "history",
     "prune_runs": "history",
     "record_mlflow_run": "history",
+    "promote_run": "history",
     "check_new_table_name": "identifiers",
     "default_output_table": "identifiers",
     "latest_view_name": "identifiers",

@@ -30,7 +30,9 @@ from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
     StorageNames,
     has_confidence,
+    has_held,
     labels_query,
+    promoted_runs,
     published_runs,
     rows_clause,
     runs_clause,
@@ -185,33 +187,56 @@ def record_mlflow_run(engine: sa.Engine, labels_table: str, run_key: str, mlflow
                              f"MLflow run {mlflow_run_id!r} not recorded")
 
 
+def promote_run(engine: sa.Engine, labels_table: str, run_key: str) -> None:
+    """Mark the published run ``run_key`` of ``labels_table`` as promoted by its quality gate (``held`` false), so
+    that ``<labels_table>_latest`` shows it when it is its source table's latest run.
+
+    Raises :class:`LwecInputError` naming the table when it holds no such published run, and the database errors
+    of :mod:`lwec_tasks.io.errors`.
+    """
+    runs = runs_clause(labels_table, held=True)
+    with database_errors(engine, f"promote run {run_key!r} in table {str(labels_table)!r}"), \
+            engine.begin() as connection:
+        updated = connection.execute(sa.update(runs).where(runs.c.run_key == run_key, published_runs(runs))
+                                     .values(held=False)).rowcount
+    if not updated:
+        raise LwecInputError(f"labels_table {labels_table!r} holds no published run with run_key {run_key!r} to "
+                             "promote")
+
+
 # ----------------------------------------------------------------------------- the latest-run view
 
 
-def latest_labels_query(labels_table: str, confidence: bool = False) -> sa.Select:
+def latest_labels_query(labels_table: str, confidence: bool = False, held: bool = False) -> sa.Select:
     """The rows of each source table's most recent run in ``labels_table``, all labels-table columns.
 
     For each ``source_table`` the latest run is the one with the largest
     ``written_at``; among runs written at that same instant, the largest
-    ``run_key``. As SQL (names quoted by the dialect), on the runs table ``r``
-    and the rows table ``t``::
+    ``run_key``. With ``held`` (the runs table has the ``held`` column) runs held by their quality gate are
+    not candidates: the latest run is the latest promoted one. As SQL (names quoted by the dialect), on the
+    runs table ``r`` and the rows table ``t``, ``promoted`` being ``coalesce(held, false) = false`` (true
+    without ``held``)::
 
         SELECT <labels columns> FROM t JOIN r ON t.run = r.run
         JOIN (SELECT p.source_table, max(p.run_key) AS run_key
               FROM r AS p
               JOIN (SELECT source_table, max(written_at) AS written_at
-                    FROM r WHERE published GROUP BY source_table) AS newest
+                    FROM r WHERE published AND promoted GROUP BY source_table) AS newest
                 ON p.source_table = newest.source_table AND p.written_at = newest.written_at
-              WHERE p.published
+              WHERE p.published AND p.promoted
               GROUP BY p.source_table) AS latest
           ON r.source_table = latest.source_table AND r.run_key = latest.run_key
         WHERE r.published
     """
-    runs = runs_clause(labels_table)
+    runs = runs_clause(labels_table, held=held)
     candidates = runs.alias("candidates")
+
+    def eligible(clause):
+        return (published_runs(clause), *((promoted_runs(clause),) if held else ()))
+
     newest = (
         sa.select(runs.c.source_table, sa.func.max(runs.c.written_at).label("written_at"))
-        .where(published_runs(runs))
+        .where(*eligible(runs))
         .group_by(runs.c.source_table)
         .subquery("newest")
     )
@@ -219,13 +244,20 @@ def latest_labels_query(labels_table: str, confidence: bool = False) -> sa.Selec
         sa.select(candidates.c.source_table, sa.func.max(candidates.c.run_key).label("run_key"))
         .join_from(candidates, newest, sa.and_(candidates.c.source_table == newest.c.source_table,
                                                candidates.c.written_at == newest.c.written_at))
-        .where(published_runs(candidates))
+        .where(*eligible(candidates))
         .group_by(candidates.c.source_table)
         .subquery("latest")
     )
     query = labels_query(runs, rows_clause(labels_table), confidence=confidence)
     return query.join(latest, sa.and_(runs.c.source_table == latest.c.source_table,
                                       runs.c.run_key == latest.c.run_key))
+
+
+def latest_query_for(connection: sa.Connection, labels_table: str) -> sa.Select:
+    """:func:`latest_labels_query` for the storage as it is: with confidences and held runs left out where
+    its tables have those columns."""
+    return latest_labels_query(labels_table, has_confidence(connection, labels_table),
+                               has_held(connection, labels_table))
 
 
 def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
@@ -271,7 +303,7 @@ def create_latest_view(connection: sa.Connection, labels_table: str) -> None:
         raise LwecInputError(f"{str(view)!r} exists as a {kind}, not a view; rename it or the labels table")
     if dialect.name != "sqlite" and kind == "view":
         return
-    create_view(connection, view, latest_labels_query(labels_table, has_confidence(connection, labels_table)))
+    create_view(connection, view, latest_query_for(connection, labels_table))
 
 
 def create_view(connection: sa.Connection, view: str | TableName, query: sa.Select) -> None:

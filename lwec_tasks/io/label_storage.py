@@ -4,7 +4,9 @@ For an output table ``labels`` (or ``schema.labels``) three relations live in it
 
 * ``labels_runs`` — one row per run: ``run`` (integer key), ``run_key``, ``source_table``, ``method``,
   ``k``, ``theta``, ``ensemble_size``, ``seed``, ``flow_run_id``, ``mlflow_run_id``, ``written_at``,
-  ``row_count`` and ``published`` (False while the run's rows are being written; such runs are invisible);
+  ``row_count``, ``published`` (False while the run's rows are being written; such runs are invisible) and
+  ``held`` (:data:`HELD_COLUMN`: True for a run its quality gate has not promoted, which the view shows and
+  ``labels_latest`` does not; NULL or False otherwise);
 * ``labels_rows`` — ``(run, id, label, confidence)``, unique by ``(run, id)``: its primary key, or on
   PostgreSQL, where it is partitioned by ``run``, each run a table of its own keyed by ``id``
   (:mod:`lwec_tasks.io.run_tables`);
@@ -14,7 +16,8 @@ For an output table ``labels`` (or ``schema.labels``) three relations live in it
   ``confidence`` (:data:`CONFIDENCE_COLUMN`), each row's confidence in its label (NULL for runs written before
   the column was added, or without one).
 
-``labels_latest`` (:mod:`lwec_tasks.io.history`) shows each source table's latest run the same way.
+``labels_latest`` (:mod:`lwec_tasks.io.history`) shows each source table's latest run that is not held the same
+way.
 SQLAlchemy only, so the preflight checks can use it; names are table objects quoted by the dialect.
 """
 
@@ -41,6 +44,11 @@ VIEW_COLUMNS = ("run_key", "id", "label", "k", "method", "theta", "ensemble_size
 #: The rows table's nullable column of row confidences (REAL in [0, 1]); storage of earlier releases gains it
 #: at its next write (:func:`lwec_tasks.io.storage_setup.add_confidence_column`).
 CONFIDENCE_COLUMN = "confidence"
+
+#: The runs table's nullable BOOLEAN marking a run held by its quality gate (:mod:`lwec_tasks.gate`): shown in
+#: the view, left out of ``<view>_latest``. Storage of earlier releases gains it at its next write
+#: (:func:`lwec_tasks.io.storage_setup.add_held_column`).
+HELD_COLUMN = "held"
 
 
 @dataclass(frozen=True, repr=False)
@@ -112,6 +120,7 @@ def runs_table(output_table: str | TableName | StorageNames) -> sa.Table:
         sa.Column("written_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("row_count", sa.BigInteger, nullable=False),
         sa.Column("published", sa.Boolean, nullable=False),
+        sa.Column(HELD_COLUMN, sa.Boolean, nullable=True),
         sa.Index(f"{name.name}_by_key", "run_key"),
         schema=name.schema,
         sqlite_autoincrement=True,
@@ -137,11 +146,13 @@ def rows_table(output_table: str | TableName | StorageNames, id_type: sa.types.T
     )
 
 
-def runs_clause(output_table: str | TableName | StorageNames) -> sa.TableClause:
-    """A lightweight clause of the runs table, for statements that need no types or DDL."""
+def runs_clause(output_table: str | TableName | StorageNames, held: bool = False) -> sa.TableClause:
+    """A lightweight clause of the runs table, for statements that need no types or DDL; with ``held`` it has
+    the :data:`HELD_COLUMN` too (storage of earlier releases may lack it: :func:`has_held`)."""
     name = storage_names(output_table).runs
     return sa.table(name.name, sa.column("run"), sa.column("published"),
-                    *(sa.column(column) for column in RUN_COLUMNS), schema=name.schema)
+                    *(sa.column(column) for column in RUN_COLUMNS), *((sa.column(HELD_COLUMN),) if held else ()),
+                    schema=name.schema)
 
 
 def rows_clause(output_table: str | TableName | StorageNames, table: str | TableName | None = None) -> sa.TableClause:
@@ -150,6 +161,12 @@ def rows_clause(output_table: str | TableName | StorageNames, table: str | Table
     name = storage_names(output_table).rows if table is None else parse_table_name(table, "rows table")
     return sa.table(name.name, sa.column("run"), sa.column("id"), sa.column("label"), sa.column(CONFIDENCE_COLUMN),
                     schema=name.schema)
+
+
+def promoted_runs(runs) -> sa.ColumnElement:
+    """The condition selecting runs not held by their quality gate (``held`` NULL or false), on a clause with
+    the :data:`HELD_COLUMN` (no bound parameter, so it may stand in a view)."""
+    return sa.func.coalesce(runs.c[HELD_COLUMN], sa.false()) == sa.false()
 
 
 def published_runs(runs) -> sa.ColumnElement:
@@ -178,3 +195,11 @@ def has_confidence(connection: sa.Connection, output_table: str | TableName | St
     rows = storage_names(output_table).rows
     return any(column["name"] == CONFIDENCE_COLUMN
                for column in sa.inspect(connection).get_columns(rows.name, schema=rows.schema))
+
+
+def has_held(connection: sa.Connection, output_table: str | TableName | StorageNames) -> bool:
+    """Whether ``output_table``'s runs table has the :data:`HELD_COLUMN` (storage of earlier releases has not,
+    until its next write adds it)."""
+    runs = storage_names(output_table).runs
+    return any(column["name"] == HELD_COLUMN
+               for column in sa.inspect(connection).get_columns(runs.name, schema=runs.schema))

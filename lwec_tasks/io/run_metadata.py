@@ -25,6 +25,8 @@ class RunMetadata:
     k, method, theta, ensemble_size, seed : the consensus run's parameters
     source_table : the table whose rows were labelled
     flow_run_id : the Prefect flow run that wrote the labels (None outside a flow run)
+    held : the run is written held by its quality gate (default False): in the labels view, not in
+        ``<labels>_latest`` until promoted (:func:`lwec_tasks.io.history.promote_run`)
     """
 
     run_key: str
@@ -35,6 +37,7 @@ class RunMetadata:
     seed: int | None
     source_table: str
     flow_run_id: str | None = None
+    held: bool = False
 
     def column_values(self) -> dict:
         """The labels-table columns other than ``id`` and ``label``, by name, stamped ``written_at`` now.

@@ -45,6 +45,7 @@ from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
 from lwec_tasks.io.label_storage import (
     CONFIDENCE_COLUMN,
+    HELD_COLUMN,
     StorageNames,
     published_runs,
     rows_clause,
@@ -273,7 +274,8 @@ def begin_run(engine: sa.Engine, output_table: str | StorageNames, id_type: sa.t
     :class:`~lwec_tasks.io.locks.RunLock` is taken before it commits. For ids that need a cast, also create the
     staging table. Returns the :class:`PendingRun`."""
     names = storage_names(output_table)
-    values = {**run.column_values(), "mlflow_run_id": None, "row_count": 0, "published": False}
+    values = {**run.column_values(), "mlflow_run_id": None, "row_count": 0, "published": False,
+              HELD_COLUMN: run.held}
     lock = None
     try:
         with database_errors(engine, f"write labels to table {str(names)!r}"), \

@@ -19,12 +19,14 @@ import sqlalchemy as sa
 
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
 from lwec_tasks.io.cleanup import run_tables_of
-from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_labels_query
+from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_query_for
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
     CONFIDENCE_COLUMN,
+    HELD_COLUMN,
     StorageNames,
     has_confidence,
+    has_held,
     labels_query,
     rows_clause,
     rows_table,
@@ -99,6 +101,7 @@ def prepare_storage(connection: sa.Connection, output_table: str | StorageNames,
     if layout != NARROW or relation_kind(connection, storage_names(output_table).view) is None:
         create_labels_view(connection, output_table)
     add_confidence_column(connection, output_table)
+    add_held_column(connection, output_table)
     return layout is None
 
 
@@ -120,7 +123,22 @@ def add_confidence_column(connection: sa.Connection, output_table: str | Storage
                 drop_view(connection, view)
     create_labels_view(connection, output_table)
     if had_latest:
-        create_view(connection, latest, latest_labels_query(output_table, confidence=True))
+        create_view(connection, latest, latest_query_for(connection, output_table))
+
+
+def add_held_column(connection: sa.Connection, output_table: str | StorageNames) -> None:
+    """Give the runs table of storage made by an earlier release its nullable ``held`` column (NULL for the
+    earlier runs: none is held) and make the view ``<output_table>_latest``, if there, again so that it leaves
+    held runs out, in the caller's transaction. Nothing when the column is there."""
+    if has_held(connection, output_table):
+        return
+    names = storage_names(output_table)
+    execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.runs)} ADD COLUMN "
+                            f"{connection.dialect.identifier_preparer.quote(HELD_COLUMN)} BOOLEAN")
+    if relation_kind(connection, names.latest) == "view":
+        if connection.dialect.name != "postgresql":  # CREATE VIEW IF NOT EXISTS would keep the old one
+            drop_view(connection, names.latest)
+        create_view(connection, names.latest, latest_query_for(connection, output_table))
 
 
 def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> sa.Table:
@@ -199,7 +217,7 @@ def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
     create_labels_view(connection, output_table)  # CREATE OR REPLACE: the views followed the old table's rename
     latest = latest_view_of(names.view)
     if relation_kind(connection, latest) == "view":
-        create_view(connection, latest, latest_labels_query(output_table, has_confidence(connection, output_table)))
+        create_view(connection, latest, latest_query_for(connection, output_table))
     execute_ddl(connection, f"DROP TABLE {quoted(connection, aside)}")
 
 

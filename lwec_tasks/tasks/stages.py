@@ -103,11 +103,12 @@ def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request
                      confidence: list | None = None) -> int:
     """Stage the partitions' labels; one transaction replaces the run key's rows and prunes the source table's
     runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view. Each row's
-    ``confidence`` (one handle per partition, or None) is written beside its label.
+    ``confidence`` (one handle per partition, or None) is written beside its label. A gated run
+    (``request.promote_if``) is written held: out of ``<labels>_latest`` until its gate promotes it.
     Returns the rows written (0 when the table already held exactly these labels under this run key)."""
     run = RunMetadata(run_key=request.run_key, k=labels.k, method=request.method, theta=request.theta,
                       ensemble_size=request.ensemble_size, seed=request.seed, source_table=request.table,
-                      flow_run_id=flow_run.id)
+                      flow_run_id=flow_run.id, held=request.promote_if is not None)
     log = get_run_logger()
     written = write_labels(table, labels.labels, request.storage, run, log, keep_runs=request.keep_runs,
                            confidence=confidence)

@@ -1,9 +1,10 @@
-"""Task: the run's outcome as the flow's return value and a markdown artifact in the Prefect UI."""
+"""Task: the run's outcome as the flow's return value and artifacts in the Prefect UI: a markdown summary, a
+table of the cluster profiles and a link to the MLflow run."""
 
 from __future__ import annotations
 
 from prefect import get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
+from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
@@ -17,6 +18,8 @@ from lwec_tasks.tracking.runs import StoreUnreachableError, tracking_error
 
 #: Key of the run-summary artifact in the Prefect UI.
 SUMMARY_ARTIFACT_KEY = "lwec-consensus-summary"
+#: Keys of the cluster-profiles table artifact and of the link to the MLflow run.
+PROFILES_ARTIFACT_KEY, MLFLOW_LINK_ARTIFACT_KEY = "lwec-cluster-profiles", "lwec-mlflow-run"
 
 
 @task(name="publish-summary", cache_policy=NO_CACHE)
@@ -64,6 +67,12 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
     summary["mlflow_run_id"], summary["mlflow_run_url"] = logged["run_id"], logged["url"]
     summary["model_uri"], summary["figures"] = logged["model_uri"], logged["figures"]
     _publish(request, summary)
+    _publish_profiles(request, facts)
+    if summary["mlflow_run_url"]:
+        create_link_artifact(link=summary["mlflow_run_url"], link_text=f"MLflow run {summary['mlflow_run_id']}",
+                             key=MLFLOW_LINK_ARTIFACT_KEY,
+                             description=f"The MLflow run of run key {request.run_key!r} (experiment "
+                                         f"{request.experiment!r})")
     get_run_logger().info("Done: %d labels in table %r (run key %r); MLflow run %s in experiment %r",
                           rows_written, summary["output_table"], request.run_key, summary["mlflow_run_id"],
                           request.experiment)
@@ -117,6 +126,28 @@ def _publish(request: ConsensusRequest, summary: dict) -> None:
     create_markdown_artifact(markdown=summary_markdown(request, summary), key=SUMMARY_ARTIFACT_KEY,
                              description=f"{request.method.upper()} consensus of {request.table} "
                                          f"({summary.get('executor')})")
+
+
+def _publish_profiles(request: ConsensusRequest, facts: RunFacts) -> None:
+    """The cluster profiles (:func:`profile_rows`) as a table artifact; none for a run without profiles."""
+    rows = profile_rows(facts)
+    if rows:
+        create_table_artifact(table=rows, key=PROFILES_ARTIFACT_KEY,
+                              description=f"Cluster profiles of run key {request.run_key!r}: size, mean confidence, "
+                                          "Jaccard overlap with the previous run, each feature's mean as a z-score")
+
+
+def profile_rows(facts: RunFacts) -> list[dict]:
+    """One dict per cluster of the run's profiles (as in ``cluster_profiles.csv`` of the MLflow run): plain numbers,
+    NaN as None (no matched earlier cluster); empty without profiles."""
+    import math
+
+    if facts.profiles is None:
+        return []
+    frame = facts.profiles_with_stability()
+    return [{str(name): (None if isinstance(value, float) and math.isnan(value) else
+                         value.item() if hasattr(value, "item") else value) for name, value in row.items()}
+            for row in frame.to_dict(orient="records")]
 
 
 def summary_markdown(request: ConsensusRequest, summary: dict) -> str:

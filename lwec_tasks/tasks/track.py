@@ -33,12 +33,15 @@ class RunFacts:
     ``sample_rows`` (S, d) are the cluster map's rows (S ≤ 2,000, as clustered), whose first rows are the
     model's input example; ``selection`` is the automatic choice of k (None when k was given); ``evidence``
     the row confidences' summary, cluster profiles and co-association's distribution
-    (:class:`~lwec_tasks.stages.evidence.RunEvidence`, None for none).
+    (:class:`~lwec_tasks.stages.evidence.RunEvidence`, None for none); ``system_series`` the run's CPU and
+    memory samples (:meth:`~lwec_tasks.tracking.system_metrics.SystemSampler.series`, empty for none).
     """
 
     def __init__(self, executor, table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                 stable: StableIds, model: tuple[Placement, float], figures: dict[str, bytes], evidence=None):
+                 stable: StableIds, model: tuple[Placement, float], figures: dict[str, bytes], evidence=None,
+                 system_series: dict | None = None):
         self.executor = executor.name
+        self.system_series = system_series or {}
         self.scheduler = executor.address
         self.n_workers = executor.n_workers
         self.n_threads = executor.n_threads
@@ -171,7 +174,8 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     Raises :class:`~lwec_tasks.tracking.TrackingError` (retried only when ``retryable``, see
     :func:`~lwec_tasks.tasks.retry.retry_if_tracking_unreachable`) when the store is down or refuses a
     write. Returns ``{"run_id", "url" (its page in the MLflow UI), "model_uri" (the labelling model),
-    "figures" (artifact URI of each figure)}``.
+    "figures" (artifact URI of each figure), "metrics" (the run's metrics: name → number or None, what the
+    quality gate judges)}``. The run is named after the flow run (``<table>-k<k>-<method>``).
     """
     from lwec_tasks.tracking.model import active_run_in, log_placement_model
     from lwec_tasks.tracking.runs import run_writer
@@ -215,6 +219,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     }
     evidence_metrics, series = facts.evidence_metrics()
     metrics.update(evidence_metrics)
+    series.update(facts.system_series)
     clusters = facts.clusters.assign(uncertainty_bits=cluster_reliability.uncertainty, eci=eci)
     location = {"output_table": request.resolved_output_table, "run_key": request.run_key,
                 "rows": int(sizes.sum()), "database": mask_url(request.database_url)}
@@ -239,7 +244,8 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
                           "labelling model %s)", run_id, request.experiment, mask_uri(tracking_uri), len(params),
                           len(metrics), len(figures), uri)
     return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id, run_info.experiment_id), "model_uri": uri,
-            "figures": {name: f"{run_info.artifact_uri.rstrip('/')}/figures/{name}" for name in figures}}
+            "figures": {name: f"{run_info.artifact_uri.rstrip('/')}/figures/{name}" for name in figures},
+            "metrics": metrics}
 
 
 def _record_in_labels_table(request: ConsensusRequest, run_id: str) -> None:

@@ -9,7 +9,8 @@
   (signature: the feature columns as double in, long out; the input example;
   explicit pip requirements) and optionally registers it;
 * :func:`load_placement_model` gets the :class:`Placement` back from any model URI
-  (``runs:/<run id>/model``, ``models:/<model id>``, ``models:/<name>/<version>``).
+  (``runs:/<run id>/model``, ``models:/<model id>``, ``models:/<name>/<version>``,
+  ``models:/<name>@<alias>``).
 """
 
 from __future__ import annotations
