@@ -88,3 +88,6 @@ def test_a_gated_run_is_promoted_then_a_worse_one_held(prefect_server, mlflow_st
     by_champion = read_labels(sqlite_url, "assigned").set_index("id")["label"]
     night1 = read_labels(sqlite_url, "gated", "night1").set_index("id")["label"]
     assert by_champion.loc[night1.index].tolist() == night1.tolist()
+    assert lwec_main(["assign", "--database-url", sqlite_url, "--table", "blobs", "--model-uri",
+                      f"models:/{model}@champion", "--tracking-uri", mlflow_store, "--output-table", "by_cli"]) == 0
+    assert read_labels(sqlite_url, "by_cli").set_index("id")["label"].loc[night1.index].tolist() == night1.tolist()

@@ -97,3 +97,51 @@ def test_a_held_run_fails_the_command_and_fires_automations(prefect_api, sqlite_
     assert [failure["condition"] for failure in held["failed"]] == ["confidence_mean>=1.5"]
     completed = webhook.wait("/completed", timeout=60)
     assert completed["source"] == "lwec.table.blobs" and 0 < completed["confidence_mean"] < 1.5
+
+
+@pytest.mark.slow
+def test_served_runs_through_the_gate_and_assign_by_the_champion(prefect_api, tmp_path):
+    """The on-demand deployment served by deployments/serve.py: a promoted run moves the champion, a held one ends
+    Failed naming its failed condition; the assign deployment labels rows with models:/NAME@champion."""
+    from mlflow import MlflowClient
+
+    from helpers.pipeline import client_for, stop, wait_for
+    from helpers.serving import SERVED_DEPLOYMENTS, blobs_workspace, forget_served, start_serving
+
+    workspace = blobs_workspace(tmp_path)
+    model = unique("served_champion")
+    form = {"table": "blobs", "n_clusters": 3, "ensemble_size": 4, "seed": 3, "output_table": "served_gate",
+            "register_model": model, "experiment": unique("served_gate")}
+    server, log = start_serving(prefect_api.env, workspace, tmp_path)
+
+    def run(deployment_name: str, parameters: dict):
+        with client_for(prefect_api.url) as client:
+            deployment = client.read_deployment_by_name(deployment_name)
+            flow_run = client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+            return wait_for(lambda: (found := client.read_flow_run(flow_run.id)).state and found.state.is_final()
+                            and found, 240, f"flow run {flow_run.id} of {deployment_name}", server, log)
+
+    try:
+        with client_for(prefect_api.url) as client:
+            wait_for(lambda: all(client.read_deployment_by_name(name) for name in SERVED_DEPLOYMENTS), 120,
+                     "served deployments", server, log)
+        promoted = run("lwec-consensus/on-demand", {**form, "run_name": "night1", "promote_if": "confidence_mean>=0.5"})
+        assert promoted.state.is_completed(), promoted.state.message
+        assert promoted.name == "blobs-k3-lwea"
+        held = run("lwec-consensus/on-demand", {**form, "run_name": "night2", "promote_if": "confidence_mean>=1.5"})
+        assert held.state.is_failed()
+        assert "run key 'night2' held by promote_if 'confidence_mean>=1.5': confidence_mean=0." in held.state.message
+        assert set(read_labels(workspace.database, "served_gate_latest")["run_key"]) == {"night1"}
+        assert len(read_labels(workspace.database, "served_gate", "night2")) == len(workspace.frame)
+        champion = MlflowClient(workspace.tracking_uri).get_model_version_by_alias(model, "champion")
+        assert str(champion.version) == "1"  # night2 registered version 2, which the alias did not follow
+
+        assigned = run("lwec-assign/assign", {"table": "blobs", "model_uri": f"models:/{model}@champion",
+                                              "output_table": "served_assigned"})
+        assert assigned.state.is_completed(), assigned.state.message
+        night1 = read_labels(workspace.database, "served_gate", "night1").set_index("id")["label"]
+        by_champion = read_labels(workspace.database, "served_assigned").set_index("id")["label"]
+        assert by_champion.loc[night1.index].tolist() == night1.tolist()
+    finally:
+        stop(server)
+        forget_served(prefect_api.url, "lwec-served")
