@@ -241,6 +241,12 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
             print(f"         browse: {link}")
     if summary.get("model_uri"):
         print(f"Model:   {summary['model_uri']}  (label new rows: lwec assign --model-uri {summary['model_uri']} ...)")
+    gate = summary.get("gate")
+    if gate:
+        moved = f"view {latest_view_name(table)!r}" + (f" and {gate['model_alias_uri']}"
+                                                       if gate.get("model_alias_uri") else "")
+        skipped = f"; not applied (not measured): {', '.join(gate['not_applied'])}" if gate.get("not_applied") else ""
+        print(f"Gate:    promote_if {gate['promote_if']!r} met: promoted to {moved}{skipped}")
     if summary.get("figures"):
         print("Figures:")
         for name, uri in summary["figures"].items():
