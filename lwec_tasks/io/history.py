@@ -253,13 +253,6 @@ def latest_labels_query(labels_table: str, confidence: bool = False, held: bool 
                                       runs.c.run_key == latest.c.run_key))
 
 
-def latest_query_for(connection: sa.Connection, labels_table: str) -> sa.Select:
-    """:func:`latest_labels_query` for the storage as it is: with confidences and held runs left out where
-    its tables have those columns."""
-    return latest_labels_query(labels_table, has_confidence(connection, labels_table),
-                               has_held(connection, labels_table))
-
-
 def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
     """Create the view ``<labels_table>_latest`` over :func:`latest_labels_query` if missing; its name.
 
@@ -303,7 +296,8 @@ def create_latest_view(connection: sa.Connection, labels_table: str) -> None:
         raise LwecInputError(f"{str(view)!r} exists as a {kind}, not a view; rename it or the labels table")
     if dialect.name != "sqlite" and kind == "view":
         return
-    create_view(connection, view, latest_query_for(connection, labels_table))
+    create_view(connection, view, latest_labels_query(labels_table, has_confidence(connection, labels_table),
+                                                      has_held(connection, labels_table)))
 
 
 def create_view(connection: sa.Connection, view: str | TableName, query: sa.Select) -> None:

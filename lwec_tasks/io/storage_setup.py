@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
 from lwec_tasks.io.cleanup import run_tables_of
-from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_query_for
+from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_labels_query
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
     CONFIDENCE_COLUMN,
@@ -123,7 +123,7 @@ def add_confidence_column(connection: sa.Connection, output_table: str | Storage
                 drop_view(connection, view)
     create_labels_view(connection, output_table)
     if had_latest:
-        create_view(connection, latest, latest_query_for(connection, output_table))
+        create_view(connection, latest, latest_query(connection, output_table))
 
 
 def add_held_column(connection: sa.Connection, output_table: str | StorageNames) -> None:
@@ -138,7 +138,14 @@ def add_held_column(connection: sa.Connection, output_table: str | StorageNames)
     if relation_kind(connection, names.latest) == "view":
         if connection.dialect.name != "postgresql":  # CREATE VIEW IF NOT EXISTS would keep the old one
             drop_view(connection, names.latest)
-        create_view(connection, names.latest, latest_query_for(connection, output_table))
+        create_view(connection, names.latest, latest_query(connection, output_table))
+
+
+def latest_query(connection: sa.Connection, output_table: str | StorageNames) -> sa.Select:
+    """The ``_latest`` view's query for the storage as it is: with its rows' confidences and leaving held runs out
+    where its tables have those columns (:func:`~lwec_tasks.io.history.latest_labels_query`)."""
+    return latest_labels_query(output_table, has_confidence(connection, output_table),
+                               has_held(connection, output_table))
 
 
 def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> sa.Table:
@@ -217,7 +224,7 @@ def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
     create_labels_view(connection, output_table)  # CREATE OR REPLACE: the views followed the old table's rename
     latest = latest_view_of(names.view)
     if relation_kind(connection, latest) == "view":
-        create_view(connection, latest, latest_query_for(connection, output_table))
+        create_view(connection, latest, latest_query(connection, output_table))
     execute_ddl(connection, f"DROP TABLE {quoted(connection, aside)}")
 
 
