@@ -91,7 +91,7 @@ def check_protocol(pool: Pool, runs: int, ensemble_size: int) -> None:
 
 def reproduce(pool: Pool, *, runs: int = 20, ensemble_size: int = 10, theta: float = DEFAULT_THETA, seed: int = 0,
               methods: str | Sequence[str] = ("LWEA", "LWGP", "EAC"), ks: Sequence[int] | str = DEFAULT_KS,
-              progress: Callable[[str], None] | None = None) -> dict:
+              auto_k: bool = True, progress: Callable[[str], None] | None = None) -> dict:
     """Run the protocol and return the summary (the ``--json`` document).
 
     Parameters
@@ -103,6 +103,8 @@ def reproduce(pool: Pool, *, runs: int = 20, ensemble_size: int = 10, theta: flo
     seed : master seed; run r uses seeds derived from (seed, r)
     methods : paper names, e.g. "LWEA,LWGP,EAC"
     ks : numbers of clusters to cut, e.g. range(2, 31) or "2..30"
+    auto_k : also choose k from the ensemble alone for LWEA and LWGP and score that cut (default True; on
+        large pools it costs several times the cuts themselves)
     progress : called with one line of text after each method run
 
     Returns
@@ -110,7 +112,7 @@ def reproduce(pool: Pool, *, runs: int = 20, ensemble_size: int = 10, theta: flo
     dict with keys dataset, n_objects, runs, ensemble_size, theta, seed, ks,
     n_classes, draws (pool columns per run) and methods: for each method
     ``{"nmi": {"best_k": {"mean", "std"}, "true_k": {...}}, "ari": {...},
-    "seconds": {"mean", "std"}, "per_run": {...}}``. LWEA and LWGP also get
+    "seconds": {"mean", "std"}, "per_run": {...}}``. With ``auto_k``, LWEA and LWGP also get
     ``"auto_k": {"mean", "std"}`` under "nmi" and "ari", ``"auto_k_chosen":
     {"mean", "std"}`` (the chosen k) and, in per_run, ``[metric]["auto_k"]`` and
     ``"auto_k_chosen"`` (one entry per run). true-k entries are None when the
@@ -124,7 +126,7 @@ def reproduce(pool: Pool, *, runs: int = 20, ensemble_size: int = 10, theta: flo
     ks = parse_ks(ks)
     check_protocol(pool, runs, ensemble_size)
     runs, ensemble_size = int(runs), int(ensemble_size)
-    per_run = {m.name: _empty_record(m.name in AUTO_K_METHODS) for m in chosen}
+    per_run = {m.name: _empty_record(auto_k and m.name in AUTO_K_METHODS) for m in chosen}
     draws = []
     for run in range(runs):
         columns = draw_columns(pool.n_candidates, ensemble_size, seed, run)
@@ -140,7 +142,7 @@ def reproduce(pool: Pool, *, runs: int = 20, ensemble_size: int = 10, theta: flo
                                      f"{columns.tolist()}: {error}") from None
             seconds = time.perf_counter() - start
             _record(per_run[method.name], cuts, ks, pool.truth, seconds)
-            if method.name in AUTO_K_METHODS:
+            if auto_k and method.name in AUTO_K_METHODS:
                 _record_auto_k(per_run[method.name], method.name, labels, theta, method_seed(seed, run),
                                pool.truth)
             if progress is not None:

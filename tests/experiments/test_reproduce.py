@@ -208,3 +208,17 @@ def test_auto_k_entries_for_lwea_and_lwgp_only():
             assert k == select_k(labels, name, random_state=method_seed(2, run)).k
     eac_summary = result["methods"]["EAC"]
     assert "auto_k_chosen" not in eac_summary and "auto_k" not in eac_summary["nmi"]
+
+
+def test_without_auto_k_the_cuts_scores_are_the_same_and_no_auto_k_entries():
+    pool = synthetic_pool()
+    with_auto = reproduce(pool, runs=2, ensemble_size=5, seed=4, methods="LWEA,LWGP", ks="2..8")
+    without = reproduce(pool, runs=2, ensemble_size=5, seed=4, methods="LWEA,LWGP", ks="2..8", auto_k=False)
+    for name in ("LWEA", "LWGP"):
+        summary = without["methods"][name]
+        assert "auto_k_chosen" not in summary and "auto_k_chosen" not in summary["per_run"]
+        for metric in ("nmi", "ari"):
+            assert set(summary[metric]) == {"best_k", "true_k"}
+            for criterion in ("best_k", "true_k"):
+                assert summary["per_run"][metric][criterion] == \
+                    with_auto["methods"][name]["per_run"][metric][criterion]
