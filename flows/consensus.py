@@ -31,6 +31,7 @@ with imports_without_collections():
     from lwec_tasks.core.eci import DEFAULT_THETA
     from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
     from lwec_tasks.executors import open_executor
+    from lwec_tasks.form_types import ClusterCount, OptionalRunCount, OptionalSeed
     from lwec_tasks.io import mask_url
     from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
     from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
@@ -63,7 +64,7 @@ FLOW_NAME = "lwec-consensus"
 def consensus_flow(
     database_url: str,
     table: str,
-    n_clusters: Annotated[int, Field(ge=2)] | Literal["auto"],
+    n_clusters: ClusterCount,
     feature_columns: list[str] | None = None,
     id_column: str | None = None,
     label_column: str | None = None,
@@ -71,14 +72,14 @@ def consensus_flow(
     ensemble_size: Annotated[int, Field(ge=1)] = DEFAULT_ENSEMBLE_SIZE,
     generators: str = RUN_DEFAULT_MIX,
     theta: Annotated[float, Field(gt=0)] = DEFAULT_THETA,
-    seed: Annotated[int | None, Field(ge=0)] = 0,
+    seed: OptionalSeed = 0,
     experiment: str = "lwec",
     output_table: str | None = None,
     standardize: bool = True,
     drop_nonfinite: bool = False,
     run_name: str | None = None,
     stable_ids: bool = True,
-    keep_runs: Annotated[int | None, Field(ge=1)] = 30,
+    keep_runs: OptionalRunCount = 30,
     register_model: str | None = None,
     promote_if: str | None = None,
     model_alias: str = "champion",

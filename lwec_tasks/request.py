@@ -176,8 +176,8 @@ class ConsensusRequest(BaseModel):
         description="Table (or view) with one row per object: table or schema.table; a name containing a dot "
                     'in double quotes: "my.table" or analytics."my.table"')]
     n_clusters: Annotated[int | Literal["auto"], _checked(_n_clusters), Field(
-        description="Number of consensus clusters k (at least 2), or 'auto' to choose k from the ensemble "
-                    "(k = 2..min(50, …); see docs/pipeline.md)")]
+        description="Number of consensus clusters k: an integer of at least 2, or auto to choose k from the "
+                    "ensemble (see docs/pipeline.md, Automatic k)")]
     feature_columns: Annotated[tuple[str, ...] | None, _checked(_columns), Field(
         description="Feature columns; default: every numeric column except the id and label columns")] = None
     id_column: Annotated[str | None, _checked(optional_column), Field(
@@ -187,7 +187,7 @@ class ConsensusRequest(BaseModel):
         description="Ground-truth column (optional): it is not clustered on, and enables NMI and ARI")] = None
     method: Annotated[str, _checked(_method), Field(description=describe_pipeline_methods())] = PIPELINE_METHODS[0]
     ensemble_size: Annotated[int, _checked(_integer(1)), Field(
-        description="Number of k-means base clusterings M")] = DEFAULT_ENSEMBLE_SIZE
+        description="Number of base clusterings M in the ensemble, made by the generators")] = DEFAULT_ENSEMBLE_SIZE
     generators: Annotated[str, _checked(_generators), Field(
         description=f"Generators of the base clusterings: {DEFAULT_MIX} (the paper's protocol), a named mix "
                     f"({', '.join(NAMED_MIXES)}) or weights such as kmeans:4,genie:3,spectral:3; generators: "
@@ -195,7 +195,8 @@ class ConsensusRequest(BaseModel):
     theta: Annotated[float, _checked(_theta), Field(
         description="ECI parameter θ > 0 (the paper uses 0.4)")] = DEFAULT_THETA
     seed: Annotated[int | None, _checked(_integer(0, optional=True)), Field(
-        description="Random seed; empty (CLI: none) for a fresh random run")] = 0
+        description="Random seed, an integer of at least 0; None (CLI: --seed none) draws a fresh "
+                    "random seed for each run")] = 0
     experiment: Annotated[str, _checked(non_empty_text), Field(description="MLflow experiment name")] = "lwec"
     output_table: Annotated[str | None, _checked(_output_table), Field(
         description="Labels table to create or update (table or schema.table); default the source table's "
@@ -205,15 +206,16 @@ class ConsensusRequest(BaseModel):
     drop_nonfinite: Annotated[bool, _checked(_flag), Field(
         description="Drop rows with missing/NaN/infinite features instead of failing")] = False
     run_name: Annotated[str | None, _checked(_run_name), Field(
-        description="Key of this run's rows in the labels table; default derived from the inputs. {date} and "
-                    "{datetime} are replaced by the run's scheduled start (UTC), so that scheduled runs keep "
-                    "one set of rows per night")] = None
+        description="Labels run key: the key under which this run's rows are stored in the labels table (not "
+                    "the name of the Prefect flow run, which is <table>-k<k>-<method>); default derived from the "
+                    "inputs, so that a rerun replaces its rows. {date} and {datetime} are replaced by the run's "
+                    "scheduled start (UTC), so that scheduled runs keep one set of rows per night")] = None
     stable_ids: Annotated[bool, _checked(_flag), Field(
         description="Renumber the cluster ids to agree as far as possible with the latest earlier run of the "
                     "same source table in the labels table (clusters without a partner get fresh ids)")] = True
     keep_runs: Annotated[int | None, _checked(_integer(1, optional=True)), Field(
         description="Keep the labels of this many most recent runs per source table in the labels table and "
-                    "delete older runs; empty keeps every run")] = 30
+                    "delete older runs; None keeps every run")] = 30
     register_model: Annotated[str | None, _checked(_optional_model_name), Field(
         description="Register the run's labelling model in the MLflow Model Registry under this name")] = None
     promote_if: Annotated[str | None, _checked(_promote_if), Field(

@@ -32,7 +32,37 @@ def test_every_flow_parameter_has_a_description_in_the_prefect_form():
     assert "ground" in properties["label_column"]["description"].lower()
     # constraints survive next to descriptions
     assert properties["ensemble_size"]["minimum"] == 1
-    assert {"type": "integer", "minimum": 2} in properties["n_clusters"]["anyOf"]
+    assert properties["n_clusters"]["minimum"] == 2
+
+
+def test_the_form_offers_int_first_with_its_bound_and_readable_descriptions():
+    from prefect.utilities.callables import parameter_schema
+    from prefect.utilities.schema_tools.validation import build_error_obj, validate
+
+    schema = parameter_schema(consensus_flow).model_dump_for_openapi()
+    properties = schema["properties"]
+    # Each alternative is a titled tab; int comes first, "auto" is a choice (not a greyed-out const).
+    assert properties["n_clusters"]["anyOf"] == [{"type": "integer", "title": "int"},
+                                                 {"type": "string", "enum": ["auto"], "title": "auto"}]
+    for name, minimum in (("seed", 0), ("keep_runs", 1)):
+        assert properties[name]["anyOf"] == [{"type": "integer", "title": "int"}, {"type": "null", "title": "None"}]
+        assert properties[name]["minimum"] == minimum
+    # A number below the bound gets the bound's message, as the server and the form validate it.
+    required = {"database_url": "sqlite://", "table": "t"}
+    for name, value, message in (("n_clusters", 1, "1 is less than the minimum of 2"),
+                                 ("seed", -1, "-1 is less than the minimum of 0")):
+        errors = build_error_obj(validate({"n_clusters": 3, **required, name: value}, schema))["errors"]
+        assert errors == [{"property": name, "errors": [message]}]
+    for value in (2, "auto"):
+        assert validate({**required, "n_clusters": value, "seed": None, "keep_runs": None}, schema) == []
+
+    described = {name: spec["description"] for name, spec in properties.items()}
+    assert "…" not in described["n_clusters"] and "min(" not in described["n_clusters"]
+    assert "k-means" not in described["ensemble_size"]
+    assert described["run_name"].startswith("Labels run key") and "not the name of the Prefect flow run" in \
+        described["run_name"]
+    assert "empty" not in described["seed"] and "None" in described["seed"]
+    assert "empty" not in described["keep_runs"]
 
 
 @pytest.mark.parametrize("name", [
