@@ -32,7 +32,8 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
     labels are already written: the artifact says the MLflow run is missing and
     :class:`~lwec_tasks.tracking.TrackingError` is raised saying where the labels are.
 
-    The summary holds ``run_key``, ``output_table``, ``rows_written``, ``n_objects``,
+    The summary holds ``run_key``, ``output_table``, ``rows_written`` (0 for a rerun whose labels were
+    already stored), ``labels_stored`` (the rows the labels table holds under the run key), ``n_objects``,
     ``k`` (chosen, for ``n_clusters="auto"``), ``n_clusters_found``, ``nmi``/``ari``
     (None without ground truth), ``ids_aligned_to`` and ``id_agreement`` (the
     earlier run the cluster ids agree with, None without one),
@@ -49,6 +50,7 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
                               facts.quality["ari"])
     summary = {
         "run_key": request.run_key, "output_table": request.resolved_output_table, "rows_written": rows_written,
+        "labels_stored": rows_written or facts.n_objects,
         "n_objects": facts.n_objects, "k": facts.k, "n_clusters_found": int((facts.sizes > 0).sum()),
         "nmi": facts.quality.get("nmi"), "ari": facts.quality.get("ari"),
         "ids_aligned_to": facts.stable.aligned_to, "id_agreement": facts.stable.agreement,
@@ -73,9 +75,10 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
                              key=MLFLOW_LINK_ARTIFACT_KEY,
                              description=f"The MLflow run of run key {request.run_key!r} (experiment "
                                          f"{request.experiment!r})")
-    get_run_logger().info("Done: %d labels in table %r (run key %r); MLflow run %s in experiment %r",
-                          rows_written, summary["output_table"], request.run_key, summary["mlflow_run_id"],
-                          request.experiment)
+    get_run_logger().info("Done: table %r holds %d labels of run key %r (%s); MLflow run %s in experiment %r",
+                          summary["output_table"], summary["labels_stored"], request.run_key,
+                          "written by this run" if rows_written else "already there from an earlier run, not "
+                          "rewritten", summary["mlflow_run_id"], request.experiment)
     return summary
 
 
@@ -124,8 +127,16 @@ def tracking_failure_message(request: ConsensusRequest, rows_written: int, error
 
 def _publish(request: ConsensusRequest, summary: dict) -> None:
     create_markdown_artifact(markdown=summary_markdown(request, summary), key=SUMMARY_ARTIFACT_KEY,
-                             description=f"{request.method.upper()} consensus of {request.table} "
-                                         f"({summary.get('executor')})")
+                             description=summary_description(request, summary))
+
+
+def summary_description(request: ConsensusRequest, summary: dict) -> str:
+    """The summary artifact's description, shown above it in the Prefect UI: which run (the flow run's name,
+    :mod:`lwec_tasks.tasks.run_names`), what it did and where its labels are, e.g. ``Consensus run
+    blobs-k3-lwea: LWEA of table 'blobs' (in-process); labels in 'blobs_lwec_labels' under run key 'x'``."""
+    name = flow_run.name or request.run_key  # outside a flow run (a summary built by hand) there is no name
+    return (f"Consensus run {name}: {request.method.upper()} of table {request.table!r} ({summary.get('executor')}); "
+            f"labels in {summary.get('output_table')!r} under run key {summary.get('run_key')!r}")
 
 
 def _publish_profiles(request: ConsensusRequest, facts: RunFacts) -> None:
@@ -161,7 +172,7 @@ def summary_markdown(request: ConsensusRequest, summary: dict) -> str:
         ("Clusters found", summary.get("n_clusters_found")),
         ("NMI / ARI", _pair(summary.get("nmi"), summary.get("ari"))),
         ("Labels table", f"`{summary.get('output_table')}` (run key `{summary.get('run_key')}`, "
-                         f"{summary.get('rows_written', 0)} rows)"),
+                         f"{rows_phrase(summary.get('rows_written', 0), summary.get('n_objects'))})"),
         ("Cluster ids", f"aligned to run `{summary['ids_aligned_to']}` ({_share(summary.get('id_agreement'))} of "
                         "shared rows keep their id)" if summary.get("ids_aligned_to") else "0..k−1 (no earlier run)"
          if request.stable_ids else "0..k−1 (stable ids off)"),

@@ -82,6 +82,23 @@ def assert_complete_run(url, store, summary, parameters, frame, method="lwea"):
     return stored
 
 
+def assert_rerun_reports_the_stored_labels(flow_run_id, summary, rows):
+    """The summary artifact of a rerun that wrote nothing names its flow run and says the ``rows`` labels were
+    already there (not "0 rows")."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    assert summary["rows_written"] == 0 and summary["labels_stored"] == rows
+    with get_client(sync_client=True) as prefect:
+        (artifact,) = prefect.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]),
+            key=ArtifactFilterKey(any_=["lwec-consensus-summary"])))
+        name = prefect.read_flow_run(flow_run_id).name
+    assert f"{rows} rows, already there from an earlier run" in artifact.data and " 0 rows" not in artifact.data
+    assert artifact.description.startswith(f"Consensus run {name}: LWEA of table 'blobs'") and name == "blobs-k3-lwea"
+    assert "None" not in artifact.description
+
+
 def test_sqlite_end_to_end_then_rerun_is_idempotent(prefect_server, mlflow_store, blobs, tmp_path):
     url, frame = blobs
     summary, parameters = run(url, mlflow_store)
@@ -93,8 +110,10 @@ def test_sqlite_end_to_end_then_rerun_is_idempotent(prefect_server, mlflow_store
     assert json.loads(Path(location).read_text()) == {
         "output_table": "blobs_lwec_labels", "run_key": summary["run_key"], "rows": len(frame), "database": url}
 
-    again, _ = run(url, mlflow_store, experiment=parameters["experiment"])
+    state = consensus_flow(**{**parameters, "experiment": parameters["experiment"]}, return_state=True)
+    again = state.result()
     assert again["run_key"] == summary["run_key"]
+    assert_rerun_reports_the_stored_labels(state.state_details.flow_run_id, again, len(frame))
     rerun = read_labels(url, "blobs_lwec_labels")
     assert len(rerun) == len(frame)  # not duplicated
     assert rerun["label"].tolist() == stored["label"].tolist()
