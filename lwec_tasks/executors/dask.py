@@ -6,6 +6,7 @@ Only the flow process imports :mod:`distributed`; the workers run the plain func
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -111,10 +112,26 @@ def _open_client(address: str, timeout: float | None):
             f"{reason}; check dask_address and that `dask scheduler` runs there") from None
 
 
+#: The module whose functions the workers run; a worker that cannot import it would fail every task.
+WORKER_MODULE = "lwec_tasks.stages.partitions"
+
+
+def worker_facts() -> dict:
+    """What the flow checks about a worker: its lwec version and process id.
+
+    Run on the worker, it imports :data:`WORKER_MODULE` there, as the first task of a run would. It names
+    the module rather than importing it here: the executors sit below the stages they run.
+    """
+    import importlib
+
+    import lwec_tasks
+
+    importlib.import_module(WORKER_MODULE)
+    return {"lwec": lwec_tasks.__version__, "pid": os.getpid()}
+
+
 def check_workers(client, address: str) -> None:
     """Refuse workers that cannot import this package (they would fail every task)."""
-    from lwec_tasks.stages.partitions import worker_facts
-
     try:
         client.run(worker_facts)
     except Exception as error:  # noqa: BLE001 - an import failure arrives as any exception type

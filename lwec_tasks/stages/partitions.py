@@ -12,7 +12,6 @@ workers, so workers need the ``lwec`` package (and the database driver), not the
 from __future__ import annotations
 
 import decimal
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -385,10 +384,3 @@ def write_partition(database_url: str, target: str, keys: PartitionKeys, labels:
     :func:`lwec_tasks.io.staging.append_labels`) in one transaction; returns rows written."""
     return append_labels(database_url, target, keys.ids, np.asarray(labels, dtype=np.int64), run, columns,
                          confidence)
-
-
-def worker_facts() -> dict:
-    """What the flow checks about a worker: its lwec version and process id."""
-    import lwec_tasks
-
-    return {"lwec": lwec_tasks.__version__, "pid": os.getpid()}
