@@ -28,9 +28,11 @@ from lwec_tasks.tasks.assign import (
     read_rows_to_label,
     write_assigned_labels,
 )
+from lwec_tasks.tasks.error_logs import log_errors_once
 from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
 
 FLOW_NAME = "lwec-assign"
+log_errors_once()  # a failed run's error in its log once, one line for bad input
 
 
 @flow(name=FLOW_NAME, description="Label the rows of a table with a logged LWEA/LWGP consensus model.")

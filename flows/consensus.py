@@ -38,6 +38,7 @@ with imports_without_collections():
     from lwec_tasks.request import ConsensusRequest, document_parameters
     from lwec_tasks.stages.consensus import sample_labels
     from lwec_tasks.stopping import stops_recorded
+    from lwec_tasks.tasks.error_logs import log_errors_once
     from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
     from lwec_tasks.tasks.quality_gate import settle_run
     from lwec_tasks.tasks.run_names import consensus_run_name
@@ -56,6 +57,7 @@ with imports_without_collections():
     from lwec_tasks.tracking.system_metrics import SystemSampler
 
 FLOW_NAME = "lwec-consensus"
+log_errors_once()  # a failed run's error in its log once, one line for bad input
 
 
 @flow(name=FLOW_NAME, description="Locally weighted ensemble clustering of a database table (LWEA or LWGP).",

@@ -112,9 +112,12 @@ def _not_found(engine: sa.Engine, name: TableName) -> str:
     inspector = sa.inspect(engine)
     _check_schema(engine, inspector, name)
     tables = inspector.get_table_names(schema=name.schema)
-    # Runs' own tables (PostgreSQL) are lwec's storage, not tables to cluster.
-    existing = sorted(table for table in tables if not is_run_table_name(table))
-    existing += sorted(inspector.get_view_names(schema=name.schema))
+    views = inspector.get_view_names(schema=name.schema)
+    # Runs' own tables (PostgreSQL) and the runs, rows and latest relations of labels tables are lwec's storage,
+    # not tables to cluster.
+    storage = storage_relations(tables, views)
+    existing = sorted(table for table in tables if not is_run_table_name(table) and table not in storage)
+    existing += sorted(view for view in views if view not in storage)
     listed = [str(TableName(table, name.schema)) for table in existing]
     message = (f"table {str(name)!r} not found in database {mask_url(engine.url)}; "
                f"existing tables: {name_list(listed) if listed else 'none'}")
@@ -122,6 +125,18 @@ def _not_found(engine: sa.Engine, name: TableName) -> str:
     if name.schema is not None and dotted in inspector.get_table_names() + inspector.get_view_names():
         message += f"; to name the table {dotted!r}, write it in double quotes: {str(TableName(dotted))}"
     return message
+
+
+def storage_relations(tables: Sequence[str], views: Sequence[str]) -> set[str]:
+    """The names among ``tables`` and ``views`` (of one schema) that are the storage of an lwec labels table ``L``:
+    the tables ``L_runs`` and ``L_rows`` (both present) and the view ``L_latest`` beside them. A user's table
+    that merely ends in ``_runs`` (without its ``_rows`` sibling) is not storage."""
+    tables = set(tables)
+    stems = {table[:-len(RUNS_SUFFIX)] for table in tables
+             if table.endswith(RUNS_SUFFIX) and f"{table[:-len(RUNS_SUFFIX)]}{ROWS_SUFFIX}" in tables}
+    latest = {view for view in views if view.endswith(LATEST_VIEW_SUFFIX)
+              and view[:-len(LATEST_VIEW_SUFFIX)] in stems}
+    return {f"{stem}{suffix}" for stem in stems for suffix in (RUNS_SUFFIX, ROWS_SUFFIX)} | latest
 
 
 def _check_schema(engine: sa.Engine, inspector, name: TableName) -> None:

@@ -155,3 +155,29 @@ def test_readme_on_demand_command_names_the_label_column():
     readme = (PROJECT_ROOT / "README.md").read_text()
     command = readme.split("prefect deployment run lwec-consensus/on-demand", 1)[1].split("```", 1)[0]
     assert "-p label_column=target" in command
+
+
+def test_a_failed_run_logs_its_error_once_offering_no_lwec_storage(prefect_server, sqlite_url, caplog):
+    import sqlalchemy as sa
+
+    from lwec_tasks.io import ensure_latest_view
+    from lwec_tasks.io.storage_setup import prepare_storage
+
+    write_frame(sqlite_url, "blobs", blobs_frame(n=30))
+    engine = sa.create_engine(sqlite_url)
+    with engine.begin() as connection:  # a labels table's storage: blobs_lwec_labels(_runs, _rows, _latest)
+        prepare_storage(connection, "blobs_lwec_labels", sa.BigInteger())
+    ensure_latest_view(engine, "blobs_lwec_labels")
+    engine.dispose()
+
+    with caplog.at_level(logging.INFO):
+        state = consensus_flow(database_url=sqlite_url, table="blob", n_clusters=3, return_state=True)
+    assert state.is_failed()
+    error = str(state.result(raise_on_failure=False))
+    assert error.startswith("table 'blob' not found") and "'blobs'" in error and "'blobs_lwec_labels'" in error
+    assert not any(storage in error for storage in ("_runs", "_rows", "_latest")), error
+    mentions = [record for record in caplog.records if error in record.getMessage()]
+    assert [record.getMessage() for record in mentions] == [error]  # once, as its one line
+    assert not any(record.exc_info for record in caplog.records), "a traceback was logged"
+    finished = [record.getMessage() for record in caplog.records if record.getMessage().startswith("Finished in")]
+    assert finished == ["Finished in state Failed (its error is logged once, on its own line)"] * 2  # task, flow
