@@ -22,7 +22,7 @@ from lwec_tasks import __version__
 from lwec_tasks.core.errors import LwecInputError
 
 # Sub-command modules, in the order `lwec --help` lists them.
-COMMAND_MODULES = ("demo", "run", "assign", "reproduce", "study", "bench")
+COMMAND_MODULES = ("demo", "run", "assign", "reproduce", "study")
 
 
 def csv_list(text: str) -> list[str]:

@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
+from benchmarks.cli import build_parser
 from benchmarks.options import resolve_scale_n
 from benchmarks.runner import plan
 from helpers.pipeline import PROJECT_ROOT
-from lwec_tasks.cli import build_parser
+from lwec_tasks.cli import build_parser as build_lwec_parser
 
 
-def test_lwec_bench_is_registered_with_the_benchmark_options():
-    args = build_parser().parse_args(["bench", "--scale-n", "0", "--pools"])
+def test_the_benchmark_command_has_the_benchmark_options():
+    args = build_parser().parse_args(["--scale-n", "0", "--pools"])
     assert not args.full and args.scale_n == 0 and args.pools == []
     assert callable(args.handler)
 
 
+def test_the_benchmarks_are_not_an_lwec_command():
+    """They are not installed with the package; `python -m benchmarks` runs them from the checkout."""
+    with pytest.raises(SystemExit):
+        build_lwec_parser().parse_args(["bench"])
+
+
 def test_bench_defaults_are_cheap_and_big_cases_opt_in():
-    default = build_parser().parse_args(["bench"])
-    full = build_parser().parse_args(["bench", "--full"])
+    default = build_parser().parse_args([])
+    full = build_parser().parse_args(["--full"])
     assert resolve_scale_n(default) == 1_000_000
     assert resolve_scale_n(full) == 10_000_000
     default.pools, full.pools = [], []
@@ -37,7 +45,7 @@ def test_bench_defaults_are_cheap_and_big_cases_opt_in():
     (["--pools", "XYZ"], "'XYZ'"),
 ])
 def test_bench_refuses_bad_values_before_running_anything(argv, culprit):
-    completed = subprocess.run([sys.executable, "-m", "lwec_tasks", "bench", *argv],
+    completed = subprocess.run([sys.executable, "-m", "benchmarks", *argv],
                                cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 2
     assert culprit in completed.stderr and "# running" not in completed.stderr
@@ -66,9 +74,10 @@ def test_bench_pipeline_times_the_flow_and_the_naive_pipeline_on_the_same_table(
     database = f"sqlite:///{tmp_path / 'bench.db'}"
     output = tmp_path / "pipeline.md"
     completed = subprocess.run(
-        [sys.executable, "-m", "lwec_tasks", "bench", "pipeline", "--database-url", database, "--rows", "3000",
+        [sys.executable, "-m", "benchmarks", "pipeline", "--database-url", database, "--rows", "3000",
          "-k", "5", "--output", str(output)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}, capture_output=True, text=True,
+        timeout=600,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     report = output.read_text()
@@ -94,5 +103,5 @@ def test_bench_pipeline_times_the_flow_and_the_naive_pipeline_on_the_same_table(
 
 def test_bench_pipeline_refuses_a_tiny_table_before_running(capsys):
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["bench", "pipeline", "--database-url", "sqlite:///x.db", "--rows", "-5"])
+        build_parser().parse_args(["pipeline", "--database-url", "sqlite:///x.db", "--rows", "-5"])
     assert "expected at least 1,000, got -5" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""``lwec bench battery``: scoring, anchors and the report on a tiny folder in the battery's format."""
+"""``python -m benchmarks battery``: scoring, anchors and the report on a tiny folder in the battery's format."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from sklearn.metrics import adjusted_mutual_info_score
 
 from benchmarks import battery
-from lwec_tasks.cli import build_parser
-from lwec_tasks.cli.bench import _run
+from benchmarks.cli import build_parser
 
 #: The development half of the battery: $LWEC_BATTERY_DIR, else ../shared/data/battery next to the project.
 BATTERY = Path(os.environ.get("LWEC_BATTERY_DIR")
@@ -99,9 +98,9 @@ def test_seed_lists(text, seeds):
 
 def test_the_command_prints_means_anchors_and_writes_json(folder, tmp_path, capsys):
     out = tmp_path / "scores.json"
-    args = build_parser().parse_args(["bench", "battery", "--data", str(folder), "--seeds", "0-1",
+    args = build_parser().parse_args(["battery", "--data", str(folder), "--seeds", "0-1",
                                       "-M", "5", "--generators", "kmeans:1,genie:1", "--json", str(out)])
-    assert _run(args) == 0
+    assert args.handler(args) == 0
     text = capsys.readouterr().out
     assert "| GIc | single | 2 | 0.901 |" in text  # the anchors' mean beside lwec's
     assert "| LWEA (kmeans:1,genie:1) | lwec | 2 |" in text
@@ -119,7 +118,7 @@ def test_the_command_prints_means_anchors_and_writes_json(folder, tmp_path, caps
 ])
 def test_bad_options_are_refused_naming_the_value(folder, argv, culprit, capsys):
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["bench", "battery", "--data", str(folder), *argv])
+        build_parser().parse_args(["battery", "--data", str(folder), *argv])
     assert culprit in capsys.readouterr().err
 
 

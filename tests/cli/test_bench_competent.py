@@ -1,4 +1,4 @@
-"""``lwec bench competent``: its options, table marker, process measurement, NMI read-back and report.
+"""``python -m benchmarks competent``: its options, table marker, process measurement, NMI read-back and report.
 
 The script runs for real on SQLite (and on PostgreSQL when $LWEC_TEST_POSTGRES_URL is set); the whole
 benchmark with one ``lwec run`` is the slow test at the end. No timing is asserted.
@@ -19,18 +19,18 @@ import pytest
 import sqlalchemy as sa
 
 from benchmarks import competent
+from benchmarks.cli import build_parser
 from benchmarks.competent_script import main as script_main
 from helpers.pipeline import PROJECT_ROOT, postgres_url_or_skip, unique
-from lwec_tasks.cli import build_parser
 
 
 def test_the_subcommand_is_registered_with_its_options():
-    args = build_parser().parse_args(["bench", "competent", "--database-url", "sqlite:///x.db", "--rows",
+    args = build_parser().parse_args(["competent", "--database-url", "sqlite:///x.db", "--rows",
                                       "1M,10_000_000,20k", "--settings", "server-up", "--repeats", "2"])
     assert args.bench_kind == "competent" and callable(args.handler)
     assert args.rows == [1_000_000, 10_000_000, 20_000]
     assert args.settings == ["server-up"] and args.repeats == 2 and args.warm_up
-    default = build_parser().parse_args(["bench", "competent", "--database-url", "sqlite:///x.db"])
+    default = build_parser().parse_args(["competent", "--database-url", "sqlite:///x.db"])
     assert default.rows == [1_000_000] and default.settings == ["temporary", "server-up"]
 
 
@@ -192,7 +192,7 @@ def test_the_whole_benchmark_with_one_lwec_run(tmp_path):
     """The script and one first CLI run of lwec (temporary server) on 2,000 rows of SQLite: ~1 min."""
     report = tmp_path / "competent.json"
     completed = subprocess.run(
-        [sys.executable, "-m", "lwec_tasks", "bench", "competent", "--database-url",
+        [sys.executable, "-m", "benchmarks", "competent", "--database-url",
          f"sqlite:///{tmp_path / 'blobs.db'}", "--rows", "2000", "--settings", "temporary", "--no-warm-up",
          "--json", str(report), "--workdir", str(tmp_path / "work")],
         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
@@ -207,7 +207,7 @@ def test_the_whole_benchmark_with_one_lwec_run(tmp_path):
 
 
 def test_mixes_are_timed_as_their_own_lwec_runs():
-    args = build_parser().parse_args(["bench", "competent", "--database-url", "sqlite:///x.db",
+    args = build_parser().parse_args(["competent", "--database-url", "sqlite:///x.db",
                                       "--generators", "kmeans", "--generators", "genie:1,kmeans:1"])
     assert args.generators == ["kmeans", "kmeans:1,genie:1"]
     command = competent.lwec_command("sqlite:///x.db", "t", "out", "sqlite:///m.db", "key", "kmeans:1,genie:1")
@@ -216,4 +216,4 @@ def test_mixes_are_timed_as_their_own_lwec_runs():
     assert command[command.index("--generators") + 1] == "kmeans"  # explicitly: lwec run's default differs
     assert competent.run_label("server-up", "kmeans:1,genie:1") == "lwec server-up [kmeans:1,genie:1]"
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["bench", "competent", "--database-url", "sqlite:///x.db", "--generators", "nope"])
+        build_parser().parse_args(["competent", "--database-url", "sqlite:///x.db", "--generators", "nope"])

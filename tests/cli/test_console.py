@@ -50,7 +50,7 @@ def test_only_the_command_being_run_is_built():
         return set(parser._subparsers._group_actions[0].choices)
 
     assert commands(build_parser(["run", "--table", "t"])) == {"run"}
-    assert commands(build_parser(["--version"])) >= {"demo", "run", "assign", "reproduce", "study", "bench"}
+    assert commands(build_parser(["--version"])) >= {"demo", "run", "assign", "reproduce", "study"}
     assert commands(build_parser(["runn"])) == commands(build_parser())  # a typo gets the list of commands
 
 
