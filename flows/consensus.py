@@ -55,6 +55,7 @@ with imports_without_collections():
     from lwec_tasks.tasks.summary import publish_summary
     from lwec_tasks.tasks.track import RunFacts, draw_figures, log_to_mlflow, prepare_tracking
     from lwec_tasks.tracking.system_metrics import SystemSampler
+    from lwec_tasks.worker.warm_kernels import note_compiling
 
 FLOW_NAME = "lwec-consensus"
 log_errors_once()  # a failed run's error in its log once, one line for bad input
@@ -103,6 +104,7 @@ def consensus_flow(
     get_run_logger().info("%s consensus of table %r (%s) into %s clusters; labels → %r (run key %r)",
                           request.method.upper(), table, mask_url(database_url), request.n_clusters,
                           request.resolved_output_table, request.run_key)
+    note_compiling(get_run_logger())  # after an install the kernels compile in the first run: said, not silent
     with flow_run_heartbeats(), stops_recorded():  # nothing is published once SIGINT or SIGTERM arrived
         return run_stages(request)
 

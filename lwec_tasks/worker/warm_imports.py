@@ -2,8 +2,9 @@
 
 Imported once by the warm process (:mod:`lwec_tasks.worker.warm_start`); every flow run's process is forked from
 it, so a run starts with these modules loaded instead of importing them (seconds for Prefect, MLflow, scikit-learn,
-matplotlib and the numeric modules). Everything made here is frozen (``gc.freeze``): the collector of a forked
-run never walks it, so the run's pages stay shared with the warm process.
+matplotlib and the numeric modules), and with lwec's compiled kernels in the cache (compiled here when they are
+not: :func:`lwec_tasks.worker.warm_kernels.compile_ahead`). Everything made here is frozen (``gc.freeze``): the
+collector of a forked run never walks it, so the run's pages stay shared with the warm process.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ RUN_TIME_MODULES = ("genieclust", "mlflow.pyfunc", "mlflow.models.signature",
 
 def import_everything() -> None:
     """Import the flows, and those of :data:`LWEC_PACKAGES`' modules and :data:`RUN_TIME_MODULES` whose imports
-    are installed (Dask and the PostgreSQL drivers are optional)."""
+    are installed (Dask and the PostgreSQL drivers are optional); then compile the kernels not cached yet."""
     with imports_without_collections():
         importlib.import_module("flows.consensus")
         importlib.import_module("flows.assign")
@@ -42,6 +43,11 @@ def import_everything() -> None:
         from lwec_tasks.tracking.figures import prepare_figures
 
         prepare_figures()
+    from prefect.logging import get_logger
+
+    from lwec_tasks.worker.warm_kernels import compile_ahead
+
+    compile_ahead(get_logger("lwec.warm-process"))  # the first run then loads the kernels instead of compiling
 
 
 import_everything()

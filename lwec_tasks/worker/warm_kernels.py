@@ -1,0 +1,141 @@
+"""lwec's compiled (numba) kernels: which ones have no compiled code cached yet, and compiling them ahead.
+
+numba compiles a kernel on its first call and caches the machine code on disk (``cache=True``, in
+``__pycache__`` beside the source or under ``$NUMBA_CACHE_DIR``); later processes load it in milliseconds. After
+an install or a checkout the cache is empty, and the first run spends minutes compiling inside its consensus and
+evidence stages. Two remedies:
+
+- :func:`compile_ahead`: the warm process (:mod:`lwec_tasks.worker.warm_imports`) runs a tiny consensus on a
+  table of 60 rows in a child process (``python -m lwec_tasks.worker.warm_kernels``) before it forks flow runs, so
+  the first served run loads every kernel from the cache. Nothing is done when every kernel is cached.
+- :func:`note_compiling`: a flow run whose kernels are not cached says so in its log first, so that a slow
+  stage is not taken for a hang.
+
+Entry kernels are the ones called from Python: a kernel only called from other kernels (compiled into them,
+never cached on its own) is left out of the counts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: Where the kernels live: every module of these packages that is imported is looked at.
+KERNEL_PACKAGES = ("lwec_tasks.core.", "lwec_tasks.stages.")
+
+
+def entry_kernels() -> list:
+    """The numba dispatchers defined in the imported modules of :data:`KERNEL_PACKAGES` that no other of them
+    calls by name, sorted by module and name."""
+    from numba.core.registry import CPUDispatcher
+
+    kernels = [value for name, module in list(sys.modules.items()) if name.startswith(KERNEL_PACKAGES) and module
+               for value in vars(module).values()
+               if isinstance(value, CPUDispatcher) and value.__module__ == name]
+    called = {called for kernel in kernels for called in kernel.py_func.__code__.co_names}
+    unique = {id(kernel): kernel for kernel in kernels if kernel.__name__ not in called}
+    return sorted(unique.values(), key=lambda kernel: (kernel.__module__, kernel.__name__))
+
+
+def uncached(kernels: list) -> list:
+    """Those of ``kernels`` (numba dispatchers) with no compiled code in the cache for their current source (no
+    cache file, or one made from another version of the source); a kernel whose cache cannot be read counts as
+    uncached."""
+    missing = []
+    for kernel in kernels:
+        try:
+            cached = bool(kernel._cache._cache_file._load_index())
+        except Exception:  # noqa: BLE001 - numba's cache layout changed: treat the kernel as not compiled
+            cached = False
+        if not cached:
+            missing.append(kernel)
+    return missing
+
+
+def compiling_message(missing: int, total: int) -> str:
+    """The log line of a run or warm process about to compile ``missing`` of ``total`` kernels."""
+    return (f"Compiling {missing} of lwec's {total} numerical kernels (numba; their cache is empty after an install "
+            "or a code change): the first stages that use them take up to a few minutes longer, once; later runs "
+            "load them from the cache")
+
+
+def note_compiling(log) -> int:
+    """Log :func:`compiling_message` on ``log`` (a logger) at INFO when some entry kernel is not cached; returns
+    how many are not."""
+    kernels = entry_kernels()
+    missing = len(uncached(kernels))
+    if missing:
+        log.info(compiling_message(missing, len(kernels)))
+    return missing
+
+
+def compile_ahead(log, timeout: float = 900.0) -> int:
+    """When some entry kernel is not cached: log so, run :func:`exercise` in a child process (which compiles and
+    caches the kernels; a failure there is logged, never raised: the runs then compile as they go) and log how
+    long it took. Returns how many kernels were not cached before."""
+    missing = note_compiling(log)
+    if not missing:
+        return 0
+    started = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-m", __name__], capture_output=True, text=True, timeout=timeout)
+        failure = None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["no message"])[-1]
+    except subprocess.TimeoutExpired:
+        failure = f"not done after {timeout:.0f} s"
+    if failure:
+        log.warning("Compiling the kernels ahead failed (%s); the first run compiles them as it goes", failure)
+    else:
+        log.info("Compiled the kernels in %.0f s; flow runs load them from the cache",
+                 time.perf_counter() - started)
+    return missing
+
+
+def exercise(directory: Path) -> None:
+    """A consensus as a flow run computes it (read, base clusterings, ECI, LWEA and LWGP at a given k and LWEA
+    at k auto, row evidence, labelling model) on a 60-row table in a SQLite file in ``directory``: every kernel a
+    run uses is compiled for the types a run gives it. Writes nothing else."""
+    import logging
+    from contextlib import closing
+
+    import numpy as np
+    import sqlalchemy as sa
+
+    from lwec_tasks.executors import InProcess
+    from lwec_tasks.request import ConsensusRequest
+    from lwec_tasks.stages.consensus import consensus_labels
+    from lwec_tasks.stages.ensemble import reliability
+    from lwec_tasks.stages.evidence import run_evidence
+    from lwec_tasks.stages.generate import base_clusterings
+    from lwec_tasks.stages.model import labelling_model
+    from lwec_tasks.stages.read import load_table
+
+    log = logging.getLogger(__name__)
+    url = f"sqlite:///{directory / 'kernels.db'}"
+    rng = np.random.default_rng(0)
+    centres = np.repeat(np.eye(3) * 6, 20, axis=0)
+    rows = [{"id": i, "f0": x, "f1": y, "f2": z} for i, (x, y, z) in enumerate(centres + rng.normal(size=(60, 3)))]
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        connection.execute(sa.text("CREATE TABLE points (id INTEGER PRIMARY KEY, f0 REAL, f1 REAL, f2 REAL)"))
+        connection.execute(sa.text("INSERT INTO points VALUES (:id, :f0, :f1, :f2)"), rows)
+    engine.dispose()
+    with closing(InProcess()) as executor:
+        for method, k in (("lwea", 3), ("lwgp", 3), ("lwea", "auto")):
+            request = ConsensusRequest(database_url=url, table="points", n_clusters=k, method=method,
+                                       ensemble_size=4, seed=0)
+            table = load_table(executor, request, log)
+            ensemble = base_clusterings(table, request.ensemble_size, request.seed, log, request.generators)
+            _, eci = reliability(table, ensemble, request.theta, log)
+            labels = consensus_labels(table, ensemble, eci, method, request.n_clusters, request.theta, request.seed,
+                                      log)
+            evidence = run_evidence(table, ensemble, labels, log, request.seed, method, request.theta)
+            labelling_model(table, ensemble, labels, eci, method, request.theta, labels.k, request.seed,
+                            request.standardize, log, evidence=evidence)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory(prefix="lwec-kernels-") as scratch:
+        exercise(Path(scratch))
