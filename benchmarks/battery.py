@@ -1,5 +1,5 @@
-"""``lwec bench battery --data DIR``: LWEA and LWGP on a folder of clustering benchmark data sets, scored the way
-the benchmark suite scores single algorithms, beside the published anchors' scores.
+"""``python -m benchmarks battery --data DIR``: LWEA and LWGP on a folder of clustering benchmark data sets, scored
+the way the benchmark suite scores single algorithms, beside the published anchors' scores.
 
 **The folder**: any tree of data sets in the format of Gagolewski's *Benchmark Suite for Clustering
 Algorithms*: ``NAME.data.gz`` (whitespace-separated numbers, one row per point) with ``NAME.labels0.gz``,

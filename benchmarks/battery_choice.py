@@ -1,4 +1,4 @@
-"""Choosing a generator mix by leave-one-data-set-out validation over ``lwec bench battery --json`` files.
+"""Choosing a generator mix by leave-one-data-set-out validation over ``python -m benchmarks battery --json`` files.
 
     python -m benchmarks.battery_choice scores_kmeans.json scores_genie.json ...
 

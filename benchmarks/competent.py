@@ -1,6 +1,6 @@
-"""``lwec bench competent``: the whole ``lwec run`` process against a competent one-model script, in one run.
+"""``python -m benchmarks competent``: the whole ``lwec run`` process against a competent one-model script, in one run.
 
-    lwec bench competent --database-url postgresql+psycopg://lwec:lwec@127.0.0.1:5432/lwec_bench \\
+    python -m benchmarks competent --database-url postgresql+psycopg://lwec:lwec@127.0.0.1:5432/lwec_bench \\
         --rows 1000000,10000000 --settings temporary,server-up --repeats 1 --json competent.json
 
 **The table** ``blobs_<N>``: ``make_blobs(n_samples=N, n_features=16, centers=20, cluster_std=6,

@@ -1,4 +1,4 @@
-"""The competent one-model script that ``lwec bench competent`` times against the whole ``lwec run``.
+"""The competent one-model script that ``python -m benchmarks competent`` times against the whole ``lwec run``.
 
     python benchmarks/competent_script.py DATABASE_URL TABLE OUTPUT_TABLE [--features f0,f1,...]
 

@@ -1,6 +1,6 @@
-"""``lwec bench pipeline``: the whole flow against the pipeline a pandas user would write instead.
+"""``python -m benchmarks pipeline``: the whole flow against the pipeline a pandas user would write instead.
 
-    lwec bench pipeline --database-url postgresql+psycopg://lwec:lwec@127.0.0.1:5432/lwec_bench --rows 1000000
+    python -m benchmarks pipeline --database-url postgresql+psycopg://lwec:lwec@127.0.0.1:5432/lwec_bench --rows 1000000
 
 A table of ``--rows`` rows × 16 features (20 Gaussian blobs, ``cluster_std=6``,
 ``make_blobs(random_state=1)``, ground truth in ``target``) is created once per

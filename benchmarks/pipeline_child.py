@@ -1,4 +1,4 @@
-"""One pipeline of ``lwec bench pipeline`` in its own process; prints ``RESULT {json}``.
+"""One pipeline of ``python -m benchmarks pipeline`` in its own process; prints ``RESULT {json}``.
 
     python -m benchmarks.pipeline_child lwec|naive DATABASE_URL TABLE METHOD K WORKDIR
 """

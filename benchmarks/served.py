@@ -7,7 +7,7 @@ A ``prefect server start`` (own home, free loopback port) and ``deployments/serv
 serve its deployments: a ``lwec-warm-process`` worker on a work pool of its own) run for the whole benchmark.
 Each repeat runs, one after the other, the competent script (:mod:`benchmarks.competent_script`, a fresh
 process timed from start to exit) and one flow run of ``lwec-consensus/on-demand`` with the parameters of
-``lwec bench competent`` (LWGP, k = 20, M = 10, seed 0, the feature columns given), started with
+``python -m benchmarks competent`` (LWGP, k = 20, M = 10, seed 0, the feature columns given), started with
 :func:`prefect.deployments.run_deployment` and timed from that call until the flow run is final: the worker's
 poll, the flow run's process (forked from the warm process), the flow run and its final state. Also reported:
 the flow run's own start-to-end time as Prefect recorded it. Medians over the repeats; ratios are served /
