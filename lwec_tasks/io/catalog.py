@@ -19,6 +19,7 @@ from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.identifiers import LATEST_VIEW_SUFFIX, check_new_table_name, is_run_table_name, name_list
 from lwec_tasks.io.label_storage import ROWS_SUFFIX, RUN_COLUMNS, RUNS_SUFFIX, VIEW_COLUMNS, storage_names
 from lwec_tasks.io.names import TableName, parse_table_name
+from lwec_tasks.io.privileges import check_write_rights
 from lwec_tasks.masking import mask_url
 
 #: Columns of a labels table (the view ``<output_table>``, or the wide table of earlier releases), in order.
@@ -297,7 +298,8 @@ def check_label_table(
     (:func:`labels_layout`: narrow, or a wide table of earlier releases), whose
     ``id`` column is of the same family as ``id_type`` (the source's id type;
     None: row positions, integers; default :data:`NOT_CHECKED`: not compared). A mismatched labels table is refused,
-    never altered: mixing id types in one table would break the history.
+    never altered: mixing id types in one table would break the history. On PostgreSQL the connection's role
+    must have the rights to write it (:func:`lwec_tasks.io.privileges.check_write_rights`).
 
     Raises :class:`LwecInputError` naming the problem (or the database errors of
     :mod:`lwec_tasks.io.errors`).
@@ -313,9 +315,12 @@ def check_label_table(
                 raise LwecInputError(f"output_table={name!r}: database {mask_url(engine.url)} has no schema "
                                      f"{output.schema!r}; its schemas are {name_list(schemas)}")
         layout = labels_layout(connection, output)
+        names = storage_names(output)
+        check_write_rights(connection, name, output, () if layout is None else (output,) if layout == WIDE
+                           else (names.runs, names.rows))
         if layout is None:
             return
-        holder = output if layout == WIDE else storage_names(output).rows
+        holder = output if layout == WIDE else names.rows
         columns = {column["name"]: column["type"]
                    for column in sa.inspect(connection).get_columns(holder.name, schema=holder.schema)}
     if id_type is not NOT_CHECKED:
