@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections import deque
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.gate import RunHeld
@@ -34,12 +33,9 @@ _LOGGED = "_lwec_logged"
 
 class ErrorLoggedOnce(logging.Filter):
     """Logging filter: each exception's first ERROR record kept (one line for :data:`ONE_LINE_ERRORS`), its
-    repeats dropped, and final-state lines quoting an exception shortened. Remembers the texts of the last
-    ``remember`` errors (default 32) to recognise a repeat that is another copy of a logged exception."""
-
-    def __init__(self, remember: int = 32):
-        super().__init__()
-        self.logged: deque[str] = deque(maxlen=remember)
+    repeats dropped, and final-state lines quoting an exception shortened. An exception is known by a mark set
+    on it when first logged: the task's exception is the very object that reaches the flow, and the same error
+    in another run is another object, logged again."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
@@ -51,15 +47,12 @@ class ErrorLoggedOnce(logging.Filter):
         return True
 
     def _first_time(self, record: logging.LogRecord, error: BaseException) -> bool:
-        text = str(error)
-        if getattr(error, _LOGGED, False) or (text and text in self.logged):
+        if getattr(error, _LOGGED, False):
             return False
         with contextlib.suppress(AttributeError):  # an exception type without a __dict__
             setattr(error, _LOGGED, True)
-        if text:
-            self.logged.append(text)
         if isinstance(error, ONE_LINE_ERRORS):
-            record.msg, record.args, record.exc_info, record.exc_text = text, (), None, None
+            record.msg, record.args, record.exc_info, record.exc_text = str(error), (), None, None
         return True
 
 
