@@ -6,8 +6,8 @@ flow's final state: four copies of one error. :class:`ErrorLoggedOnce`, on Prefe
 loggers (:func:`log_errors_once`), keeps the first and shortens the rest:
 
 - the first record of an exception stays; for an error whose message says everything
-  (:data:`ONE_LINE_ERRORS`: bad input, a run held by its quality gate) it is that message alone, without the
-  traceback; any other error keeps its traceback there;
+  (:data:`ONE_LINE_ERRORS`: bad input, a held run, an unreachable database or MLflow store) it is that message
+  alone, without the traceback; any other error keeps its traceback there;
 - later records of the same exception are dropped;
 - ``Finished in state Failed("... encountered an exception <the error again>")``, the task's and the flow's,
   becomes :data:`FAILED_STATE_LINE`: the error reaches the flow, whose record of it is the one kept (a task
@@ -21,11 +21,14 @@ import logging
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.gate import RunHeld
+from lwec_tasks.io.errors import DatabaseUnreachableError
+from lwec_tasks.tracking.store import TrackingError
 
 #: Prefect's loggers of flow runs and task runs, where the engines log failures.
 ENGINE_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
-#: Errors logged as their message alone: the message names the problem and what to do.
-ONE_LINE_ERRORS = (LwecInputError, RunHeld)
+#: Errors logged as their message alone: the message names the problem and what to do (bad input or a refusal
+#: by the database, a run held by its gate, a database that did not answer, MLflow logging that failed).
+ONE_LINE_ERRORS = (LwecInputError, RunHeld, DatabaseUnreachableError, TrackingError)
 #: What a final-state line says instead of repeating the error.
 FAILED_STATE_LINE = "Finished in state Failed (its error is logged once, on its own line)"
 _LOGGED = "_lwec_logged"
