@@ -43,11 +43,9 @@ def import_everything() -> None:
         from lwec_tasks.tracking.figures import prepare_figures
 
         prepare_figures()
-    from prefect.logging import get_logger
+    from lwec_tasks.worker.warm_kernels import compile_ahead, warm_process_log
 
-    from lwec_tasks.worker.warm_kernels import compile_ahead
-
-    compile_ahead(get_logger("lwec.warm-process"))  # the first run then loads the kernels instead of compiling
+    compile_ahead(warm_process_log())  # the first run then loads the kernels instead of compiling them
 
 
 import_everything()

@@ -93,6 +93,22 @@ def compile_ahead(log, timeout: float = 900.0) -> int:
     return missing
 
 
+def warm_process_log():
+    """The warm process's logger, ``lwec.warm-process``, writing to stderr (the worker's output) as Prefect's
+    console does; the warm process has no Prefect logging of its own before it forks a run."""
+    import logging
+
+    log = logging.getLogger("lwec.warm-process")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s.%(msecs)03d | %(levelname)-7s | %(name)s - %(message)s",
+                                               "%H:%M:%S"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log
+
+
 def exercise(directory: Path) -> None:
     """A consensus as a flow run computes it (read, base clusterings, ECI, LWEA and LWGP at a given k and LWEA
     at k auto, row evidence, labelling model) on a 60-row table in a SQLite file in ``directory``: every kernel a
