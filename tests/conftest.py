@@ -15,6 +15,9 @@ import pytest
 from hypothesis import settings
 
 from helpers.pipeline import free_port, postgres_url_or_skip, start, stop, wait_for
+from helpers.workers import isolate_worker
+
+isolate_worker()
 
 # numba compiles on first use; no per-example deadline.
 settings.register_profile("lwec", deadline=None, max_examples=60)

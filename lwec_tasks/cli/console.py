@@ -40,10 +40,15 @@ def report_failure(command: str, error: BaseException, verbose: bool = False) ->
     exit code.
 
     Commands that run a flow stop their temporary Prefect server before (:func:`lwec_tasks.cli.run.run_after_checks`),
-    so that this line is also the last of their output.
+    so that this line is also the last of their output; against a configured Prefect API, the log lines and events
+    Prefect still holds are sent first, so that its workers have nothing left to say at exit.
     """
     if verbose:
         traceback.print_exception(error)
+    if "prefect" in sys.modules:
+        from lwec_tasks.cli.prefect_server import drain_prefect_workers
+
+        drain_prefect_workers()
     sys.stdout.flush()
     print(f"lwec {command}: error: {describe(error)}", file=sys.stderr, flush=True)
     return exit_code(error)

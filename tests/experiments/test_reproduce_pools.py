@@ -17,7 +17,8 @@ import pytest
 
 from helpers.pools import pools_dir
 
-pytestmark = pytest.mark.pools
+# One worker computes the pools' results once (pytest-xdist keeps an xdist_group on one worker).
+pytestmark = [pytest.mark.pools, pytest.mark.xdist_group("pools")]
 
 POOLS = ("VS", "Semeion", "SPF", "MF", "IS", "MNIST", "ODR", "LS", "PD", "LR")
 METHODS = ("LWEA", "LWGP", "EAC")
