@@ -182,4 +182,5 @@ def test_a_failed_run_logs_its_error_once_offering_no_lwec_storage(prefect_serve
         assert [record.getMessage() for record in mentions] == [error]  # once, as its one line
         assert not any(record.exc_info for record in caplog.records), "a traceback was logged"
         finished = [record.getMessage() for record in caplog.records if record.getMessage().startswith("Finished")]
-        assert finished == ["Finished in state Failed (its error is logged once, on its own line)"] * 2
+        # The flow's final state, and the task's where the Prefect release logs it: neither repeats the error.
+        assert finished and set(finished) == {"Finished in state Failed (its error is logged once, on its own line)"}

@@ -53,8 +53,11 @@ def test_unknown_table_lists_existing_tables(db_url, features_table):
                                                       source_table=table))
     with pytest.raises(LwecInputError, match=rf"table 'nope' not found .*existing tables: .*'{table}'") as error:
         describe_source(engine, "nope")
-    # The labels storage is listed by its tables and views, not by each run's own table (PostgreSQL).
-    assert f"'{table}_labels_rows'" in str(error.value) and "$" not in str(error.value)
+    # The labels storage is listed by its view only: not by its runs and rows tables, nor by each run's own table
+    # (PostgreSQL).
+    message = str(error.value)
+    assert f"'{table}_labels'" in message and "$" not in message
+    assert "_labels_rows" not in message and "_labels_runs" not in message
     engine.dispose()
 
 
