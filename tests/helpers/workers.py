@@ -51,3 +51,25 @@ def _database_of_worker(url: str, worker: str) -> str:
               file=sys.stderr)
         return url
     return base.set(database=name).render_as_string(hide_password=False)
+
+
+def computed_once(tmp_path_factory, name: str, compute):
+    """``compute()``'s JSON-able result, computed by the first xdist worker that asks and read back by the others.
+
+    Workers share the parent of their base temporary directories; the result is kept there as ``<name>.json``,
+    keyed by this test run's id, under a file lock, so a module-scoped fixture that pytest-xdist's work stealing
+    sets up on several workers costs its computation once per run. Outside xdist it is ``compute()``."""
+    import fcntl
+    import json
+
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run:
+        return compute()
+    path = tmp_path_factory.getbasetemp().parent / f"{name}-{run}.json"
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return json.loads(path.read_text())
+        result = compute()
+        path.write_text(json.dumps(result))
+        return result
