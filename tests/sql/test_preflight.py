@@ -227,14 +227,15 @@ def test_an_unreachable_database_is_reported_at_once():
 
 
 _TIMED = """
+# CPU seconds of this process: what the check costs, whatever else the machine is doing
 import json, resource, sys, time
-started = time.perf_counter()
+started = time.process_time()
 import lwec_tasks
-package = time.perf_counter()
+package = time.process_time()
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.preflight import check_consensus_request
 check_consensus_request(ConsensusRequest(database_url=sys.argv[1], table=sys.argv[2], n_clusters=3))
-done = time.perf_counter()
+done = time.process_time()
 # Without Prefect a block reference cannot be resolved: it is left for the run to check.
 check_consensus_request(ConsensusRequest(database_url="block:no-such-block", table="t", n_clusters=3))
 print(json.dumps({"package": package - started, "preflight": done - package,
