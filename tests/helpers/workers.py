@@ -10,7 +10,7 @@ import os
 import sys
 import tempfile
 
-POSTGRES_URL_ENV = "LWEC_TEST_POSTGRES_URL"
+from helpers.pipeline import POSTGRES_URL_ENV
 
 
 def isolate_worker() -> None:
