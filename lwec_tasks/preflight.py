@@ -127,6 +127,8 @@ def check_assign_request(
             raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
     if model_uri is not None and (not isinstance(model_uri, str) or not model_uri.strip()):
         raise LwecInputError(f"model_uri must be a non-empty string, got {model_uri!r}")
+    if output_table is not None:
+        check_new_table_name(output_table)  # its name and the names beside it fit, before connecting
     engine = _engine(database_url)
     if engine is None:
         return

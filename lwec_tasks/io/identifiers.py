@@ -15,11 +15,17 @@ import re
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.names import TableName, parse_table_name
 
-# Letters, digits, underscore; not starting with a digit; PostgreSQL's 63-byte limit.
-_PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# Letters, digits, underscore; not starting with a digit (the length is checked with the names derived from it).
+_PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 #: Suffix of the latest-run view's name: ``<labels_table>_latest``.
 LATEST_VIEW_SUFFIX = "_latest"
+
+#: Suffixes of the two tables beside the output table's name (:mod:`lwec_tasks.io.label_storage`).
+RUNS_SUFFIX, ROWS_SUFFIX = "_runs", "_rows"
+
+#: Suffix of the runs table's index on ``run_key``: ``<runs>_by_key`` (shortened by :func:`fitted_name`).
+RUN_KEY_INDEX_SUFFIX = "_by_key"
 
 #: Longest identifier, in UTF-8 bytes, PostgreSQL keeps (longer ones are silently cut there).
 MAX_IDENTIFIER_BYTES = 63
@@ -31,18 +37,33 @@ def check_new_table_name(name: str, parameter: str = "output_table") -> str:
     ``labels`` and ``analytics.labels`` are accepted; the schema part may be any
     existing schema's name (``"Sales Data".labels``), since it is quoted by the
     dialect and never created here.
+
+    The name must leave room for every name lwec derives from it under PostgreSQL's 63 bytes (on every
+    database, so that names are the same everywhere): the tables ``_runs`` and ``_rows`` and the view
+    ``_latest`` beside it (:data:`STORAGE_SUFFIXES`), so at most 56 bytes; else :class:`LwecInputError` naming
+    ``parameter`` (and its command-line option) and the name that would not fit. The names lwec gives no one
+    to type (the runs table's index, the runs' own tables) are shortened instead (:func:`fitted_name`,
+    :func:`run_table_name`). Called before anything runs (the run's parameters, the preflight checks).
     """
     parsed = parse_table_name(name, parameter) if isinstance(name, str) and name else None
     if parsed is None or not _PLAIN_IDENTIFIER.fullmatch(parsed.name) or parsed.schema == "":
         raise LwecInputError(
             f"{parameter}={name!r} is not allowed: use letters, digits and underscores only "
-            "(at most 63 characters, not starting with a digit), optionally after a schema: schema.table"
+            f"(at most {MAX_IDENTIFIER_BYTES - LONGEST_SUFFIX_BYTES} characters, not starting with a digit), "
+            "optionally after a schema: schema.table"
         )
+    for suffix in sorted(STORAGE_SUFFIXES, key=lambda suffix: -len(suffix.encode("utf-8"))):  # longest first
+        suffixed_name(parsed, suffix, "view" if suffix == LATEST_VIEW_SUFFIX else "table", parameter, name,
+                      "an output table")
     return str(parsed)
 
 
+#: Suffixes of the names lwec gives beside an output table that users query by name, kept whole: an output
+#: table's name must leave room for each (:func:`check_new_table_name`).
+STORAGE_SUFFIXES = (RUNS_SUFFIX, ROWS_SUFFIX, LATEST_VIEW_SUFFIX)
+
 #: Longest suffix lwec adds to an output table's name (``_latest``; ``_runs`` and ``_rows`` are shorter).
-LONGEST_SUFFIX_BYTES = len(LATEST_VIEW_SUFFIX)
+LONGEST_SUFFIX_BYTES = max(len(suffix.encode("utf-8")) for suffix in STORAGE_SUFFIXES)
 
 #: What a default output table's name ends with.
 DEFAULT_OUTPUT_SUFFIX = "_lwec_labels"
@@ -82,6 +103,25 @@ def suffixed_name(table: TableName, suffix: str, kind: str, parameter: str, give
             f"{option} {base} name of at most {MAX_IDENTIFIER_BYTES - len(suffix.encode('utf-8'))} bytes"
         )
     return name
+
+
+def fitted_name(table: TableName, suffix: str) -> TableName:
+    """``table`` + ``suffix`` (same schema) when that fits PostgreSQL's 63 bytes; else ``table``'s name cut
+    (whole UTF-8 characters) and 8 hex digits of its MD5 added: ``<first bytes>_<hash><suffix>``, exactly 63
+    bytes or less. For names lwec makes that no one types (the runs table's index): one ``table`` always gives
+    the same name, different ones different names (the hash), on every database."""
+    name = f"{table.name}{suffix}"
+    if len(name.encode("utf-8")) <= MAX_IDENTIFIER_BYTES:
+        return table.with_name(name)
+    tail = f"_{hashlib.md5(table.name.encode('utf-8')).hexdigest()[:8]}{suffix}"
+    stem = table.name.encode("utf-8")[:MAX_IDENTIFIER_BYTES - len(tail.encode("utf-8"))]
+    return table.with_name(stem.decode("utf-8", errors="ignore") + tail)
+
+
+def run_key_index_name(runs: TableName) -> TableName:
+    """The name of the index on ``run_key`` of the runs table ``runs``: ``<runs>_by_key``, shortened by
+    :func:`fitted_name` when that would pass 63 bytes (an output table of 52 to 56 bytes)."""
+    return fitted_name(runs, RUN_KEY_INDEX_SUFFIX)
 
 
 #: Between the rows table's name and the run in a run's own table name: in no name lwec gives anything else.

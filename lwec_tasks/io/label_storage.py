@@ -27,11 +27,16 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from lwec_tasks.io.identifiers import RUN_MARK, latest_view_of, run_table_name, suffixed_name
+from lwec_tasks.io.identifiers import (  # RUNS_SUFFIX, ROWS_SUFFIX: the two tables beside the output table
+    ROWS_SUFFIX,
+    RUN_MARK,
+    RUNS_SUFFIX,
+    latest_view_of,
+    run_key_index_name,
+    run_table_name,
+    suffixed_name,
+)
 from lwec_tasks.io.names import TableName, parse_table_name
-
-#: Suffixes of the two tables beside the output table's name.
-RUNS_SUFFIX, ROWS_SUFFIX = "_runs", "_rows"
 
 #: Columns of the runs table describing a run (besides ``run`` and ``published``), in order.
 RUN_COLUMNS = ("run_key", "source_table", "method", "k", "theta", "ensemble_size", "seed", "flow_run_id",
@@ -121,7 +126,7 @@ def runs_table(output_table: str | TableName | StorageNames) -> sa.Table:
         sa.Column("row_count", sa.BigInteger, nullable=False),
         sa.Column("published", sa.Boolean, nullable=False),
         sa.Column(HELD_COLUMN, sa.Boolean, nullable=True),
-        sa.Index(f"{name.name}_by_key", "run_key"),
+        sa.Index(run_key_index_name(name).name, "run_key"),  # fits 63 bytes whatever the output table's length
         schema=name.schema,
         sqlite_autoincrement=True,
     )

@@ -1,10 +1,12 @@
 """Task: the run's outcome as the flow's return value and artifacts in the Prefect UI: a markdown summary, a
-table of the cluster profiles and a link to the MLflow run."""
+table of the cluster profiles and a link to the MLflow run, all three artifacts of the flow run itself
+(:func:`flow_run_artifact`)."""
 
 from __future__ import annotations
 
+import json
+
 from prefect import get_run_logger, task
-from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
@@ -71,10 +73,9 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
     _publish(request, summary)
     _publish_profiles(request, facts)
     if summary["mlflow_run_url"]:
-        create_link_artifact(link=summary["mlflow_run_url"], link_text=f"MLflow run {summary['mlflow_run_id']}",
-                             key=MLFLOW_LINK_ARTIFACT_KEY,
-                             description=f"The MLflow run of run key {request.run_key!r} (experiment "
-                                         f"{request.experiment!r})")
+        flow_run_artifact("markdown", MLFLOW_LINK_ARTIFACT_KEY,
+                          f"[MLflow run {summary['mlflow_run_id']}]({summary['mlflow_run_url']})",
+                          f"The MLflow run of run key {request.run_key!r} (experiment {request.experiment!r})")
     get_run_logger().info("Done: table %r holds %d labels of run key %r (%s); MLflow run %s in experiment %r",
                           summary["output_table"], summary["labels_stored"], request.run_key,
                           "written by this run" if rows_written else "already there from an earlier run, not "
@@ -126,8 +127,26 @@ def tracking_failure_message(request: ConsensusRequest, rows_written: int, error
 
 
 def _publish(request: ConsensusRequest, summary: dict) -> None:
-    create_markdown_artifact(markdown=summary_markdown(request, summary), key=SUMMARY_ARTIFACT_KEY,
-                             description=summary_description(request, summary))
+    flow_run_artifact("markdown", SUMMARY_ARTIFACT_KEY, summary_markdown(request, summary),
+                      summary_description(request, summary))
+
+
+def flow_run_artifact(kind: str, key: str, data: str, description: str) -> None:
+    """Create an artifact of type ``kind`` on the flow run of this task, not on the task run: ``data`` is the
+    markdown of a ``"markdown"`` artifact, the rows as JSON of a ``"table"`` one.
+
+    The Artifacts tab of a flow run in the Prefect UI lists the flow run's own artifacts under the heading "Flow
+    run" and those of its task runs under "Task runs". Prefect's ``create_*_artifact`` called in this task would
+    file them under the task run (they take the task run's id from the context, and an artifact's own
+    ``task_run_id`` cannot undo that), so the tab would open on "Flow run: None" above the summary. The run's
+    summary, profiles and MLflow link describe the flow run, so they carry its id and no task run's. Outside a
+    flow run (a summary built by hand) the artifact belongs to no run."""
+    from prefect import get_client
+    from prefect.client.schemas.actions import ArtifactCreate
+
+    with get_client(sync_client=True) as client:
+        client.create_artifact(ArtifactCreate(type=kind, key=key, description=description, data=data,
+                                              flow_run_id=flow_run.id, task_run_id=None))
 
 
 def summary_description(request: ConsensusRequest, summary: dict) -> str:
@@ -143,9 +162,9 @@ def _publish_profiles(request: ConsensusRequest, facts: RunFacts) -> None:
     """The cluster profiles (:func:`profile_rows`) as a table artifact; none for a run without profiles."""
     rows = profile_rows(facts)
     if rows:
-        create_table_artifact(table=rows, key=PROFILES_ARTIFACT_KEY,
-                              description=f"Cluster profiles of run key {request.run_key!r}: size, mean confidence, "
-                                          "Jaccard overlap with the previous run, each feature's mean as a z-score")
+        flow_run_artifact("table", PROFILES_ARTIFACT_KEY, json.dumps(rows),
+                          f"Cluster profiles of run key {request.run_key!r}: size, mean confidence, Jaccard overlap "
+                          "with the previous run, each feature's mean as a z-score")
 
 
 def profile_rows(facts: RunFacts) -> list[dict]:

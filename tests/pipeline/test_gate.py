@@ -62,6 +62,10 @@ def test_a_gated_run_is_promoted_then_a_worse_one_held(prefect_server, mlflow_st
         artifacts = prefect.read_artifacts(artifact_filter=ArtifactFilter(
             flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
     kinds = {artifact.key: artifact for artifact in artifacts}
+    assert set(kinds) == {"lwec-consensus-summary", "lwec-cluster-profiles", "lwec-mlflow-run"}
+    # The flow run's own artifacts, not its publish-summary task run's: the UI's Artifacts tab lists them under
+    # "Flow run" (filed under the task run, the tab showed "Flow run: None" above them).
+    assert all(a.task_run_id is None and str(a.flow_run_id) == str(flow_run_id) for a in artifacts), artifacts
     profiles, link = kinds["lwec-cluster-profiles"], kinds["lwec-mlflow-run"]
     assert profiles.type == "table" and '"mean_confidence"' in profiles.data and '"jaccard_previous"' in profiles.data
     assert f"[MLflow run {promoted['mlflow_run_id']}]({promoted['mlflow_run_url']})" in link.data  # a link artifact
