@@ -19,6 +19,7 @@ from prefect import flow, get_run_logger
 from lwec_tasks.core.label_placement import LabelPlacement
 from lwec_tasks.executors import open_executor
 from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, parse_table_name
+from lwec_tasks.io.duckdb_dialect import refuse_other_processes
 from lwec_tasks.request import non_empty_text, optional_address, optional_column
 from lwec_tasks.tasks.assign import (
     assign_run_key,
@@ -93,4 +94,5 @@ def _check_parameters(database_url, table, model_uri, id_column, dask_address) -
     for name, value in (("database_url", database_url), ("table", table), ("model_uri", model_uri)):
         non_empty_text(name, value)
     optional_address("dask_address", dask_address)
+    refuse_other_processes(database_url, dask_address)
     optional_column("id_column", id_column)

@@ -266,6 +266,13 @@ class ConsensusRequest(BaseModel):
         latest_view_name(self.resolved_output_table)  # the view beside the labels table must be nameable
         return self
 
+    @model_validator(mode="after")
+    def _one_process_writes_a_duckdb_file(self) -> ConsensusRequest:
+        from lwec_tasks.io.duckdb_dialect import refuse_other_processes
+
+        refuse_other_processes(self.database_url, self.dask_address)  # a URL given as such; references: on reading
+        return self
+
     def __init__(self, **parameters: Any):
         try:
             super().__init__(**parameters)

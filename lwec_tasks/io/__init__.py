@@ -10,6 +10,10 @@ bulk readers and writers (numpy, pandas, pyarrow, numba).
 """
 
 from lwec_tasks import lazy_attributes
+from lwec_tasks.io import duckdb_dialect
+
+# duckdb:// URLs get lwec's fix of duckdb-engine's column reflection (imports nothing of duckdb until one is opened).
+duckdb_dialect.register()
 
 #: Public name → module defining it (in this package).
 _EXPORTS = {

@@ -7,8 +7,12 @@
 * **SQLite files**: ``adbc-driver-sqlite`` on a ``file:`` URI of the engine's
   database file (:func:`sqlite_uri`; an in-memory database is private to its
   own connection), waiting for locks as the engine does (:func:`busy_timeout_ms`).
+* **DuckDB** (duckdb-engine URLs): no ADBC driver needed, DuckDB hands its
+  results over as Arrow itself, on the engine's own connection
+  (:func:`_read_duckdb`); floats and decimals are cast to ``DOUBLE`` as the
+  portable path converts them.
 
-Both return exactly what the portable path (``pandas.read_sql`` in chunks,
+All return exactly what the portable path (``pandas.read_sql`` in chunks,
 :func:`lwec_tasks.io.source.read_rows` with ``LWEC_SQL_FAST_PATH=0``) returns — the same values,
 dtypes and row order — or None when they cannot promise that, and the caller
 then reads the portable way: column types they do not handle (booleans,
@@ -93,6 +97,12 @@ def read_fast(
         arrow = _read_postgres(engine, literal_sql(select_rows(table, expressions, order_by, where), dialect))
     elif dialect.name == "sqlite" and dialect.driver == "pysqlite" and not exact:
         uuids, arrow = (), _read_sqlite(engine, table, columns, order_by, where)
+    elif dialect.name == "duckdb":
+        plan = _postgres_columns(table, columns, exact, real_through_text=False)
+        if plan is None:
+            return None
+        expressions, uuids = plan
+        arrow = _read_duckdb(engine, select_rows(table, expressions, order_by, where))
     else:
         return None
     return None if arrow is None else _frame(arrow, columns, uuids, chunk_size)
@@ -221,8 +231,12 @@ def postgres_uri(url: sa.URL) -> str:
     return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
 
 
-def _postgres_columns(table: sa.Table, columns: Sequence[str], exact: Collection[str] = ()):
-    """(select expressions, names of the uuid columns), or None when a column type is not handled."""
+def _postgres_columns(table: sa.Table, columns: Sequence[str], exact: Collection[str] = (),
+                      real_through_text: bool = True):
+    """(select expressions, names of the uuid columns), or None when a column type is not handled.
+
+    ``real_through_text``: single-precision floats are converted through their text as psycopg reads them
+    (PostgreSQL); False: cast to ``DOUBLE`` as they are, as DuckDB's Python client reads them."""
     expressions, uuids = [], []
     for name in columns:
         column = table.c[name]
@@ -235,7 +249,7 @@ def _postgres_columns(table: sa.Table, columns: Sequence[str], exact: Collection
         elif isinstance(kind, (sa.Boolean, sa.Enum)) or not isinstance(kind, (sa.Integer, sa.Float, sa.Numeric,
                                                                                sa.String)):
             return None
-        elif isinstance(kind, sa.REAL):
+        elif isinstance(kind, sa.REAL) and real_through_text:
             # psycopg reads float4 as the float of its shortest text form
             # (1e30, not 1.0000000150474662e+30): convert through text the same way.
             expressions.append(sa.cast(sa.cast(column, sa.Text), postgresql.DOUBLE_PRECISION))
@@ -266,6 +280,42 @@ def _read_postgres(engine: sa.Engine, sql: str):
         # e.g. a numeric too large for double precision
         logger.debug("ADBC read not used: %s", error)
         return None
+
+
+# ----------------------------------------------------------------------------- DuckDB
+
+
+def _read_duckdb(engine: sa.Engine, statement: sa.Select):
+    """The Arrow table of ``statement`` (compiled with its values as literals), read by DuckDB's own client on a
+    duplicate of a pooled connection (its own cursor, the same database); None when DuckDB's client cannot hand
+    over Arrow, or a column comes back as an unsigned 64-bit integer (the portable path decides). DuckDB's errors
+    are raised as SQLAlchemy raises them."""
+    import pyarrow as pa
+
+    sql = literal_sql(statement, engine.dialect)
+    driver_error = engine.dialect.loaded_dbapi.Error
+    with engine.connect() as connection:
+        pooled = connection.connection.driver_connection
+        if not hasattr(pooled, "duplicate"):
+            return None
+        duplicate = pooled.duplicate()
+        try:
+            relation = duplicate.sql(sql)
+            for method in ("to_arrow_table", "fetch_arrow_table", "arrow"):  # DuckDB 2, 1.x, older
+                if hasattr(relation, method):
+                    arrow = getattr(relation, method)()
+                    break
+            else:
+                return None
+        except driver_error as error:  # as SQLAlchemy raises DuckDB's errors (lwec_tasks.io.errors reports them)
+            raise sa.exc.DBAPIError.instance(sql, None, error, driver_error) from error
+        finally:
+            duplicate.close()
+    if isinstance(arrow, pa.RecordBatchReader):
+        arrow = arrow.read_all()
+    if any(pa.types.is_uint64(kind) for kind in arrow.schema.types):
+        return None  # values beyond int64: the portable path keeps them as Python ints
+    return arrow
 
 
 # ----------------------------------------------------------------------------- SQLite

@@ -5,7 +5,9 @@ Two outcomes, told apart by what the driver reports:
 * :class:`DatabaseUnreachableError` — no answer: refused or timed-out
   connections, unknown hosts, a connection lost mid-statement, a server
   shutting down or starting up, too many connections, a SQLite file locked
-  by another writer. Worth retrying.
+  by another writer, a DuckDB file held by another process (DuckDB lets one
+  process at a time open a file for writing) or a transaction of DuckDB that
+  met another one's write. Worth retrying.
 * :class:`DatabaseRefusedError` — the database answered with an error that
   retrying will not fix: permission denied, a failed password, a missing
   database, a read-only database, a full disk, a type mismatch, a duplicate
@@ -56,6 +58,9 @@ _CONNECTION_WORDS = re.compile(
     r"name or service not known|failed to resolve host|network is unreachable|no route to host",
     re.IGNORECASE,
 )
+#: DuckDB's errors worth waiting for: its file held by another process, a write conflicting with another transaction's.
+_DUCKDB_BUSY = re.compile(r"Could not set lock on file|Conflicting lock is held|write-write conflict|Conflict on",
+                          re.IGNORECASE)
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://\S+")
 
 
@@ -70,6 +75,8 @@ def is_connection_failure(error: BaseException) -> bool:
     code = getattr(original, "sqlite_errorcode", None)
     if code is not None:
         return (code & 0xFF) in _SQLITE_TRANSIENT
+    if _driver(original) in ("duckdb", "_duckdb"):
+        return bool(_DUCKDB_BUSY.search(str(original)))
     kind = type(original).__name__
     if kind not in ("OperationalError", "InterfaceError", "ConnectionTimeout"):
         return False

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from lwec_tasks.io.duckdb_dialect import DOUBLE, is_duckdb, runs_sequence
 from lwec_tasks.io.identifiers import (  # RUNS_SUFFIX, ROWS_SUFFIX: the two tables beside the output table
     ROWS_SUFFIX,
     RUN_MARK,
@@ -106,18 +107,21 @@ def storage_names(output_table: str | TableName | StorageNames) -> StorageNames:
                                 for suffix in (RUNS_SUFFIX, ROWS_SUFFIX)))
 
 
-def runs_table(output_table: str | TableName | StorageNames) -> sa.Table:
-    """The runs table of ``output_table`` (``run`` is assigned by the database and never reused)."""
+def runs_table(output_table: str | TableName | StorageNames, dialect: sa.Dialect | None = None) -> sa.Table:
+    """The runs table of ``output_table`` (``run`` is assigned by the database and never reused). ``dialect``
+    (default None) is the database's, wherever the table is created or a run added: on DuckDB, which has no
+    ``SERIAL``, ``run`` is numbered by a sequence of its own (:func:`~lwec_tasks.io.duckdb_dialect.runs_sequence`)."""
     name = storage_names(output_table).runs
+    numbering = (runs_sequence(name.name, name.schema),) if is_duckdb(dialect) else ()
     return sa.Table(
         name.name,
         sa.MetaData(),
-        sa.Column("run", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("run", sa.Integer, *numbering, primary_key=True, autoincrement=True),
         sa.Column("run_key", sa.String(64), nullable=False),
         sa.Column("source_table", sa.String(255), nullable=False),
         sa.Column("method", sa.String(16), nullable=False),
         sa.Column("k", sa.Integer, nullable=False),
-        sa.Column("theta", sa.Float, nullable=False),
+        sa.Column("theta", DOUBLE, nullable=False),  # FLOAT is single precision on DuckDB
         sa.Column("ensemble_size", sa.Integer, nullable=False),
         sa.Column("seed", sa.BigInteger, nullable=True),
         sa.Column("flow_run_id", sa.String(64), nullable=True),
@@ -147,7 +151,8 @@ def rows_table(output_table: str | TableName | StorageNames, id_type: sa.types.T
         sa.Column("label", sa.Integer, nullable=False),
         sa.Column(CONFIDENCE_COLUMN, sa.REAL, nullable=True),
         schema=name.schema,
-        postgresql_partition_by="LIST (run)",
+        # Only where unkeyed: duckdb-engine compiles DDL as PostgreSQL does, options included.
+        **({} if keyed else {"postgresql_partition_by": "LIST (run)"}),
     )
 
 

@@ -41,6 +41,7 @@ from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled
 from lwec_tasks.io.catalog import NARROW, labels_layout
 from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.connection import opened_engine
+from lwec_tasks.io.duckdb_dialect import is_duckdb
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
 from lwec_tasks.io.label_storage import (
@@ -195,9 +196,11 @@ def _arrow_type(pa, kind: sa.types.TypeEngine):
 def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
             confidence: np.ndarray | None = None) -> bool:
     """ADBC bulk ingestion of the rows (with ``run`` in every row, unless None; with their ``confidence``
-    unless None) in one transaction; False (nothing written) where it does not apply."""
-    connect = adbc_connector(engine, read_only=False)
-    if connect is None or not all(_ingestible(column.type) for column in table.columns):
+    unless None) in one transaction — on DuckDB, one ``INSERT … SELECT`` from the rows as Arrow
+    (:func:`_insert_arrow`); False (nothing written) where it does not apply."""
+    duckdb = is_duckdb(engine)
+    connect = None if duckdb else adbc_connector(engine, read_only=False)
+    if (connect is None and not duckdb) or not all(_ingestible(column.type) for column in table.columns):
         return False
     import pyarrow as pa
 
@@ -210,11 +213,31 @@ def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndar
                          for name, value in values.items()})
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
         return False  # e.g. ids beyond the id column's width: executemany reports it
+    if duckdb:
+        return _insert_arrow(engine, table, rows)
     # SQLite's driver takes no schema; the only one lwec accepts there is "main", where the name resolves anyway.
     schema = table.schema if engine.dialect.name == "postgresql" else None
     with connect() as connection, connection.cursor() as cursor:
         cursor.adbc_ingest(table.name, rows, mode="append", db_schema_name=schema)
         connection.commit()
+    return True
+
+
+def _insert_arrow(engine: sa.Engine, table: sa.Table, rows) -> bool:
+    """DuckDB: insert the Arrow table ``rows`` (columns named as ``table``'s) into ``table`` in one transaction, by
+    ``INSERT INTO table (...) SELECT ... FROM <rows>``, the rows registered on the connection under a name of lwec's
+    own for the statement; False (nothing written) when the client cannot register Arrow data."""
+    with engine.begin() as connection:
+        client = connection.connection.driver_connection
+        if not hasattr(client, "register"):
+            return False
+        name = f"lwec_rows_{uuid.uuid4().hex}"
+        client.register(name, rows)
+        try:
+            source = sa.table(name, *(sa.column(column) for column in rows.column_names))
+            connection.execute(sa.insert(table).from_select(rows.column_names, sa.select(*source.c)))
+        finally:
+            client.unregister(name)
     return True
 
 
@@ -285,7 +308,8 @@ def begin_run(engine: sa.Engine, output_table: str | StorageNames, id_type: sa.t
             created = prepare_storage(connection, names, id_type)
             stored = sa.Table(names.rows.name, sa.MetaData(), schema=names.rows.schema,
                               autoload_with=connection).columns
-            number = int(connection.execute(sa.insert(runs_table(names)).values(**values)).inserted_primary_key[0])
+            number = int(connection.execute(sa.insert(runs_table(names, connection.dialect)).values(**values))
+                         .inserted_primary_key[0])
             target = str(create_run_rows(connection, names, number))  # made with the rows table's columns
             lock = RunLock(engine, str(names.view), number).acquire()
     except BaseException:

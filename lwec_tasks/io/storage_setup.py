@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
 from lwec_tasks.io.cleanup import run_tables_of
+from lwec_tasks.io.duckdb_dialect import is_duckdb, runs_sequence
 from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_labels_query
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
@@ -94,7 +95,7 @@ def prepare_storage(connection: sa.Connection, output_table: str | StorageNames,
     if layout == WIDE:
         migrate_wide_table(connection, output_table)
     elif layout is None:
-        runs_table(output_table).create(connection)
+        create_runs_table(connection, output_table)
         create_rows_table(connection, output_table, id_type)
     elif unpartitioned(connection, output_table):
         partition_rows_table(connection, output_table)
@@ -148,6 +149,15 @@ def latest_query(connection: sa.Connection, output_table: str | StorageNames) ->
                                has_held(connection, output_table))
 
 
+def create_runs_table(connection: sa.Connection, output_table: str | StorageNames) -> sa.Table:
+    """Create ``output_table``'s runs table in the caller's transaction and return it. On DuckDB its run numbers'
+    sequence (:func:`~lwec_tasks.io.duckdb_dialect.runs_sequence`) is created with it, or kept when storage dropped
+    by hand left it behind (its numbers only grow, so none is used twice)."""
+    runs = runs_table(output_table, connection.dialect)
+    runs.create(connection, checkfirst=is_duckdb(connection))
+    return runs
+
+
 def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> sa.Table:
     """Create ``output_table``'s rows table in the caller's transaction and return it: keyed by (run, id), or on
     PostgreSQL partitioned by run without a key of its own (each run's table is keyed by ``id``)."""
@@ -178,8 +188,7 @@ def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
     latest = latest_view_of(names.view)
     if relation_kind(connection, latest) == "view":
         drop_view(connection, latest)
-    runs = runs_table(output_table)
-    runs.create(connection)
+    runs = create_runs_table(connection, output_table)
     rows = create_rows_table(connection, output_table, wide.c.id.type)
     keys = ("run_key", "source_table", "method", "k", "theta", "ensemble_size", "seed", "flow_run_id")
     grouped = [wide.c[name] for name in keys]
@@ -245,3 +254,5 @@ def drop_storage(connection: sa.Connection, output_table: str) -> None:
             sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)
     for name in (names.rows, names.runs):
         sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)
+    if is_duckdb(connection):
+        connection.execute(sa.schema.DropSequence(runs_sequence(names.runs.name, names.runs.schema), if_exists=True))

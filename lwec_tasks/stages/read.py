@@ -18,6 +18,7 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import check_label_table, id_key_type, mask_url
 from lwec_tasks.io.connection import opened_engine, resolve_database_url
+from lwec_tasks.io.duckdb_dialect import refuse_other_processes
 from lwec_tasks.io.features import nonfinite_counts_message, useless_columns_message
 from lwec_tasks.preflight import plan_consensus_read
 from lwec_tasks.stages import partitions as part
@@ -116,6 +117,7 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
             bounds = id_bounds(engine, planned.source, plan.id_column, planned.n_rows, planned.id_low,
                                planned.id_high, n_partitions)
     url = absolute_sqlite_url(resolve_database_url(database_url))
+    refuse_other_processes(url, session.address)
     specs = [part.PartitionSpec(p, url, table_name, plan.id_column, plan.label_column, plan.feature_columns,
                                 low, high, chunk_size, drop_nonfinite, source=planned.source,
                                 base_columns=plan.base_columns)

@@ -41,10 +41,14 @@ def blobs_frame(n: int = 240, n_features: int = 4, centers: int = 3, seed: int =
 
 def write_frame(url: str, table: str, frame: pd.DataFrame, primary_key: str | None = "id") -> None:
     """Create ``table`` (replacing it) with ``frame``; ``id`` becomes the primary key when given."""
+    from lwec_tasks.io.duckdb_dialect import DOUBLE  # (importing lwec_tasks.io registers its DuckDB dialect)
+
     engine = sa.create_engine(url)
-    types = {"int64": sa.BigInteger, "float64": sa.Float, "object": sa.Text, "str": sa.Text}
+    # float64 as DOUBLE on DuckDB too, whose FLOAT is single precision
+    types = {"int64": sa.BigInteger(), "float64": DOUBLE, "object": sa.Text(), "str": sa.Text()}
     columns = [
-        sa.Column(name, types.get(str(dtype), sa.Text)(), primary_key=(name == primary_key))
+        # autoincrement=False: the ids are given (and DuckDB has no SERIAL)
+        sa.Column(name, types.get(str(dtype), sa.Text()), primary_key=(name == primary_key), autoincrement=False)
         for name, dtype in frame.dtypes.items()
     ]
     schema = sa.Table(table, sa.MetaData(), *columns)
