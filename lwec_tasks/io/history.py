@@ -18,6 +18,7 @@ labels table's schema. Database errors are raised as :mod:`lwec_tasks.io.errors`
 from __future__ import annotations
 
 import logging
+import time
 
 import numpy as np
 import sqlalchemy as sa
@@ -25,7 +26,8 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, NARROW, WIDE, labels_layout, relation_kind
 from lwec_tasks.io.cleanup import tidy
-from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.duckdb_dialect import is_duckdb
+from lwec_tasks.io.errors import DatabaseUnreachableError, database_errors
 from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
     StorageNames,
@@ -45,6 +47,9 @@ _log = logging.getLogger(__name__)
 
 #: Run keys per ``DELETE ... WHERE run_key IN (...)`` statement of :func:`prune_runs`.
 _DELETE_BATCH = 500
+
+#: Tries of :func:`ensure_latest_view` on DuckDB, whose transactions fail on another one's creating the same view.
+_DUCKDB_VIEW_TRIES = 5
 
 
 def labels_table_clause(labels_table: str | TableName) -> sa.TableClause:
@@ -263,7 +268,8 @@ def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
     takes a transaction-level advisory lock on the name, then runs ``CREATE OR
     REPLACE VIEW`` only if the view is still missing (an existing view is left
     as it is, so readers are never blocked); other databases run ``CREATE VIEW``
-    when it is missing.
+    when it is missing (DuckDB: a transaction that failed on another one's
+    creating it at the same moment looks again, and finds it).
 
     Raises
     ------
@@ -276,12 +282,21 @@ def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
         No connection could be made; the database refused to create the view.
     """
     view = latest_view_of(parse_table_name(labels_table, "labels_table"))
-    with database_errors(engine, f"create view {str(view)!r}"), engine.begin() as connection:
-        if not converted(connection, labels_table, f"creating its view {str(view)!r}"):
-            raise LwecInputError(
-                f"labels_table={labels_table!r} does not exist; write labels before creating its view {str(view)!r}"
-            )
-        create_latest_view(connection, labels_table)
+    # DuckDB: a transaction that met another one creating the view at the same moment fails on that write-write
+    # conflict; it looks again a moment later, and finds the view made.
+    tries = _DUCKDB_VIEW_TRIES if is_duckdb(engine) else 1
+    for attempt in range(1, tries + 1):
+        try:
+            with database_errors(engine, f"create view {str(view)!r}"), engine.begin() as connection:
+                if not converted(connection, labels_table, f"creating its view {str(view)!r}"):
+                    raise LwecInputError(f"labels_table={labels_table!r} does not exist; write labels before "
+                                         f"creating its view {str(view)!r}")
+                create_latest_view(connection, labels_table)
+            return str(view)
+        except DatabaseUnreachableError:
+            if attempt == tries:
+                raise
+            time.sleep(0.05 * attempt)
     return str(view)
 
 

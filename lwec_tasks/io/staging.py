@@ -37,7 +37,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled
+from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled, literal_sql
 from lwec_tasks.io.catalog import NARROW, labels_layout
 from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.connection import opened_engine
@@ -224,20 +224,26 @@ def _ingest(engine: sa.Engine, table: sa.Table, ids: np.ndarray, labels: np.ndar
 
 
 def _insert_arrow(engine: sa.Engine, table: sa.Table, rows) -> bool:
-    """DuckDB: insert the Arrow table ``rows`` (columns named as ``table``'s) into ``table`` in one transaction, by
-    ``INSERT INTO table (...) SELECT ... FROM <rows>``, the rows registered on the connection under a name of lwec's
-    own for the statement; False (nothing written) when the client cannot register Arrow data."""
-    with engine.begin() as connection:
-        client = connection.connection.driver_connection
-        if not hasattr(client, "register"):
+    """DuckDB: insert the Arrow table ``rows`` (columns named as ``table``'s) into ``table`` by one statement (one
+    transaction), ``INSERT INTO table (...) SELECT ... FROM <rows>``, the rows registered under a name of lwec's
+    own on a duplicate of a pooled connection (its own cursor, the same database); False (nothing written) when
+    the client cannot register Arrow data. DuckDB's errors are raised as SQLAlchemy raises them."""
+    name = f"lwec_rows_{uuid.uuid4().hex}"
+    source = sa.table(name, *(sa.column(column) for column in rows.column_names))
+    sql = literal_sql(sa.insert(table).from_select(rows.column_names, sa.select(*source.c)), engine.dialect)
+    driver_error = engine.dialect.loaded_dbapi.Error
+    with engine.connect() as connection:
+        pooled = connection.connection.driver_connection
+        if not hasattr(pooled, "duplicate"):
             return False
-        name = f"lwec_rows_{uuid.uuid4().hex}"
-        client.register(name, rows)
+        client = pooled.duplicate()
         try:
-            source = sa.table(name, *(sa.column(column) for column in rows.column_names))
-            connection.execute(sa.insert(table).from_select(rows.column_names, sa.select(*source.c)))
+            client.register(name, rows)
+            client.execute(sql)
+        except driver_error as error:  # as SQLAlchemy raises DuckDB's errors (lwec_tasks.io.errors reports them)
+            raise sa.exc.DBAPIError.instance(sql, None, error, driver_error) from error
         finally:
-            client.unregister(name)
+            client.close()  # the registration goes with it
     return True
 
 

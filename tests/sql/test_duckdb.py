@@ -174,6 +174,51 @@ def test_labels_are_appended_from_arrow_and_odd_names_are_quoted(duckdb_url, mon
     engine.dispose()
 
 
+def label_rows(key, ids, labels=None):
+    from lwec_tasks.io import LabelRows
+
+    ids = np.asarray(ids)
+    return LabelRows(run_key=key, ids=ids, labels=np.zeros(len(ids), dtype=np.int64) if labels is None else labels,
+                     k=2, method="lwea", theta=0.4, ensemble_size=3, seed=0, source_table="t")
+
+
+def test_a_duplicate_id_fails_the_write_and_its_pruning_changes_nothing(duckdb_url):
+    from lwec_tasks.io import DatabaseRefusedError, open_engine, write_labels
+
+    engine = open_engine(duckdb_url)
+    for key in ("a", "b"):
+        write_labels(engine, "labels", label_rows(key, [1, 2]))
+    before = relation(duckdb_url, "labels")
+    with pytest.raises(DatabaseRefusedError, match="duplicate"):  # the Arrow insert fails; the prune is undone
+        write_labels(engine, "labels", label_rows("c", [7, 8, 8]), keep_runs=1)
+    pd.testing.assert_frame_equal(relation(duckdb_url, "labels"), before)
+    engine.dispose()
+
+
+def test_latest_views_made_at_once_by_several_threads(duckdb_url):
+    import threading
+
+    from lwec_tasks.io import ensure_latest_view, open_engine, write_labels
+
+    engine = open_engine(duckdb_url)
+    write_labels(engine, "labels", label_rows("a", [1]))
+    made, errors = [], []
+
+    def create():
+        try:
+            made.append(ensure_latest_view(engine, "labels"))
+        except Exception as error:  # noqa: BLE001 - collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=create) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and made == ["labels_latest"] * 4  # a transaction that lost the race looks again
+    engine.dispose()
+
+
 def test_a_run_on_dask_workers_is_refused_naming_duckdb(duckdb_url):
     from lwec_tasks.request import ConsensusRequest
 
