@@ -34,12 +34,30 @@ class PrefectApi:
 
 
 @pytest.fixture(scope="session")
-def prefect_server():
-    """One temporary Prefect API for the whole session (~20 s once, then ~1–2 s per flow)."""
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_server(prefect_api):
+    """Flows run in this process report to the session's ``prefect_api`` server.
 
-    with prefect_test_harness(server_startup_timeout=120):
+    One server per test process, not two: each idles at a few percent of a core all session and takes
+    20–60 s to start on a busy machine. Tests tell their runs apart by flow run, deployment or table name.
+    """
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(updates={PREFECT_API_URL: prefect_api.url}):
         yield
+        _flush_prefect_logs()
+
+
+def _flush_prefect_logs() -> None:
+    """Send the run logs still queued while the server is up (else they fail against a stopped server at exit)."""
+    import logging
+
+    from prefect.logging.handlers import APILogHandler
+
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in logging.root.manager.loggerDict)]
+    for handler in {h for logger in loggers for h in getattr(logger, "handlers", ())}:
+        if isinstance(handler, APILogHandler):
+            handler.flush()
+            return
 
 
 @pytest.fixture(scope="session")
