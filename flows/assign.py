@@ -73,7 +73,8 @@ def assign_flow(
     run_key = assign_run_key(placement, table)
     with flow_run_heartbeats(), open_executor(dask_address) as executor:
         rows = read_rows_to_label(executor, database_url, table, columns, id_column, output_table,
-                                  base_columns=isinstance(placement, LabelPlacement))
+                                  base_columns=isinstance(placement, LabelPlacement),
+                                  encoding=getattr(placement, "encoding", None))
         labels, counts = place_rows(placement, rows)
         written = write_assigned_labels(rows, table, output_table, run_key, placement, labels)
     get_run_logger().info("Labelled %d rows of table %r (%s) with model %s → table %r, run key %r",

@@ -24,8 +24,8 @@ the command line can call these before Prefect's temporary server starts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -42,6 +42,7 @@ from lwec_tasks.io.catalog import (
 from lwec_tasks.io.columns import ColumnPlan, plan_columns, require_columns, resolve_id_column
 from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
+from lwec_tasks.io.levels import column_stats, level_counts
 from lwec_tasks.io.names import parse_table_name
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class ReadPlan:
     output_table: str
     id_low: object = None
     id_high: object = None
+    #: categorical feature column → [(level, rows)] over the whole table (:func:`lwec_tasks.io.levels.level_counts`)
+    levels: Mapping[str, list] = field(default_factory=dict)
 
     @property
     def id_type(self) -> sa.types.TypeEngine | None:
@@ -156,12 +159,21 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     counts = count_values(engine, source, counted, any_null_of=columns.feature_columns, bounds_of=bounds_of)
     _check_not_empty(request.table, counts.rows)
     all_null = [name for name in columns.feature_columns if counts.non_null[name] == 0]
-    if all_null:
-        columns = _plan_consensus_columns(source, request, all_null)
-        counts = count_values(engine, source, counted, any_null_of=columns.feature_columns, bounds_of=bounds_of)
+    stats = None
+    if request.feature_columns is None:
+        usable_candidates = [name for name in columns.feature_columns if name not in all_null]
+        stats = column_stats(engine, source, usable_candidates)
+    elif columns.categorical_features:
+        stats = column_stats(engine, source, [n for n in columns.categorical_features if source.kinds.get(n) == "text"])
+    if all_null or stats:
+        replanned = _plan_consensus_columns(source, request, all_null, stats)
+        if replanned.feature_columns != columns.feature_columns:
+            counted = [*replanned.feature_columns, *([replanned.id_column] if replanned.id_column else [])]
+            counts = count_values(engine, source, counted, any_null_of=replanned.feature_columns, bounds_of=bounds_of)
+        columns = replanned
     _check_ids(columns, counts)
     k = _smallest_k(request)
-    usable = counts.rows - counts.rows_with_null
+    usable = counts.rows - counts.rows_with_null if request.drop_nonfinite else counts.rows
     if usable < 2 * k:
         nulls = f" ({counts.rows_with_null} of its {counts.rows} rows have NULL features)" if counts.rows_with_null \
             else ""
@@ -170,17 +182,19 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     output = request.resolved_output_table
     check_label_table(engine, output, request.table, id_type=_id_type(source, columns.id_column),
                       id_column=columns.id_column)
-    return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high)
+    levels = level_counts(engine, source, columns.categorical_features) if columns.categorical_features else {}
+    return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high, levels)
 
 
-def _plan_consensus_columns(source: SourceTable, request: ConsensusRequest, all_null: Sequence[str] = ()
-                            ) -> ColumnPlan:
+def _plan_consensus_columns(source: SourceTable, request: ConsensusRequest, all_null: Sequence[str] = (),
+                            stats=None) -> ColumnPlan:
     """The feature, id and label columns of ``request`` on ``source``, leaving out the ``all_null`` columns
-    when the features are chosen automatically."""
+    (and, with ``stats``, constant and high-cardinality text columns) when the features are chosen
+    automatically."""
     return plan_columns(source.columns, source.numeric_columns, source.primary_key,
                         feature_columns=request.feature_columns, id_column=request.id_column,
                         label_column=request.label_column, table=request.table, kinds=source.kinds,
-                        all_null=all_null)
+                        all_null=all_null, stats=stats)
 
 
 def _smallest_k(request: ConsensusRequest) -> int:
@@ -226,10 +240,11 @@ def missing_labels_message(table: str, nulls: dict[str, int]) -> str:
 
 
 def plan_assign_read(engine: sa.Engine, table: str, feature_columns: Sequence[str] | None, id_column: str | None,
-                     output_table: str | None, base_columns: bool = False) -> ReadPlan:
+                     output_table: str | None, base_columns: bool = False, allow_missing: bool = False) -> ReadPlan:
     """The checks of :func:`check_assign_request` on ``engine``; the resulting :class:`ReadPlan`.
 
-    Rows with a NULL feature are refused (the model cannot place them). With ``base_columns`` the
+    Rows with a NULL feature are refused (the model cannot place them) unless ``allow_missing`` (a model with
+    typed columns fills them in). With ``base_columns`` the
     ``feature_columns`` are a label model's base columns, read as labels (NULLs allowed: the model places
     such rows by their other columns).
     """
@@ -252,7 +267,7 @@ def plan_assign_read(engine: sa.Engine, table: str, feature_columns: Sequence[st
                           bounds_of=_bounded_id(source, columns.id_column))
     _check_not_empty(table, counts.rows, " (no rows to label)")
     _check_ids(columns, counts)
-    if counts.rows_with_null:
+    if counts.rows_with_null and not allow_missing:
         raise LwecInputError(
             f"{counts.rows_with_null} row(s) of table {table!r} have missing or non-finite values in the feature "
             f"columns {list(columns.feature_columns)}; such rows cannot be labelled — clean them first"

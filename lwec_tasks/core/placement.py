@@ -142,6 +142,10 @@ class Placement:
     state: Mapping[str, np.ndarray]
     n_clusters: int
     seed: int | None = None
+    #: the typed feature columns' :class:`~lwec_tasks.core.encoding.TableEncoding` (levels, weights, fill
+    #: values): rows are then given as a DataFrame of ``feature_columns`` (:meth:`encode`) or as encoded rows
+    #: of its ``width``; None (models of earlier releases): numeric rows of the feature columns
+    encoding: object = None
     _lookup: pd.MultiIndex | None = field(default=None, init=False, repr=False)
     #: What the model's input columns are, in messages.
     column_kind = "feature"
@@ -150,7 +154,7 @@ class Placement:
         object.__setattr__(self, "feature_columns", tuple(str(c) for c in self.feature_columns))
         if self.method not in METHODS:
             raise LwecInputError(f"method must be one of {METHODS}, got {self.method!r}")
-        d = len(self.feature_columns)
+        d = self.width
         if len(self.centres) != len(self.centre_codes) or not self.centres:
             raise LwecInputError("centres and centre_codes must hold one entry per base clustering")
         for m, (centres, codes) in enumerate(zip(self.centres, self.centre_codes)):
@@ -167,6 +171,30 @@ class Placement:
             object.__setattr__(self, "_lookup", pd.MultiIndex.from_arrays(list(self.state["micro_codes"].T)))
 
     # ---- description -------------------------------------------------------------------------------
+
+    @property
+    def width(self) -> int:
+        """Columns of the matrix the model places: the encoding's width, else the number of feature columns."""
+        return self.encoding.width if self.encoding is not None else len(self.feature_columns)
+
+    @property
+    def matrix_columns(self) -> tuple[str, ...]:
+        """Names of the placed matrix's columns (``colour=red`` for a level of a text column)."""
+        return tuple(self.encoding.encoded_names) if self.encoding is not None else self.feature_columns
+
+    def encode(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(X (n, width) encoded rows, imputed share (n,) in [0, 1]) of a DataFrame of the feature columns:
+        numeric gaps filled with the run's fill values, text and boolean values one-hot over the run's levels
+        (an unseen value, or a NULL the run never saw, is all zeros); the share counts those per feature column."""
+        frame = self.input_columns(frame)
+        if self.encoding is None:
+            from lwec_tasks.core.encoding import numeric_values
+
+            X = np.column_stack([numeric_values(frame[name], name) for name in self.feature_columns]) \
+                if len(frame) else np.zeros((0, self.width))
+            return X, np.zeros(len(X))
+        X, imputed, _ = self.encoding.transform(frame, impute=True)
+        return X, imputed / max(len(self.feature_columns), 1)
 
     @property
     def ensemble_size(self) -> int:
@@ -192,6 +220,7 @@ class Placement:
             "seed": None if self.seed is None else int(self.seed),
             "cluster_ids": self.cluster_ids.tolist(),
             "state": sorted(self.state),
+            **({"encoding": self.encoding.to_json()} if self.encoding is not None else {}),
         }
 
     def digest(self) -> str:
@@ -292,16 +321,17 @@ class Placement:
         return frame[list(self.feature_columns)]
 
     def _check_rows(self, X) -> np.ndarray:
+        if isinstance(X, pd.DataFrame) and self.encoding is not None:
+            X = self.encode(X)[0]
         X = np.asarray(X)
-        if X.ndim == 1 and X.shape[0] == len(self.feature_columns):
+        if X.ndim == 1 and X.shape[0] == self.width:
             X = X[None, :]
-        if X.ndim != 2 or X.shape[1] != len(self.feature_columns):
+        if X.ndim != 2 or X.shape[1] != self.width:
             raise LwecInputError(
-                f"expected rows of {len(self.feature_columns)} features ({', '.join(self.feature_columns)}), "
-                f"got shape {X.shape}"
+                f"expected rows of {self.width} features ({', '.join(self.matrix_columns)}), got shape {X.shape}"
             )
         X = as_float_features(X)
-        check_finite_features(X, self.feature_columns, "; such rows cannot be labelled")
+        check_finite_features(X, self.matrix_columns, "; such rows cannot be labelled")
         return X
 
     # ---- persistence -------------------------------------------------------------------------------
@@ -357,7 +387,16 @@ class Placement:
             state=state,
             n_clusters=int(meta["n_clusters"]),
             seed=meta.get("seed"),
+            encoding=_encoding_of(meta),
         )
+
+
+def _encoding_of(meta: Mapping):
+    if "encoding" not in meta:
+        return None
+    from lwec_tasks.core.encoding import TableEncoding
+
+    return TableEncoding.from_json(meta["encoding"])
 
 
 def lwgp_embedding(codes: np.ndarray, vectors: np.ndarray, eci: np.ndarray) -> np.ndarray:

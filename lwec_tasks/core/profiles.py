@@ -20,11 +20,13 @@ CONSTANT_RELATIVE_STD = 1e-9
 
 
 def cluster_profiles(sums: ClusterSums, confidence_sums: np.ndarray, feature_columns, table_mean: np.ndarray,
-                     table_std: np.ndarray) -> pd.DataFrame:
+                     table_std: np.ndarray, shares=None) -> pd.DataFrame:
     """One row per non-empty cluster id, in id order: ``cluster``, ``size``, ``share``, ``mean_confidence``, then
     ``<feature>_mean`` and ``<feature>_z`` per feature (see the module's docstring). ``sums`` are the raw
     features' per-id sums, ``confidence_sums`` (k,) the per-id sums of the confidences, ``table_mean`` and
-    ``table_std`` (d,) the whole table's column means and population standard deviations."""
+    ``table_std`` (d,) the whole table's column means and population standard deviations. ``shares`` (d,) bool
+    marks the one-hot columns of text and boolean levels (``colour=red``): their cluster mean is the share of the
+    cluster's rows at that level, ``<column>=<level>_share``."""
     present = np.flatnonzero(sums.counts > 0)
     counts = sums.counts[present].astype(np.float64)
     frame = pd.DataFrame({"cluster": present.astype(np.int64), "size": sums.counts[present].astype(np.int64),
@@ -36,8 +38,9 @@ def cluster_profiles(sums: ClusterSums, confidence_sums: np.ndarray, feature_col
     varying = std > CONSTANT_RELATIVE_STD * (np.abs(table_mean) + 1.0)
     z = np.where(varying, (means - table_mean) / np.where(varying, std, 1.0), 0.0)
     columns = {}
+    shares = np.zeros(len(feature_columns), dtype=bool) if shares is None else np.asarray(shares, dtype=bool)
     for j, name in enumerate(feature_columns):
-        columns[f"{name}_mean"] = means[:, j]
+        columns[f"{name}_share" if shares[j] else f"{name}_mean"] = means[:, j]
         columns[f"{name}_z"] = z[:, j]
     return pd.concat([frame, pd.DataFrame(columns, index=frame.index)], axis=1)
 

@@ -31,8 +31,39 @@ KEY_LIKE_NAMES = frozenset({"id", "key", "pk", "uuid", "guid", "rowid", "oid", "
 KEY_LIKE_LAST_WORDS = frozenset({"id", "key", "pk", "uuid", "guid", "identifier"})
 
 #: Why a column of the table is not clustered on, by its declared kind (:func:`~lwec_tasks.io.catalog.column_kind`).
-_NOT_NUMERIC = {"boolean": "boolean", "text": "text", "uuid": "uuid", "date/time": "date/time",
+_NOT_NUMERIC = {"boolean": "boolean", "text": "text", "uuid": "uuid (an identifier)", "date/time": "date/time",
                 "binary": "binary", "untyped": "no declared type"}
+
+#: Declared kinds clustered as categories (one-hot, :mod:`lwec_tasks.core.encoding`); numeric kinds are
+#: ``integer``, ``float``, ``decimal``.
+CATEGORICAL_KINDS = frozenset({"text", "boolean"})
+NUMERIC_KINDS = frozenset({"integer", "float", "decimal"})
+#: A text column with more distinct values than this is left out of the default features as high-cardinality
+#: (codes, identifiers, free text) ...
+MAX_LEVELS = 50
+#: ... and so is one whose distinct values are more than this share of its non-NULL rows (on small tables).
+MAX_LEVEL_SHARE = 0.5
+#: A text column named in ``feature_columns`` may have at most this many distinct values (each is a matrix column).
+MAX_EXPLICIT_LEVELS = 1000
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    """What the planning query learnt about a column: ``distinct`` values (NULL not counted; None: not counted),
+    ``non_null`` rows, ``constant``: at most one distinct value (a NULL counting as a value of a text or boolean
+    column)."""
+
+    distinct: int | None = None
+    non_null: int | None = None
+    constant: bool = False
+
+
+def high_cardinality(stats: ColumnStats | None) -> bool:
+    """Whether a text column's distinct values make it an identifier, code or free text rather than a category."""
+    if stats is None or stats.distinct is None:
+        return False
+    many = stats.distinct > 2 and stats.distinct > MAX_LEVEL_SHARE * (stats.non_null or 0)
+    return stats.distinct > MAX_LEVELS or many
 
 
 @dataclass(frozen=True)
@@ -52,6 +83,14 @@ class ColumnPlan:
     left_out: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     #: label columns read as the base clusterings (``base_columns``; then there are no feature columns)
     base_columns: tuple[str, ...] = ()
+    #: declared kind of each feature column (``integer``, ``float``, ``text``, ``boolean``, ``untyped``, ...);
+    #: empty: all numeric
+    feature_kinds: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def categorical_features(self) -> list[str]:
+        """The feature columns clustered as categories (text, enum, boolean; one-hot)."""
+        return [name for name, kind in zip(self.feature_columns, self.feature_kinds) if kind in CATEGORICAL_KINDS]
 
     @property
     def label_like_features(self) -> list[str]:
@@ -118,6 +157,7 @@ def plan_columns(
     table: str = "the table",
     kinds: Mapping[str, str] | None = None,
     all_null: Collection[str] = (),
+    stats: Mapping[str, ColumnStats] | None = None,
 ) -> ColumnPlan:
     """Resolve the column roles of a table.
 
@@ -133,6 +173,12 @@ def plan_columns(
     kinds : column → declared kind (``text``, ``boolean``, ...), to say why a column is left out
     all_null : columns known to be NULL in every row: left out of the default
         features; named in ``feature_columns`` they are refused
+    stats : column → :class:`ColumnStats` when known: by default constant columns and high-cardinality text
+        columns (:func:`high_cardinality`) are left out; without stats every text and boolean column is a
+        candidate
+
+    By default the features are the numeric, boolean and low-cardinality text (and enum) columns other than
+    the id and label column; every other column is in ``left_out`` with its reason.
 
     Raises :class:`LwecInputError` for unknown columns, clashing roles, and no usable feature column.
     """
@@ -145,14 +191,18 @@ def plan_columns(
             raise LwecInputError(f"label_column and id_column are both {label_column!r}")
     roles = {id_column, label_column} - {None}
 
+    stats = stats or {}
     if feature_columns is None:
-        candidates = [name for name in numeric_columns if name not in roles]
-        chosen = [name for name in candidates if name not in all_null]
+        numeric = set(numeric_columns)
+        candidates = [name for name in columns if name not in roles
+                      and (name in numeric or kinds.get(name) in CATEGORICAL_KINDS)]
+        chosen = [name for name in candidates if name not in all_null and not stats.get(name, ColumnStats()).constant
+                  and not (kinds.get(name) == "text" and high_cardinality(stats.get(name)))]
         if not chosen:
             nulls = f"; NULL in every row: {name_list(candidates)}" if candidates else ""
             raise LwecInputError(
-                f"table {table!r} has no numeric columns besides id/label to use as features{nulls}; "
-                f"its columns are {name_list(columns)} (numeric: {name_list(numeric_columns)})"
+                f"table {table!r} has no numeric, boolean or low-cardinality text columns besides id/label to use "
+                f"as features{nulls}; its columns are {name_list(columns)} (numeric: {name_list(numeric_columns)})"
             )
     else:
         chosen = list(feature_columns)
@@ -171,12 +221,19 @@ def plan_columns(
                                                            f"NULL in every row of table {table!r}"))
         # Explicit columns are checked value by value in prepare_features: SQLite
         # columns may be untyped, and text holding numbers is accepted.
-    left_out = tuple((name, _reason(name, id_column, label_column, feature_columns, kinds, all_null))
+        many = [name for name in chosen if kinds.get(name) == "text"
+                and (stats.get(name, ColumnStats()).distinct or 0) > MAX_EXPLICIT_LEVELS]
+        if many:
+            raise LwecInputError(unusable_features_message(
+                chosen, many, ("has", "have"),
+                f"more than {MAX_EXPLICIT_LEVELS} distinct values (each would be a feature of its own)"))
+    left_out = tuple((name, _reason(name, id_column, label_column, feature_columns, kinds, all_null, stats))
                      for name in columns if name not in chosen)
-    return ColumnPlan(tuple(chosen), id_column, label_column, left_out)
+    return ColumnPlan(tuple(chosen), id_column, label_column, left_out,
+                      feature_kinds=tuple(kinds.get(name, "float") for name in chosen))
 
 
-def _reason(name, id_column, label_column, feature_columns, kinds, all_null) -> str:
+def _reason(name, id_column, label_column, feature_columns, kinds, all_null, stats=None) -> str:
     if name == id_column:
         return "id column"
     if name == label_column:
@@ -186,6 +243,11 @@ def _reason(name, id_column, label_column, feature_columns, kinds, all_null) -> 
     if name in all_null:
         return "all NULL"
     kind = kinds.get(name)
+    found = (stats or {}).get(name)
+    if found is not None and found.constant and (kind in NUMERIC_KINDS or kind in CATEGORICAL_KINDS):
+        return "constant"
+    if kind == "text" and high_cardinality(found):
+        return f"high-cardinality text ({found.distinct} distinct values)"
     return _NOT_NUMERIC.get(kind, f"not numeric ({kind})" if kind else "not numeric")
 
 

@@ -119,8 +119,10 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
         table_std = np.sqrt(np.clip(sums.squares.sum(axis=0) / n - table_mean**2, 0, None))
     else:
         table_mean = table_std = np.zeros(0)
-    features = tuple(table.plan.feature_columns) if has_features else ()
-    profiles = cluster_profiles(sums, by_label, features, table_mean, table_std)
+    features = tuple(getattr(table, "feature_names", table.plan.feature_columns)) if has_features else ()
+    encoding = getattr(table, "encoding", None)
+    shares = encoding.category_mask() if has_features and encoding is not None else None
+    profiles = cluster_profiles(sums, by_label, features, table_mean, table_std, shares)
     started = time.perf_counter()
     coassociation, pair_rows = None, 0
     if ensemble.n_columns <= COASSOCIATION_MAX_COLUMNS:

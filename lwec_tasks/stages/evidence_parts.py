@@ -39,7 +39,17 @@ def partition_confidence(rows, codes_t: np.ndarray, labels: np.ndarray, offsets:
     standardised by ``mean``/``scale`` as they were clustered, ``centres`` (k, d) in that space (None: no
     features), ``present`` (k,) the ids some row has, ``shares`` (n_c, k) of the base clusters."""
     X = rows.X if rows is not None and centres is not None and rows.X.shape[1] > 0 else None
-    return row_confidence(X, codes_t, labels, centres, shares, present, offsets[:-1], mean, scale)
+    confidence = row_confidence(X, codes_t, labels, centres, shares, present, offsets[:-1], mean, scale)
+    return observed_share_scaled(confidence, rows)
+
+
+def observed_share_scaled(confidence: np.ndarray, rows) -> np.ndarray:
+    """The confidences scaled by each row's share of feature columns not imputed (1 − imputed / columns): a row
+    whose values were partly filled in is only as sure as what was observed of it."""
+    imputed = getattr(rows, "imputed", None)
+    if imputed is None or confidence is None or not getattr(rows, "n_sources", 0):
+        return confidence
+    return (confidence * (1.0 - imputed / rows.n_sources)).astype(confidence.dtype)
 
 
 def confidence_sums(labels: np.ndarray, confidence: np.ndarray, k: int) -> np.ndarray:

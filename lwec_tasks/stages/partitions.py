@@ -24,7 +24,7 @@ from lwec_tasks.core.thread_pools import single_threaded
 from lwec_tasks.io.catalog import SourceTable, describe_source
 from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import opened_engine
-from lwec_tasks.io.features import feature_matrix, id_values
+from lwec_tasks.io.features import feature_matrix, id_values, numeric_column
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import Columns, append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
@@ -54,6 +54,11 @@ class PartitionSpec:
     source: Any = field(default=None, repr=False, compare=False)
     #: label columns read as base clusterings (``PartitionRows.base_labels``)
     base_columns: tuple[str, ...] = ()
+    #: the typed features' :class:`~lwec_tasks.core.encoding.TableEncoding` (text and boolean columns one-hot);
+    #: None: every feature numeric. ``impute``: numeric gaps filled with its fill values as read (labelling new
+    #: rows); otherwise they stay NaN until the flow knows the table's means (:func:`impute_partition`)
+    encoding: Any = field(default=None, repr=False, compare=False)
+    impute: bool = False
 
 
 @dataclass
@@ -75,6 +80,10 @@ class PartitionRows:
     distinct_integer_columns: tuple[str, ...] = ()
     #: per base column (``spec.base_columns``) the rows' canonical labels, (n,) object each
     base_labels: tuple[np.ndarray, ...] = ()
+    #: (n,) int32 values of each row imputed (numeric gaps) or unseen (categories), None: none
+    imputed: np.ndarray | None = None
+    #: the number of typed feature columns (the share imputed is ``imputed / n_sources``)
+    n_sources: int = 0
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,8 @@ class PartitionSummary:
     moments: Moments
     id_example: np.ndarray
     distinct_integer_columns: tuple[str, ...]
+    #: per column the moments of its finite values (n differing by column), None when every value is finite
+    column_moments: tuple[Moments, ...] | None = None
 
 
 def id_range(table: sa.TableClause, id_column: str, low, high) -> list:
@@ -120,7 +131,12 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
         where = id_range(source.table, spec.id_column, spec.low, spec.high) if spec.id_column else []
         frame = read_rows(engine, source, columns, order_by=spec.id_column or columns, chunk_size=spec.chunk_size,
                           exact_columns=[spec.id_column] if spec.id_column else [], where=where)
-    X = feature_matrix(frame, spec.feature_columns)
+    encoding, missing, imputed = spec.encoding, None, None
+    if encoding is not None:
+        X, unseen, missing = encoding.transform(frame, impute=spec.impute, numeric=numeric_column)
+        imputed = unseen if unseen.any() else None
+    else:
+        X = feature_matrix(frame, spec.feature_columns)
     if spec.id_column is None:
         ids = np.arange(len(frame), dtype=np.int64)
     else:
@@ -133,15 +149,16 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
     finite = finite_rows(X)
     if finite is None:
         nan_counts = inf_counts = np.zeros(X.shape[1], dtype=np.int64)
-        n_nonfinite = 0
     else:
         nan_counts, inf_counts = np.isnan(X).sum(axis=0), np.isinf(X).sum(axis=0)
-        n_nonfinite = int(n_read - finite.sum())
-        if spec.drop_nonfinite:
-            X, ids = X[finite], ids[finite]
-            truth = truth[finite] if truth is not None else None
+    complete = finite if missing is None or not missing.any() else ~missing
+    n_nonfinite = 0 if complete is None else int(n_read - complete.sum())
+    if complete is not None and spec.drop_nonfinite:
+        X, ids = X[complete], ids[complete]
+        truth = truth[complete] if truth is not None else None
+        imputed = imputed[complete] if imputed is not None else None
     return PartitionRows(ids, truth, X, n_read, n_read - len(X), n_nonfinite, nan_counts, inf_counts, distinct,
-                         base_labels)
+                         base_labels, imputed, len(spec.feature_columns))
 
 
 def finite_rows(X: np.ndarray) -> np.ndarray | None:
@@ -166,8 +183,31 @@ def summarise(rows: PartitionRows) -> PartitionSummary:
         example = ids[[int(np.argmax([len(v) if isinstance(v, (str, bytes)) else 0 for v in ids]))]]
     else:
         example = ids[:1]
+    columns = None
+    if int(np.sum(rows.nan_counts) + np.sum(rows.inf_counts)) and rows.n_dropped == 0:
+        columns = tuple(Moments.of(values[np.isfinite(values)][:, None]) for values in rows.X.T)
     return PartitionSummary(len(rows.ids), rows.n_read, rows.n_dropped, rows.n_nonfinite, rows.nan_counts,
-                            rows.inf_counts, Moments.of(finite), example, rows.distinct_integer_columns)
+                            rows.inf_counts, Moments.of(finite), example, rows.distinct_integer_columns, columns)
+
+
+def association_partition(rows: PartitionRows, encoding) -> list[np.ndarray]:
+    """The partition's :func:`~lwec_tasks.core.encoding.association_sums` (before its gaps are filled)."""
+    from lwec_tasks.core.encoding import association_sums
+
+    return association_sums(rows.X, encoding)
+
+
+def impute_partition(rows: PartitionRows, positions: np.ndarray, fill: np.ndarray) -> PartitionRows:
+    """The partition with the non-finite values of its numeric matrix columns ``positions`` replaced by ``fill``
+    (the whole table's means of their finite values) and each row's count of imputed values."""
+    from dataclasses import replace
+
+    from lwec_tasks.core.encoding import fill_numeric
+
+    X = rows.X.copy()
+    filled = fill_numeric(X, positions, fill)
+    imputed = filled if rows.imputed is None else rows.imputed + filled
+    return replace(rows, X=X, imputed=imputed)
 
 
 def keys_of(rows: PartitionRows) -> PartitionKeys:
@@ -243,8 +283,12 @@ def place_partition(rows: PartitionRows, placement) -> np.ndarray:
 def place_partition_with_confidence(rows: PartitionRows, placement) -> tuple[np.ndarray, np.ndarray | None]:
     """:func:`place_partition`'s ids and each row's confidence in its cluster (float32, None when the model keeps
     no confidence state: :meth:`~lwec_tasks.core.placement.Placement.predict_with_confidence`)."""
+    from lwec_tasks.stages.evidence_parts import observed_share_scaled
+
     with single_threaded():
-        return placement.predict_with_confidence(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
+        ids, confidence = placement.predict_with_confidence(np.stack(rows.base_labels, axis=1) if rows.base_labels
+                                                            else rows.X)
+    return ids, observed_share_scaled(confidence, rows)
 
 
 @dataclass(frozen=True)

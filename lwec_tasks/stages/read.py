@@ -19,7 +19,7 @@ from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import check_label_table, id_key_type, mask_url
 from lwec_tasks.io.connection import opened_engine, resolve_database_url
 from lwec_tasks.io.duckdb_dialect import refuse_other_processes
-from lwec_tasks.io.features import nonfinite_counts_message, useless_columns_message
+from lwec_tasks.io.features import useless_columns_message
 from lwec_tasks.preflight import plan_consensus_read
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition_count
@@ -64,6 +64,16 @@ class PartitionedTable:
     scale: np.ndarray | None = None
     moments: Moments | None = None
     seconds: float | None = None
+    #: the typed features' :class:`~lwec_tasks.core.encoding.TableEncoding` with its fill values (None: base
+    #: columns); the matrix columns are its ``encoded_names``
+    encoding: Any = None
+    #: values imputed per source column (numeric gaps), logged and reported
+    imputed_counts: dict = field(default_factory=dict)
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """The names of the matrix's columns: the feature columns, a text or boolean one as ``name=level``."""
+        return tuple(self.encoding.encoded_names) if self.encoding is not None else tuple(self.plan.feature_columns)
 
     @property
     def n_partitions(self) -> int:
@@ -81,20 +91,30 @@ def load_table(session, request, log) -> PartitionedTable:
     k_min = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
     with opened_engine(request.database_url) as engine:
         planned = plan_consensus_read(engine, request)
+    encoding = feature_encoding(planned.columns, planned.levels)
     table, summaries = read_partitions(session, request.database_url, request.table, planned, request.chunk_size,
-                                       request.drop_nonfinite, log)
+                                       request.drop_nonfinite, log, encoding)
     plan = planned.columns
-    _refuse_unusable(summaries, plan.feature_columns, request.drop_nonfinite, request.table, table.n_read)
+    names = list(encoding.encoded_names)
+    _refuse_unusable(summaries, names, request.table, table.n_read)
     if table.n_rows < 2 * k_min:
-        dropped = f" after dropping {table.n_dropped} rows with non-finite features" if table.n_dropped else ""
+        dropped = f" after dropping {table.n_dropped} rows with missing values" if table.n_dropped else ""
         raise LwecInputError(f"table {request.table!r} has only {table.n_rows} usable rows{dropped}, but "
                              f"n_clusters={k_min} needs at least 2·k = {2 * k_min} rows")
-    d = len(plan.feature_columns)
+    d = len(names)
+    if encoding.has_categories:  # each categorical column weighted by how much it goes with the rest
+        encoding = encoding.with_relevance(_relevance(table, encoding))
     moments = sum((s.moments for s in summaries), Moments(0, np.zeros(d), np.zeros(d)))
+    if any(s.column_moments is not None for s in summaries):
+        moments = _impute(table, summaries, encoding, log, request.table)
     table.moments = moments  # the whole table's column moments (the cluster profiles' z-scores)
-    table.mean, table.scale = (moments.mean, standard_scale(moments)) if request.standardize \
-        else (np.zeros(d), np.ones(d))
+    numeric = encoding.numeric_positions
+    table.encoding = encoding.with_fill(dict(zip([c.name for c in encoding.columns if c.kind == "numeric"],
+                                                 moments.mean[numeric].tolist())))
+    mean, scale = (moments.mean, standard_scale(moments)) if request.standardize else (np.zeros(d), np.ones(d))
+    table.mean, table.scale = table.encoding.scales(mean[numeric], scale[numeric])
     _log_columns(log, request.table, plan, summaries, table.n_read)
+    _log_encoding(log, request.table, table.encoding, summaries, table)
     table.seconds = time.perf_counter() - started
     log.info("Loaded %d rows × %d features from table %r of %s in %.2f s (%.0f rows/s; %d partition%s; id column: "
              "%s, ground truth: %s%s)", table.n_rows, d, request.table, mask_url(table.database_url), table.seconds,
@@ -104,8 +124,71 @@ def load_table(session, request, log) -> PartitionedTable:
     return table
 
 
+def feature_encoding(plan, levels):
+    """The run's :class:`~lwec_tasks.core.encoding.TableEncoding` of the plan's feature columns: numeric ones as
+    they are, text and boolean ones one-hot over their ``levels`` ([(value, rows)] per column, the whole
+    table's), weighted as :func:`~lwec_tasks.core.encoding.column_weight` says."""
+    from lwec_tasks.core.encoding import TableEncoding, category_code, numeric_code
+
+    kinds = plan.feature_kinds or ("float",) * len(plan.feature_columns)
+    categorical = set(plan.categorical_features)
+    return TableEncoding(tuple(category_code(name, kind, levels.get(name, ())) if name in categorical
+                               else numeric_code(name, kind) for name, kind in zip(plan.feature_columns, kinds)))
+
+
+def _relevance(table: PartitionedTable, encoding) -> dict[str, float]:
+    """Each categorical column's :func:`~lwec_tasks.core.encoding.column_relevance`, from per-partition sums
+    reduced in a fixed order (the same on either executor)."""
+    from lwec_tasks.core.encoding import column_relevance
+    from lwec_tasks.executors.progress import tree_reduce
+    from lwec_tasks.stages.sums import add_tables
+
+    session = table.session
+    parts = session.map(part.association_partition, table.rows, name="association", encoding=encoding)
+    return column_relevance(tree_reduce(session, parts, add_tables, "association-sum").result(), encoding)
+
+
+def _impute(table: PartitionedTable, summaries, encoding, log, table_name: str) -> Moments:
+    """Fill every numeric gap (NULL, NaN, ±inf) with its column's mean over the whole table's finite values;
+    returns the table's column moments after filling (n = all rows; a filled value adds nothing to M2)."""
+    kept = [s for s in summaries if s.n_rows > 0]
+    d = encoding.width
+    columns = []
+    for j in range(d):
+        total = Moments(0, np.zeros(1), np.zeros(1))
+        for s in kept:
+            total = total + (s.column_moments[j] if s.column_moments is not None
+                             else Moments(s.moments.n, s.moments.mean[j:j + 1], s.moments.m2[j:j + 1]))
+        columns.append(total)
+    mean = np.array([c.mean[0] for c in columns])
+    m2 = np.array([c.m2[0] for c in columns])
+    positions = encoding.numeric_positions
+    table.rows = table.session.map(part.impute_partition, table.rows, name="impute", positions=positions,
+                                   fill=mean[positions])
+    nan = np.sum([s.nan_counts for s in summaries], axis=0)
+    inf = np.sum([s.inf_counts for s in summaries], axis=0)
+    numeric = [c.name for c in encoding.columns if c.kind == "numeric"]
+    table.imputed_counts = {name: int(nan[j] + inf[j]) for name, j in zip(numeric, positions) if nan[j] + inf[j]}
+    return Moments(table.n_rows, mean, m2)
+
+
+def _log_encoding(log, table_name: str, encoding, summaries, table: PartitionedTable) -> None:
+    """How the text and boolean columns are encoded, and what was imputed or is a NULL level."""
+    for code in encoding.columns:
+        if code.kind == "category":
+            nulls = code.counts[code.levels.index(None)] if None in code.levels else 0
+            log.info("Feature column %r of table %r: %s, %d levels one-hot (relevance %.3f, weight %.3f each)%s",
+                     code.name, table_name, code.source_kind, len(code.levels), code.relevance or 0.0,
+                     code.weight[0] if code.weight else 0.0,
+                     f"; {nulls} NULL value(s) are a level of their own" if nulls else "")
+    if table.imputed_counts:
+        listed = ", ".join(f"{name!r}: {n}" for name, n in table.imputed_counts.items())
+        log.info("Imputed missing/non-finite numeric values of table %r with each column's mean (%s); those rows' "
+                 "confidence is scaled down by the share of their features imputed", table_name, listed)
+
+
 def read_partitions(session, database_url: str, table_name: str, planned, chunk_size: int, drop_nonfinite: bool,
-                    log) -> tuple[PartitionedTable, list]:
+                    log, encoding=None, impute: bool = False) -> tuple[PartitionedTable, list]:
     """Plan id-range partitions of the checked table (``planned``, a :class:`~lwec_tasks.preflight.ReadPlan`)
     and have the executor read them; returns the table (without standardisation) and the summaries of its
     non-empty partitions. The labels' id type is settled here, before any computation."""
@@ -120,7 +203,9 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
     refuse_other_processes(url, session.address)
     specs = [part.PartitionSpec(p, url, table_name, plan.id_column, plan.label_column, plan.feature_columns,
                                 low, high, chunk_size, drop_nonfinite, source=planned.source,
-                                base_columns=plan.base_columns)
+                                base_columns=plan.base_columns,
+                                encoding=encoding if encoding is not None and (encoding.has_categories or impute)
+                                else None, impute=impute)
              for p, (low, high) in enumerate(bounds)]
     if session.address:
         log.info("Reading table %r of %s in %d partitions on %d Dask workers (%d threads) at %s", table_name,
@@ -148,16 +233,14 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
     return table, summaries
 
 
-def _refuse_unusable(summaries, names, drop_nonfinite: bool, table: str, n_read: int) -> None:
-    """The errors for feature columns without a finite value and for non-finite features, from the counts."""
+def _refuse_unusable(summaries, names, table: str, n_read: int) -> None:
+    """The error for feature columns without a finite value, from the counts (other gaps are imputed, or their
+    rows dropped with ``drop_nonfinite``)."""
     nan = np.sum([s.nan_counts for s in summaries], axis=0)
     inf = np.sum([s.inf_counts for s in summaries], axis=0)
     useless = [name for name, bad in zip(names, nan + inf) if bad == n_read]
     if useless:
         raise LwecInputError(useless_columns_message(table, names, useless))
-    n_bad_rows = sum(s.n_nonfinite for s in summaries)
-    if n_bad_rows and not drop_nonfinite:
-        raise LwecInputError(nonfinite_counts_message(names, nan, inf, n_bad_rows))
 
 
 def _log_columns(log, table: str, plan, summaries, n_read: int) -> None:

@@ -66,22 +66,33 @@ def load_model(model_uri: str) -> Placement:
 
 @database_task("read-rows-to-label")
 def read_rows_to_label(executor, database_url: str, table: str, feature_columns: Sequence[str],
-                       id_column: str | None, output_table: str, base_columns: bool = False) -> PartitionedTable:
+                       id_column: str | None, output_table: str, base_columns: bool = False,
+                       encoding=None) -> PartitionedTable:
     """Reflect ``table``, check its columns and ``output_table``, have the executor read the rows in partitions
     (raw feature values, in the model's column order); nothing is written.
 
     The checks are :func:`lwec_tasks.preflight.plan_assign_read`'s. Columns are resolved as in the consensus
     flow (:func:`~lwec_tasks.io.columns.plan_columns`: id column default the single-column primary key, else
-    ``id``, else row positions). Rows with a missing or non-finite feature are refused. With ``base_columns``
-    the ``feature_columns`` are a label model's base columns, read as labels.
+    ``id``, else row positions). With the model's ``encoding`` (typed columns) a missing numeric value is
+    filled with the run's fill value and a text or boolean value encoded with the run's levels (an unseen one,
+    all zeros); without one (models of earlier releases) rows with a missing or non-finite feature are refused.
+    With ``base_columns`` the ``feature_columns`` are a label model's base columns, read as labels.
     """
     started = time.perf_counter()
     log = get_run_logger()
     with opened_engine(database_url) as engine:
-        planned = plan_assign_read(engine, table, feature_columns, id_column, output_table, base_columns)
-    rows, summaries = read_partitions(executor, database_url, table, planned, DEFAULT_CHUNK_SIZE, False, log)
+        planned = plan_assign_read(engine, table, feature_columns, id_column, output_table, base_columns,
+                                   allow_missing=encoding is not None)
+    rows, summaries = read_partitions(executor, database_url, table, planned, DEFAULT_CHUNK_SIZE, False, log,
+                                      encoding=encoding, impute=True)
     n_bad = sum(s.n_nonfinite for s in summaries)
-    if n_bad:
+    if encoding is not None:
+        imputed = sum(int(np.sum(s.nan_counts) + np.sum(s.inf_counts)) for s in summaries)
+        if n_bad:
+            log.info("%d row(s) of table %r have missing values: numeric gaps filled with the run's means (%d "
+                     "values), NULL text/boolean values placed as the run's NULL level (or as unseen)", n_bad, table,
+                     imputed)
+    elif n_bad:
         raise LwecInputError(
             f"{n_bad} row(s) of table {table!r} have missing or non-finite values in the feature columns "
             f"{list(planned.columns.feature_columns)}; such rows cannot be labelled — clean them first")

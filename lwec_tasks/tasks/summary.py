@@ -44,7 +44,9 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
     ``mlflow_tracking_uri`` (password masked), ``timings`` (seconds per stage),
     ``executor`` ("in-process" or "dask") and ``dask_scheduler`` (None in-process),
     ``confidence_mean`` (the rows' mean confidence), ``pac`` (the co-association's PAC, None when not
-    computed) and ``clusters`` (:func:`cluster_lines`).
+    computed), ``clusters`` (:func:`cluster_lines`), ``columns_left_out`` (column → why it is not clustered on),
+    ``categorical_columns`` (text/boolean column → kind, levels, rows with the NULL level) and
+    ``imputed_values`` (numeric column → values imputed).
     The raised error's message is :func:`tracking_failure_message`.
     """
     if facts.quality:
@@ -63,6 +65,10 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
         "confidence_mean": facts.mean_confidence,
         "pac": facts.coassociation.pac() if facts.coassociation is not None else None,
         "clusters": cluster_lines(facts),
+        "columns_left_out": {str(name): reason for name, reason in facts.left_out},
+        "categorical_columns": {name: {"kind": kind, "levels": levels, "null_rows": nulls, "relevance": relevance}
+                                for name, (kind, levels, nulls, relevance) in facts.categorical.items()},
+        "imputed_values": dict(facts.imputed_counts),
     }
     if isinstance(logged, BaseException):
         summary["mlflow_error"] = str(logged)
@@ -200,10 +206,21 @@ def summary_markdown(request: ConsensusRequest, summary: dict) -> str:
                        f"`{request.experiment}`" if summary.get("mlflow_run_url")
          else f"`{summary.get('mlflow_run_id')}` in experiment `{request.experiment}`"
          if summary.get("mlflow_run_id") else f"**not logged**: {summary.get('mlflow_error')}"),
+        ("Columns left out", "; ".join(f"`{name}` ({reason})" for name, reason in
+                                       (summary.get("columns_left_out") or {}).items()) or "none"),
+        ("Missing values", _missing_phrase(summary)),
         ("Stage times (s)", ", ".join(f"{k} {v:.2f}" for k, v in summary.get("timings", {}).items())),
     ]
     table = "\n".join(f"| {name} | {value} |" for name, value in rows)
     return f"# lwec consensus run\n\n| | |\n|---|---|\n{table}\n" + clusters_markdown(summary)
+
+
+def _missing_phrase(summary: dict) -> str:
+    """Numeric values imputed and text/boolean NULLs kept as a level, per column."""
+    parts = [f"`{name}`: {n} imputed (column mean)" for name, n in (summary.get("imputed_values") or {}).items()]
+    parts += [f"`{name}`: {c['null_rows']} NULL (a level of its own)"
+              for name, c in (summary.get("categorical_columns") or {}).items() if c.get("null_rows")]
+    return "; ".join(parts) or "none"
 
 
 def clusters_markdown(summary: dict) -> str:

@@ -48,6 +48,15 @@ class RunFacts:
         self.n_partitions = table.n_partitions
         self.id_column = table.plan.id_column
         self.feature_columns = table.plan.feature_columns
+        #: (column, reason) of every column not clustered on; values imputed per numeric column; rows with a
+        #: NULL level per text/boolean column
+        self.left_out = tuple(table.plan.left_out)
+        self.imputed_counts = dict(getattr(table, "imputed_counts", {}) or {})
+        encoding = getattr(table, "encoding", None)
+        self.categorical = {} if encoding is None else {
+            code.name: (code.source_kind, len(code.levels),
+                        code.counts[code.levels.index(None)] if None in code.levels else 0, code.relevance)
+            for code in encoding.columns if code.kind == "category"}
         self.n_objects, self.n_rows_read, self.n_rows_dropped = table.n_rows, table.n_read, table.n_dropped
         self.n_base_clusters = ensemble.n_clusters_total
         self.n_microclusters = ensemble.n_microclusters
@@ -196,6 +205,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         "dask_scheduler": facts.scheduler, "dask_workers": facts.n_workers if facts.scheduler else None,
         "stable_ids": request.stable_ids, "keep_runs": request.keep_runs, "ids_aligned_to": facts.stable.aligned_to,
     }
+    params.update(column_params(facts))
     if request.base_columns is not None:  # which columns formed the ensemble, how NULLs were taken
         params.update(base_columns=",".join(request.base_columns), missing_labels=request.missing_labels)
     metrics = {
@@ -246,6 +256,26 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     return {"run_id": run_id, "url": run_page_url(tracking_uri, run_id, run_info.experiment_id), "model_uri": uri,
             "figures": {name: f"{run_info.artifact_uri.rstrip('/')}/figures/{name}" for name in figures},
             "metrics": metrics}
+
+
+#: MLflow's limit on a param's value (characters); longer lists are cut with "…".
+PARAM_VALUE_LIMIT = 6000
+
+
+def column_params(facts: RunFacts) -> dict:
+    """``columns_left_out`` (``name: reason; ...`` for every column not clustered on), ``categorical_columns``
+    (``name: kind, L levels, n NULL, relevance r; ...``) and ``imputed_values`` (``name: n; ...``, numeric gaps
+    filled)."""
+    def joined(items) -> str | None:
+        text = "; ".join(items)
+        return None if not text else text if len(text) <= PARAM_VALUE_LIMIT else text[:PARAM_VALUE_LIMIT - 1] + "…"
+
+    return {
+        "columns_left_out": joined(f"{name}: {reason}" for name, reason in facts.left_out),
+        "categorical_columns": joined(f"{name}: {kind}, {levels} levels, {nulls} NULL, relevance {relevance or 0:.3f}"
+                                      for name, (kind, levels, nulls, relevance) in facts.categorical.items()),
+        "imputed_values": joined(f"{name}: {n}" for name, n in facts.imputed_counts.items()) or "0",
+    }
 
 
 def _record_in_labels_table(request: ConsensusRequest, run_id: str) -> None:

@@ -75,6 +75,8 @@ def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
     """
     if isinstance(placement, LabelPlacement):
         return placement.predict_frame(frame)
+    if placement.encoding is not None:  # typed columns: encoded with the run's levels and fill values
+        return placement.predict(placement.encode(frame)[0])
     frame = placement.input_columns(frame)
     values = np.empty((len(frame), len(placement.feature_columns)))
     for j, name in enumerate(placement.feature_columns):
@@ -103,10 +105,22 @@ def model_signature(placement: Placement):
 
     if isinstance(placement, LabelPlacement):
         types = [base_column_type(values) for values in placement.base_values]
+    elif placement.encoding is not None:
+        types = [signature_type(code) for code in placement.encoding.columns]
     else:
         types = ["double"] * len(placement.feature_columns)
-    return ModelSignature(inputs=Schema([ColSpec(kind, name) for kind, name in zip(types, placement.feature_columns)]),
+    # a model with typed columns takes NULLs (imputed, or the NULL level): its inputs are optional
+    optional = {"required": False} if getattr(placement, "encoding", None) is not None else {}
+    return ModelSignature(inputs=Schema([ColSpec(kind, name, **optional)
+                                         for kind, name in zip(types, placement.feature_columns)]),
                           outputs=Schema([ColSpec("long")]))
+
+
+def signature_type(code) -> str:
+    """The MLflow column type of a typed feature column: double (numeric), boolean, string (text, enum)."""
+    if code.kind == "numeric":
+        return "double"
+    return "boolean" if code.source_kind == "boolean" else "string"
 
 
 def pip_requirements() -> list[str]:
@@ -147,7 +161,24 @@ def example_frame(placement: Placement, rows: np.ndarray | None = None, n_rows: 
     rows = np.array((placement.centres[0] if rows is None else rows)[:n_rows], dtype=np.float64)
     if placement.standardisation is not None:
         rows = rows * placement.standardisation.scale + placement.standardisation.mean
+    if placement.encoding is not None:
+        return decoded_frame(placement.encoding, rows)
     return pd.DataFrame(rows, columns=list(placement.feature_columns))
+
+
+def decoded_frame(encoding, rows: np.ndarray) -> pd.DataFrame:
+    """Encoded rows (n, width) back as the typed columns: numeric values as they are, each categorical column's
+    strongest indicator's level (None for the NULL level)."""
+    columns = {}
+    for code, start in zip(encoding.columns, encoding.starts):
+        if code.kind == "numeric":
+            columns[code.name] = rows[:, start].astype(np.float64)
+        else:
+            picked = np.argmax(rows[:, start:start + code.width], axis=1)
+            values = [code.levels[j] for j in picked]
+            dtype = object
+            columns[code.name] = pd.Series(values, dtype=dtype)
+    return pd.DataFrame(columns)
 
 
 def log_placement_model(placement: Placement, input_example: pd.DataFrame | None = None,
@@ -165,7 +196,16 @@ def log_placement_model(placement: Placement, input_example: pd.DataFrame | None
     if input_example is None:
         input_example = example_frame(placement)
     example = placement.input_columns(input_example, "input_example").head(5)
-    if not isinstance(placement, LabelPlacement):
+    if not isinstance(placement, LabelPlacement) and placement.encoding is not None:
+        example = example.astype({code.name: np.float64 for code in placement.encoding.columns
+                                  if code.kind == "numeric"})
+        for code in placement.encoding.columns:  # a NULL level's example value: the column's first level
+            if code.kind != "numeric" and example[code.name].isna().any():
+                fallback = next((level for level in code.levels if level is not None), "")
+                example[code.name] = example[code.name].where(example[code.name].notna(), fallback)
+            if code.kind != "numeric" and code.source_kind == "boolean":
+                example[code.name] = example[code.name].astype(bool)
+    elif not isinstance(placement, LabelPlacement):
         example = example.astype(np.float64)
     else:  # base labels stay as they are, but a float label column's values as doubles (its signature's type)
         example = example.astype({name: np.float64 for name, values in zip(placement.feature_columns,
@@ -182,7 +222,7 @@ def log_placement_model(placement: Placement, input_example: pd.DataFrame | None
                 input_example=example,
                 pip_requirements=pip_requirements(),
                 registered_model_name=registered_model_name,
-                metadata={"lwec": {k: v for k, v in placement.metadata().items() if k != "state"}},
+                metadata={"lwec": {k: v for k, v in placement.metadata().items() if k not in ("state", "encoding")}},
                 await_registration_for=0,
             )
     uri = model_uri(run.info.run_id)

@@ -9,7 +9,7 @@ import pytest
 from helpers.pipeline import read_stage, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import describe_source, open_engine
-from lwec_tasks.io.columns import looks_like_key, plan_columns, unique_integer_columns
+from lwec_tasks.io.columns import ColumnStats, looks_like_key, plan_columns, unique_integer_columns
 
 
 @pytest.mark.parametrize("name", ["key", "customer_key", "order_id", "orderId", "CustomerKey", "pk", "uuid",
@@ -32,15 +32,19 @@ def test_the_plan_says_why_each_column_is_left_out(db_url):
             "seen date, truth integer, empty float)")
     try:
         source = describe_source(engine, table)
+        # booleans and low-cardinality text are clustered on (one-hot); high-cardinality text is left out
+        stats = {"note": ColumnStats(distinct=900, non_null=1000)}
         plan = plan_columns(source.columns, source.numeric_columns, source.primary_key, label_column="truth",
-                            table=table, kinds=source.kinds, all_null=["empty"])
-        assert plan.feature_columns == ("customer_key", "f0")
-        assert dict(plan.left_out) == {"id": "id column", "truth": "label column", "flag": "boolean",
-                                       "note": "text", "seen": "date/time", "empty": "all NULL"}
+                            table=table, kinds=source.kinds, all_null=["empty"], stats=stats)
+        assert plan.feature_columns == ("customer_key", "f0", "flag")
+        assert plan.categorical_features == ["flag"]
+        assert dict(plan.left_out) == {"id": "id column", "truth": "label column",
+                                       "note": "high-cardinality text (900 distinct values)", "seen": "date/time",
+                                       "empty": "all NULL"}
         assert plan.key_like_features == ["customer_key"]
-        assert plan.describe() == ("clustering on 2 column(s) ['customer_key', 'f0']; left out: id (id column), "
-                                   "flag (boolean), note (text), seen (date/time), truth (label column), "
-                                   "empty (all NULL)")
+        assert plan.describe() == ("clustering on 3 column(s) ['customer_key', 'f0', 'flag']; left out: "
+                                   "id (id column), note (high-cardinality text (900 distinct values)), "
+                                   "seen (date/time), truth (label column), empty (all NULL)")
         explicit = plan_columns(source.columns, source.numeric_columns, source.primary_key, feature_columns=["f0"],
                                 table=table, kinds=source.kinds)
         assert dict(explicit.left_out)["customer_key"] == "not in feature_columns"
@@ -75,5 +79,5 @@ def test_empty_and_small_tables_are_named(tmp_path):
     with pytest.raises(LwecInputError, match=r"^table 't' is empty$"):
         read_stage(frame.head(0), tmp_path, "t", feature_columns=["f0"])
     with pytest.raises(LwecInputError, match=r"^table 't' has only 3 usable rows after dropping 1 rows with "
-                                             r"non-finite features, but n_clusters=2 needs at least 2·k = 4 rows$"):
+                                             r"missing values, but n_clusters=2 needs at least 2·k = 4 rows$"):
         read_stage(frame, tmp_path, "t", feature_columns=["f0"], drop_nonfinite=True)

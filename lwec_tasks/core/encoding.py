@@ -1,0 +1,384 @@
+"""Typed feature columns as one numeric matrix: numerics as they are, text and boolean columns one-hot.
+
+A :class:`TableEncoding` is made once per run from facts about the whole table (each categorical column's
+levels and their row counts, found by one ``GROUP BY`` per column; each numeric column's fill value, the mean
+of its finite values over every partition), so every partition, either executor and the labelling model encode
+a row alike:
+
+* a **numeric** column is one matrix column; a missing, NaN or infinite value is *imputed* with the column's
+  fill value (the whole table's mean of its finite values) and counted;
+* a **categorical** column (text, enum, boolean) with levels l_1..l_L is L indicator columns (0/1). A NULL is
+  a level of its own (``None``, listed last) when the table has NULLs in that column; a value not among the
+  levels (a new row's unseen category, or a NULL where the table had none) is all zeros and counted as
+  imputed. Booleans are levels ``False``, ``True`` (and ``None``).
+
+The indicators are raw 0/1 values; how much a categorical column counts in the distances is its ``weight``,
+applied by the run's standardisation (the indicator's scale is 1 / weight, its mean 0), see
+:func:`column_weight`. Numpy and pandas only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from lwec_tasks.core.errors import LwecInputError
+
+NUMERIC, CATEGORY = "numeric", "category"
+#: How a categorical column's weight is chosen (:func:`column_weight`): ``"one_numeric"`` (default, chosen by
+#: ``benchmarks/mixed_types.py``), ``"plain"``, ``"scaled"``.
+DEFAULT_WEIGHTING = "one_numeric"
+#: ``one_numeric`` weight multiplier (see :func:`column_weight`), chosen by held-out validation.
+DEFAULT_WEIGHT_FACTOR = 1.0
+#: How a categorical column's relevance scales its weight (:func:`relevance_factor`): ``"sqrt"`` (default,
+#: chosen by ``benchmarks/mixed_types.py``), ``"linear"``, ``"none"`` (every column its full weight).
+DEFAULT_RELEVANCE = "sqrt"
+
+
+#: Text shown for the NULL level in encoded column names and profiles.
+NULL_LEVEL_TEXT = "NULL"
+
+
+def column_weight(shares: Sequence[float], weighting: str = DEFAULT_WEIGHTING,
+                  factor: float = DEFAULT_WEIGHT_FACTOR) -> float | np.ndarray:
+    """The weight of a categorical column's indicators, from its levels' shares of the rows (summing to 1).
+
+    * ``one_numeric``: ``factor / sqrt(1 − Σ p²)``. Two random rows then differ in the column's weighted
+      indicators by a squared distance of 2·w²·(1 − Σ p²) = 2·factor² on average, the same as in one z-scored
+      numeric column (2): every categorical column counts like one numeric column, whatever its number of
+      levels (an uninformative many-level column adds no more than one noise column);
+    * ``plain``: 1 (0/1 indicators next to z-scored numerics: a column counts at most like half a numeric one);
+    * ``scaled``: each indicator z-scored (an array, one weight per level, 1 / sqrt(p (1 − p))): a column of L
+      levels counts like L numeric columns — the variant that lets a many-level noise column dominate.
+    """
+    p = np.asarray(shares, dtype=np.float64)
+    if weighting == "plain":
+        return 1.0
+    if weighting == "scaled":
+        spread = np.sqrt(np.clip(p * (1.0 - p), 1e-12, None))
+        return 1.0 / spread
+    if weighting == "one_numeric":
+        spread = 1.0 - float(np.dot(p, p))
+        return factor / math.sqrt(spread) if spread > 1e-12 else 0.0
+    raise LwecInputError(f"unknown weighting {weighting!r}")
+
+
+def level_text(level) -> str:
+    """How a level is written in encoded column names (``colour=red``, ``active=True``, ``colour=NULL``)."""
+    return NULL_LEVEL_TEXT if level is None else str(level)
+
+
+def normalise_level(value, kind: str):
+    """A value of a categorical column as its level: None for a missing value, a bool for a boolean column
+    (``True``/``1``/``'true'``), else its text."""
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if kind == "boolean":
+        if isinstance(value, str):
+            lowered = value.strip().lower()
+            if lowered in ("true", "t", "1", "yes"):
+                return True
+            if lowered in ("false", "f", "0", "no"):
+                return False
+            return value
+        return bool(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ColumnCode:
+    """How one source column becomes matrix columns.
+
+    ``kind``: :data:`NUMERIC` or :data:`CATEGORY`; ``source_kind``: the declared kind (``text``, ``boolean``,
+    ``integer``, ...); ``levels``: the categorical column's levels in order (None: the NULL level), ``counts``
+    their rows in the table; ``weight``: the indicators' weight (one per level); ``fill``: the numeric column's
+    imputed value."""
+
+    name: str
+    kind: str
+    source_kind: str = "float"
+    levels: tuple = ()
+    counts: tuple = ()
+    weight: tuple = ()
+    fill: float = 0.0
+    #: the column's relevance (:func:`column_relevance`), None before it is measured
+    relevance: float | None = None
+
+    @property
+    def width(self) -> int:
+        return 1 if self.kind == NUMERIC else len(self.levels)
+
+    @property
+    def encoded_names(self) -> list[str]:
+        if self.kind == NUMERIC:
+            return [self.name]
+        return [f"{self.name}={level_text(level)}" for level in self.levels]
+
+
+@dataclass(frozen=True, eq=False)
+class TableEncoding:
+    """The typed feature columns of a run and how each becomes matrix columns (see the module docstring)."""
+
+    columns: tuple[ColumnCode, ...]
+    _index: dict = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        index = {}
+        for code in self.columns:
+            if code.kind == CATEGORY:
+                index[code.name] = {level: j for j, level in enumerate(code.levels)}
+        object.__setattr__(self, "_index", index)
+
+    @property
+    def source_columns(self) -> tuple[str, ...]:
+        return tuple(code.name for code in self.columns)
+
+    @property
+    def encoded_names(self) -> tuple[str, ...]:
+        return tuple(name for code in self.columns for name in code.encoded_names)
+
+    @property
+    def width(self) -> int:
+        return sum(code.width for code in self.columns)
+
+    @property
+    def has_categories(self) -> bool:
+        return any(code.kind == CATEGORY for code in self.columns)
+
+    @property
+    def numeric_positions(self) -> np.ndarray:
+        """Matrix column of each numeric source column (in source order)."""
+        return np.array([start for code, start in zip(self.columns, self.starts) if code.kind == NUMERIC],
+                        dtype=np.int64)
+
+    @property
+    def starts(self) -> list[int]:
+        out, start = [], 0
+        for code in self.columns:
+            out.append(start)
+            start += code.width
+        return out
+
+    def category_mask(self) -> np.ndarray:
+        """(width,) bool: which matrix columns are indicators."""
+        return np.concatenate([np.full(code.width, code.kind == CATEGORY) for code in self.columns]) \
+            if self.columns else np.zeros(0, dtype=bool)
+
+    def with_fill(self, fill: Mapping[str, float]) -> TableEncoding:
+        """A copy whose numeric columns impute ``fill[name]``."""
+        return TableEncoding(tuple(
+            ColumnCode(c.name, c.kind, c.source_kind, c.levels, c.counts, c.weight, float(fill.get(c.name, c.fill)),
+                       c.relevance)
+            if c.kind == NUMERIC else c for c in self.columns))
+
+    def with_relevance(self, relevance: Mapping[str, float], how: str = DEFAULT_RELEVANCE) -> TableEncoding:
+        """A copy whose categorical columns' weights are scaled by :func:`relevance_factor` of their relevance
+        (:func:`column_relevance`); the relevance is kept in ``ColumnCode.relevance``."""
+        out = []
+        for c in self.columns:
+            if c.kind == CATEGORY and c.name in relevance:
+                factor = relevance_factor(relevance[c.name], how)
+                c = ColumnCode(c.name, c.kind, c.source_kind, c.levels, c.counts,
+                               tuple(float(w) * factor for w in c.weight), c.fill, float(relevance[c.name]))
+            out.append(c)
+        return TableEncoding(tuple(out))
+
+    def scales(self, numeric_mean: np.ndarray, numeric_scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The whole matrix's standardisation (mean, scale) (width,): the numeric columns' given ones, each
+        indicator mean 0 and scale 1 / its weight (a weight 0 — a constant column — gets scale ∞... 1e300)."""
+        mean, scale = np.zeros(self.width), np.ones(self.width)
+        numeric = 0
+        for code, start in zip(self.columns, self.starts):
+            if code.kind == NUMERIC:
+                mean[start], scale[start] = numeric_mean[numeric], numeric_scale[numeric]
+                numeric += 1
+            else:
+                weight = np.asarray(code.weight, dtype=np.float64)
+                scale[start:start + code.width] = np.where(weight > 0, 1.0 / np.where(weight > 0, weight, 1.0),
+                                                           1e300)
+        return mean, scale
+
+    # ---- encoding ------------------------------------------------------------------------------------
+
+    def transform(self, frame: pd.DataFrame, impute: bool = True, numeric=None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(X (n, width) float64, imputed (n,) int32: the row's values imputed or unseen, missing (n,) bool:
+        whether the row had any missing value — numeric NULL/NaN/inf or categorical NULL).
+
+        With ``impute`` False numeric non-finite values stay as they are (the pipeline fills them once the
+        whole table's means are known, :meth:`fill_numeric`); unseen categorical values are all zeros either way.
+        ``numeric(series, name)`` converts a numeric column (default :func:`numeric_values`).
+        """
+        numeric = numeric or numeric_values
+        n = len(frame)
+        X = np.zeros((n, self.width))
+        imputed = np.zeros(n, dtype=np.int32)
+        missing = np.zeros(n, dtype=bool)
+        for code, start in zip(self.columns, self.starts):
+            series = frame[code.name]
+            if code.kind == NUMERIC:
+                values = numeric(series, code.name)
+                bad = ~np.isfinite(values)
+                if bad.any():
+                    missing |= bad
+                    if impute:
+                        values = np.where(bad, code.fill, values)
+                        imputed += bad
+                X[:, start] = values
+                continue
+            index = self._index[code.name]
+            kind = code.source_kind
+            levels = [normalise_level(v, kind) for v in series.tolist()]
+            positions = np.fromiter((index.get(level, -1) for level in levels), dtype=np.int64, count=n)
+            missing |= np.fromiter((level is None for level in levels), dtype=bool, count=n)
+            seen = positions >= 0
+            X[np.flatnonzero(seen), start + positions[seen]] = 1.0
+            imputed += ~seen
+        return X, imputed, missing
+
+    # ---- persistence ---------------------------------------------------------------------------------
+
+    def to_json(self) -> list[dict]:
+        def level(value):
+            return value if value is None or isinstance(value, (bool, str)) else str(value)
+
+        return [{"name": str(c.name), "kind": c.kind, "source_kind": str(c.source_kind),
+                 "levels": [level(v) for v in c.levels],
+                 "counts": [int(v) for v in c.counts], "weight": [float(w) for w in c.weight], "fill": float(c.fill),
+                 "relevance": c.relevance}
+                for c in self.columns]
+
+    @classmethod
+    def from_json(cls, data: Sequence[Mapping]) -> TableEncoding:
+        return cls(tuple(ColumnCode(d["name"], d["kind"], d.get("source_kind", "float"), tuple(d.get("levels", ())),
+                                    tuple(d.get("counts", ())), tuple(d.get("weight", ())), float(d.get("fill", 0.0)),
+                                    d.get("relevance"))
+                         for d in data))
+
+    def digest_text(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+
+def category_code(name: str, source_kind: str, level_counts: Sequence[tuple], weighting: str = DEFAULT_WEIGHTING,
+                  factor: float = DEFAULT_WEIGHT_FACTOR) -> ColumnCode:
+    """A categorical column's code from its (level, rows) pairs (levels as the database gives them, None for
+    NULL): levels normalised and sorted (NULL last), weights by :func:`column_weight`."""
+    merged: dict = {}
+    for value, count in level_counts:
+        level = normalise_level(value, source_kind)
+        merged[level] = merged.get(level, 0) + int(count)
+    levels = sorted((lv for lv in merged if lv is not None), key=lambda v: (str(type(v)), v))
+    if None in merged:
+        levels.append(None)
+    counts = [merged[lv] for lv in levels]
+    total = max(sum(counts), 1)
+    shares = [c / total for c in counts]
+    weight = column_weight(shares, weighting, factor)
+    weights = tuple(float(w) for w in np.broadcast_to(np.asarray(weight, dtype=np.float64), (len(levels),)))
+    return ColumnCode(str(name), CATEGORY, source_kind, tuple(levels), tuple(counts), weights)
+
+
+def numeric_code(name: str, source_kind: str = "float") -> ColumnCode:
+    return ColumnCode(str(name), NUMERIC, source_kind)
+
+
+def association_sums(X: np.ndarray, encoding: TableEncoding) -> list[np.ndarray]:
+    """A partition's share of the sums :func:`column_relevance` needs, from its encoded rows X (n, width) (numeric
+    gaps still NaN/inf): [indicator cross-products (c, c), per (level, numeric column) rows with a finite value,
+    their sum and their sum of squares (c, q) each] — c indicator columns, q numeric columns. Sums over
+    partitions (in a fixed order, so either executor gets the same)."""
+    mask = encoding.category_mask()
+    I = X[:, mask]
+    N = X[:, encoding.numeric_positions]
+    finite = np.isfinite(N)
+    values = np.where(finite, N, 0.0)
+    return [I.T @ I, I.T @ finite.astype(np.float64), I.T @ values, I.T @ (values * values)]
+
+
+def column_relevance(sums: Sequence[np.ndarray], encoding: TableEncoding) -> dict[str, float]:
+    """How much each categorical column goes with the rest of the table, in [0, 1], chance-corrected: the
+    largest of its correlation ratio η² with each numeric column (the share of that column's variance its levels
+    explain) and its Cramér's V² with each other categorical column, each minus what independent columns of
+    the same numbers of levels show on average. A column of random levels scores about 0; one the clusters
+    shape, well above (``benchmarks/mixed_types.py``)."""
+    cross, counts, totals, squares = (np.asarray(s, dtype=np.float64) for s in sums)
+    blocks, start = {}, 0
+    for code in encoding.columns:
+        if code.kind == CATEGORY:
+            blocks[code.name] = slice(start, start + code.width)
+            start += code.width
+    out = {}
+    for name, block in blocks.items():
+        levels = block.stop - block.start
+        best = 0.0
+        n_rows = float(np.trace(cross[block, block]))
+        for j in range(counts.shape[1]):
+            n_l, s_l, q_l = counts[block, j], totals[block, j], squares[block, j]
+            n = n_l.sum()
+            if n < 3 or levels < 2:
+                continue
+            total = q_l.sum() - s_l.sum() ** 2 / n
+            if total <= 1e-12 * max(q_l.sum(), 1.0):
+                continue
+            seen = n_l > 0
+            between = float(np.sum(s_l[seen] ** 2 / n_l[seen]) - s_l.sum() ** 2 / n)
+            chance = (int(seen.sum()) - 1) / (n - 1)
+            best = max(best, (between / total - chance) / (1 - chance))
+        for other, other_block in blocks.items():
+            if other == name or n_rows < 3:
+                continue
+            table = cross[block, other_block]
+            rows, columns = table.sum(axis=1), table.sum(axis=0)
+            keep_r, keep_c = rows > 0, columns > 0
+            table = table[np.ix_(keep_r, keep_c)]
+            r = min(table.shape) - 1
+            if r < 1:
+                continue
+            expected = np.outer(rows[keep_r], columns[keep_c]) / n_rows
+            v2 = float(np.sum((table - expected) ** 2 / expected)) / (n_rows * r)
+            chance = (table.shape[0] - 1) * (table.shape[1] - 1) / (n_rows * r)
+            best = max(best, (v2 - chance) / (1 - chance) if chance < 1 else 0.0)
+        out[name] = float(min(max(best, 0.0), 1.0))
+    return out
+
+
+def relevance_factor(relevance: float, how: str = DEFAULT_RELEVANCE) -> float:
+    """The factor a column's relevance puts on its weight."""
+    if how == "none":
+        return 1.0
+    if how == "linear":
+        return float(relevance)
+    if how == "sqrt":
+        return math.sqrt(max(relevance, 0.0))
+    raise LwecInputError(f"unknown relevance scaling {how!r}")
+
+
+def numeric_values(series: pd.Series, name: str) -> np.ndarray:
+    """A numeric column as float64 (missing: NaN); text that is not a number raises naming the column."""
+    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    converted = pd.to_numeric(series, errors="coerce")
+    bad = series.notna() & converted.isna()
+    if bad.any():
+        raise LwecInputError(f"feature column {name!r} is not numeric ({int(bad.sum())} non-numeric values, "
+                             f"e.g. {series[bad].iloc[0]!r})")
+    return converted.to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def fill_numeric(X: np.ndarray, positions: np.ndarray, fill: np.ndarray) -> np.ndarray:
+    """(n,) int32 values imputed per row; the non-finite values of X's ``positions`` columns replaced by
+    ``fill`` in place."""
+    imputed = np.zeros(len(X), dtype=np.int32)
+    for j, value in zip(positions, fill):
+        bad = ~np.isfinite(X[:, j])
+        if bad.any():
+            X[bad, j] = value
+            imputed += bad
+    return imputed

@@ -1,0 +1,95 @@
+"""Real tables end to end: numeric, text and boolean columns with NULLs, odd column names; every row labelled,
+the left-out columns named with their reasons, new rows with unseen categories and NULLs labelled."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+from mlflow import MlflowClient
+
+from flows.assign import assign_flow
+from flows.consensus import consensus_flow
+from helpers.mixed import mixed_frame, write_mixed
+from helpers.pipeline import read_labels, unique
+
+pytestmark = pytest.mark.slow
+
+
+LEFT_OUT = {"id": "id column", "target": "label column", "serial": "high-cardinality text (150 distinct values)",
+            "flat": "constant", "seen": "date/time"}
+
+
+def run_and_assign(url: str, store: str, table: str, monkeypatch):
+    frame = mixed_frame()
+    write_mixed(url, table, frame)
+    summary = consensus_flow(database_url=url, table=table, n_clusters=3, label_column="target", ensemble_size=6,
+                             seed=3, experiment=unique("mixed"), tracking_uri=store)
+    stored = read_labels(url, summary["output_table"], summary["run_key"])
+    assert sorted(stored["id"]) == sorted(frame["id"]) and stored["label"].notna().all()  # every row labelled
+    assert summary["columns_left_out"] == LEFT_OUT
+    assert summary["imputed_values"] == {"amount (€)": int(frame["amount (€)"].isna().sum())}
+    assert summary["categorical_columns"]["colour"]["null_rows"] == int(frame["colour"].isna().sum())
+    assert summary["nmi"] > 0.8
+    params = MlflowClient(store).get_run(summary["mlflow_run_id"]).data.params
+    for name, reason in LEFT_OUT.items():
+        assert f"{name}: {reason}" in params["columns_left_out"]
+    assert params["imputed_values"] == f"amount (€): {int(frame['amount (€)'].isna().sum())}"
+    # the profiles: each cluster's level shares of the text and boolean columns beside the numeric means
+    client = MlflowClient(store)
+    profiles = pd.read_csv(client.download_artifacts(summary["mlflow_run_id"], "cluster_profiles.csv"))
+    shares = [c for c in profiles.columns if c.startswith("colour=") and c.endswith("_share")]
+    assert shares == ["colour=blue_share", "colour=green_share", "colour=red_share", "colour=NULL_share"]
+    np.testing.assert_allclose(profiles[shares].sum(axis=1), 1.0)
+    assert {"amount (€)_mean", "active=True_share", "active=NULL_share"} <= set(profiles.columns)
+    assert profiles["colour=red_share"].max() > 0.8  # one cluster is the red one
+    # a row with an imputed value is only as sure as what was observed of it
+    confidence = stored.set_index("id")["confidence"]
+    gaps = frame.loc[frame["amount (€)"].isna(), "id"]
+    assert confidence.loc[gaps].max() <= 3 / 4 + 1e-6
+
+    new = mixed_frame(12, seed=9).drop(columns=["target"])
+    new["id"] = np.arange(1001, 1013)
+    new.loc[0, "colour"] = "purple"  # never seen
+    new.loc[1, ["amount (€)", "colour", "active"]] = [np.nan, None, None]
+    new_table = f"{table}_new"
+    write_mixed(url, new_table, new.assign(target=0))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    assigned = assign_flow(database_url=url, table=new_table, model_uri=summary["model_uri"])
+    labelled = read_labels(url, assigned["output_table"], assigned["run_key"])
+    assert sorted(labelled["id"]) == list(range(1001, 1013)) and labelled["label"].notna().all()
+    assert set(labelled["label"]) <= set(stored["label"])
+    return summary
+
+
+def test_a_mixed_sqlite_table_is_clustered_whole_and_new_rows_are_labelled(prefect_server, mlflow_store, sqlite_url,
+                                                                          monkeypatch):
+    summary = run_and_assign(sqlite_url, mlflow_store, "mixed", monkeypatch)
+    from lwec_tasks.tracking.model import load_placement_model
+
+    placement = load_placement_model(summary["model_uri"], mlflow_store)
+    assert placement.feature_columns == ("amount (€)", "size/weight", "colour", "active")
+    import mlflow
+
+    schema = mlflow.models.get_model_info(summary["model_uri"]).signature.inputs
+    assert {spec.name: spec.type.name for spec in schema.inputs} == {
+        "amount (€)": "double", "size/weight": "double", "colour": "string", "active": "boolean"}
+
+
+@pytest.mark.postgres
+def test_a_mixed_postgres_table_is_clustered_whole_and_new_rows_are_labelled(prefect_server, mlflow_store,
+                                                                            postgres_url, monkeypatch):
+    table = unique("mixed")
+    try:
+        run_and_assign(postgres_url, mlflow_store, table, monkeypatch)
+    finally:
+        from helpers.pipeline import drop_labels_table
+
+        engine = sa.create_engine(postgres_url)
+        with engine.begin() as connection:
+            drop_labels_table(connection, f"{table}_lwec_labels")
+            drop_labels_table(connection, f"{table}_new_lwec_labels")
+            for name in (table, f"{table}_new"):
+                sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
+        engine.dispose()
