@@ -3,6 +3,8 @@ each against a straightforward reference written here."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +13,16 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from lwec_tasks.core.coassociation_cdf import coassociation_distribution
-from lwec_tasks.core.confidence import ClusterSums, base_shares, centre_margin, ensemble_share, row_confidence
+from lwec_tasks.core.confidence import (
+    CALIBRATION,
+    LOGIT_FLOOR,
+    SHARE_CALIBRATION,
+    ClusterSums,
+    base_shares,
+    centre_margin,
+    ensemble_share,
+    row_confidence,
+)
 from lwec_tasks.core.profiles import cluster_profiles, distinctive_features
 from lwec_tasks.core.stability import matched_jaccard
 
@@ -28,9 +39,23 @@ def labelled_rows(draw):
     return X, labels, k, codes
 
 
+def reference_map(margin, share):
+    """The calibrated map, one row at a time: σ(a·logit(margin) + b·logit(share) + c) (share's own map without a
+    margin), each term clipped to [LOGIT_FLOOR, 1 − LOGIT_FLOOR] first."""
+    def logit(p):
+        p = min(max(p, LOGIT_FLOOR), 1 - LOGIT_FLOOR)
+        return math.log(p / (1 - p))
+
+    if margin is None:
+        z = SHARE_CALIBRATION["share"] * logit(share) + SHARE_CALIBRATION["intercept"]
+    else:
+        z = CALIBRATION["margin"] * logit(margin) + CALIBRATION["share"] * logit(share) + CALIBRATION["intercept"]
+    return 1 / (1 + math.exp(-z))
+
+
 def reference_confidence(X, labels, k, codes):
     """Per row, straight from the definition: centres as group means, Euclidean distances one by one, the share
-    as the mean over columns of |b ∩ C| / |b|."""
+    as the mean over columns of |b ∩ C| / |b|, then the calibrated map."""
     out, conditioned = [], []
     present = [c for c in range(k) if (labels == c).any()]
     centres = {c: X[labels == c].mean(axis=0) for c in present}
@@ -47,7 +72,7 @@ def reference_confidence(X, labels, k, codes):
         for column in codes:
             members = column == column[i]
             shares.append(np.sum(members & (labels == j)) / np.sum(members))
-        out.append(margin * np.mean(shares))
+        out.append(reference_map(margin, np.mean(shares)))
         conditioned.append(well)
     return np.array(out), np.array(conditioned)
 
@@ -85,8 +110,8 @@ def test_share_alone_without_features():
     codes = np.array([[0, 0, 0, 1]])
     shares = base_shares(np.array([[2, 1], [0, 1]]), np.array([3, 1]))
     np.testing.assert_allclose(ensemble_share(codes, labels, shares), [2 / 3, 2 / 3, 1 / 3, 1.0])
-    np.testing.assert_allclose(row_confidence(None, codes, labels, None, shares), [2 / 3, 2 / 3, 1 / 3, 1.0],
-                               rtol=1e-6)
+    np.testing.assert_allclose(row_confidence(None, codes, labels, None, shares),
+                               [reference_map(None, s) for s in (2 / 3, 2 / 3, 1 / 3, 1.0)], rtol=1e-6)
 
 
 def dense_coassociation_counts(rows, counts):

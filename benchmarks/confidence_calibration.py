@@ -1,0 +1,348 @@
+"""How the calibrated row confidence was chosen: candidate confidences judged by held-out calibration.
+
+The question a row's confidence answers: does the row's label agree with the majority truth of its consensus
+cluster? A calibrated confidence p means that among rows given about p, a share of about p agree. Judged by
+the expected calibration error over ten equal-width bins (ECE: Σ_bins (rows in bin / N) · |mean confidence −
+share agreeing|) and by ROC AUC (how well the number ranks agreeing rows above the others).
+
+Data (two families, none of them the 1M-row acceptance blobs):
+
+* ``battery``: the clustering battery's development half (``../shared/data/battery``, every set, all ≤ 20k
+  rows), noise points (label 0 of labels0) left out, k = labels0's number of clusters;
+* ``synthetic``: overlapping blobs at 100k rows (16 features, 20 centres, std 5 and 6), anisotropic
+  (elongated) clusters, 50 features of which 40 pure noise, very unequal cluster sizes.
+
+Each data set is z-scored, given M = 10 base clusterings from ``lwec run``'s default generator mix
+(:data:`~lwec_tasks.core.mixes.RUN_DEFAULT_MIX`, seed 0) and cut by LWEA and LWGP at the true k. Per row:
+the margin and the share of :mod:`lwec_tasks.core.confidence`, and the run-level terms computed from the
+base-by-consensus overlap counts (:func:`run_terms`).
+
+Kept: ``logit(m),logit(s)`` (with features) and ``no features: logit(s)`` (runs on base label columns), fixed
+maps whose constants, fitted on every data set, are :data:`lwec_tasks.core.confidence.CALIBRATION` and
+``SHARE_CALIBRATION``; the ``shipped`` column scores those constants (in sample, for checking the code path).
+
+Validation: leave one data set out (both methods' rows), fit a candidate's constants on every other data set of
+both families (each data set × method weighted alike), score the held-out one. Printed: per data set and
+method the held-out ECE and AUC of the old confidence (margin × share) and of each candidate; per family the
+mean and worst; then the constants fitted on all data sets (the ones shipped).
+
+    python -m benchmarks.confidence_calibration [--battery DIR] [--cache DIR] [--jobs 2] [--no-produce]
+
+The ensembles and consensus labels are cached in ``--cache`` (default ``/tmp/lwec_confidence_calibration``):
+a second run only refits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_BATTERY = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "battery"
+DEFAULT_CACHE = Path("/tmp/lwec_confidence_calibration")
+BINS = 10
+#: Rows per data set × method used to fit a candidate (a seeded sample; every row is scored).
+FIT_ROWS = 4000
+
+
+# --------------------------------------------------------------------------------------------------- data sets
+def synthetic_sets() -> dict:
+    """name → zero-argument loader of (X, y)."""
+    from sklearn import datasets
+
+    def blobs(n, d, centres, std, seed):
+        return lambda: datasets.make_blobs(n_samples=n, n_features=d, centers=centres, cluster_std=std,
+                                           random_state=seed)
+
+    def anisotropic(n, d, centres, std, seed):
+        def load():
+            X, y = datasets.make_blobs(n_samples=n, n_features=d, centers=centres, cluster_std=std,
+                                       random_state=seed)
+            rng = np.random.default_rng(seed)
+            rotation, _ = np.linalg.qr(rng.normal(size=(d, d)))
+            stretch = np.geomspace(4.0, 0.5, d)  # elongated along a few directions, thin along others
+            return X @ rotation @ np.diag(stretch) @ rotation.T, y
+        return load
+
+    def noisy(n, informative, noise, centres, std, seed):
+        def load():
+            X, y = datasets.make_blobs(n_samples=n, n_features=informative, centers=centres, cluster_std=std,
+                                       random_state=seed)
+            extra = np.random.default_rng(seed).normal(scale=X.std(), size=(n, noise))
+            return np.hstack([X, extra]), y
+        return load
+
+    def unequal(sizes, d, std, seed):
+        return lambda: datasets.make_blobs(n_samples=list(sizes), n_features=d, cluster_std=std,
+                                           random_state=seed)
+
+    return {
+        "anisotropic 30k d8 c8 s13": anisotropic(30_000, 8, 8, 2.0, 13),
+        "noise 30k d10+40 c10 s14": noisy(30_000, 10, 40, 10, 3.0, 14),
+        "unequal 30k d8 c8 s15": unequal((16_000, 7_000, 3_500, 1_800, 900, 450, 250, 100), 8, 3.0, 15),
+        "blobs 100k d16 c20 std6 s11": blobs(100_000, 16, 20, 6.0, 11),
+        "blobs 100k d16 c20 std5 s12": blobs(100_000, 16, 20, 5.0, 12),
+    }
+
+
+def battery_sets(directory: Path) -> dict:
+    from benchmarks.battery import find_sets, load_matrix, reference_labellings
+
+    def load(name):
+        def read():
+            X = load_matrix(directory / f"{name}.data.gz")
+            y = reference_labellings(directory, name)[0]
+            keep = y != 0
+            return X[keep], y[keep]
+        return read
+
+    return {name: load(name) for name in find_sets(directory)} if directory.is_dir() else {}
+
+
+def cache_path(cache: Path, name: str) -> Path:
+    return cache / (name.replace("/", "_").replace(" ", "_") + ".npz")
+
+
+def load_set(family: str, name: str, battery: Path):
+    """(X, y) of a data set by its family and name."""
+    return (synthetic_sets() if family == "synthetic" else battery_sets(battery))[name]()
+
+
+def produce(family: str, name: str, battery: Path, cache: Path) -> str:
+    """Base clusterings (default mix, M = 10, seed 0), LWEA and LWGP at the true k; cached as npz."""
+    from benchmarks.battery import standardise
+    from lwec_tasks.core.base_clusterings import fit_base_clusterings
+    from lwec_tasks.core.ensemble import Ensemble
+    from lwec_tasks.core.lwea import lwea
+    from lwec_tasks.core.lwgp import lwgp
+    from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
+
+    path = cache_path(cache, name)
+    if path.exists():
+        return f"{name}: cached"
+    started = time.perf_counter()
+    X, y = load_set(family, name, battery)
+    Z = standardise(np.asarray(X, dtype=np.float64))
+    _, y = np.unique(np.asarray(y), return_inverse=True)
+    k = int(y.max()) + 1
+    base = fit_base_clusterings(Z, 10, random_state=0, generators=RUN_DEFAULT_MIX, n_jobs=1).labels
+    ensemble = Ensemble(base)
+    labels = {"lwea": lwea(ensemble, [k])[:, 0], "lwgp": lwgp(ensemble, [k], random_state=0)[:, 0]}
+    np.savez(path, Z=Z.astype(np.float32), y=y, base=np.asarray(base, dtype=np.int64), **labels)
+    return f"{name}: {len(Z)} rows, {time.perf_counter() - started:.0f} s"
+
+
+# ------------------------------------------------------------------------------------------------ per-row terms
+def row_terms(Z: np.ndarray, base: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray | float]:
+    """What a run has for each row (margin, share, vote) and the run-level terms, through the shipped code."""
+    from lwec_tasks.core.confidence import ClusterSums, base_shares, centre_margin, ensemble_share
+
+    _, labels = np.unique(labels, return_inverse=True)
+    k = int(labels.max()) + 1
+    Z = np.asarray(Z, dtype=np.float64)
+    sums = ClusterSums.of(Z, labels, k)
+    offsets = np.concatenate([[0], np.cumsum(base.max(axis=0) + 1)])
+    codes = (base + offsets[:-1]).T
+    overlap = np.zeros((offsets[-1], k), np.int64)
+    for column in codes:
+        np.add.at(overlap, (column, labels), 1)
+    sizes = overlap.sum(axis=1)
+    shares = base_shares(overlap, sizes)
+    out = {"margin": centre_margin(Z, labels, sums.means, sums.counts > 0),
+           "share": ensemble_share(codes, labels, shares), "labels": labels}
+    majority = np.zeros_like(shares)
+    majority[np.arange(len(overlap)), overlap.argmax(axis=1)] = 1.0
+    out["vote"] = ensemble_share(codes, labels, majority)  # fraction of base clusters whose majority is the row's
+    out.update(run_terms(overlap, base.shape[1]))
+    return out
+
+
+def run_terms(overlap: np.ndarray, n_columns: int) -> dict[str, float]:
+    """Run-level terms from the (n_c, k) base-by-consensus overlap counts of M = ``n_columns`` base clusterings
+    (every row counted once per column): ``mean_share`` the rows' mean share(x) (Σ_b Σ_j overlap² / |b|, over
+    N·M) and ``mean_vote`` the rows' mean fraction of base clusters whose largest consensus part is the row's
+    cluster (Σ_b max_j overlap, over N·M). Exact: no pass over the rows."""
+    overlap = np.asarray(overlap, dtype=np.float64)
+    total = overlap.sum()
+    if total <= 0:
+        return {"mean_share": 1.0, "mean_vote": 1.0}
+    sizes = np.maximum(overlap.sum(axis=1), 1.0)
+    return {"mean_share": float(np.sum(overlap**2 / sizes[:, None]) / total),
+            "mean_vote": float(np.sum(overlap.max(axis=1)) / total)}
+
+
+def majority_agrees(labels: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    joint = np.zeros((labels.max() + 1, truth.max() + 1), np.int64)
+    np.add.at(joint, (labels, truth), 1)
+    return joint.argmax(axis=1)[labels] == truth
+
+
+def ece(confidence: np.ndarray, good: np.ndarray, bins: int = BINS) -> float:
+    """Expected calibration error over ``bins`` equal-width bins of [0, 1]."""
+    which = np.minimum((np.asarray(confidence) * bins).astype(int), bins - 1)
+    n = np.bincount(which, minlength=bins)
+    mean = np.bincount(which, weights=confidence, minlength=bins)
+    hits = np.bincount(which, weights=good.astype(float), minlength=bins)
+    used = n > 0
+    return float(np.sum(np.abs(mean[used] - hits[used])) / len(confidence))
+
+
+def auc(confidence: np.ndarray, good: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(good, confidence)) if 0 < good.mean() < 1 else float("nan")
+
+
+def load_case(path: Path, method: str) -> dict:
+    data = np.load(path)
+    terms = row_terms(data["Z"], data["base"], data[method])
+    terms["good"] = majority_agrees(terms.pop("labels"), data["y"])
+    return terms
+
+
+# ------------------------------------------------------------------------------------------------- candidates
+def design(terms: dict, features: tuple[str, ...]) -> np.ndarray:
+    """(n, len(features)) logits of the named terms (per row or run-level, broadcast)."""
+    from lwec_tasks.core.confidence import logit
+
+    n = len(terms["margin"])
+    return np.column_stack([np.broadcast_to(logit(np.asarray(terms[f], dtype=np.float64)), (n,))
+                            for f in features])
+
+
+#: Candidate logistic maps: the logits of these terms (plus an intercept) → confidence.
+CANDIDATES = {
+    "logit(m),logit(s)": ("margin", "share"),
+    "+mean share": ("margin", "share", "mean_share"),
+    "+mean vote": ("margin", "share", "mean_vote"),
+    "+mean share,vote": ("margin", "share", "mean_share", "mean_vote"),
+    "logit(m),logit(vote),mean share": ("margin", "vote", "mean_share"),
+    "no features: logit(s),mean share": ("share", "mean_share"),
+    "no features: logit(s)": ("share",),
+}
+#: Candidates used as they are (no constants).
+RAW = {"vote": lambda t: t["vote"], "share": lambda t: t["share"]}
+
+
+#: Terms of a row whose coefficient is kept ≥ 0 (the confidence rises with them).
+ROW_TERMS = ("margin", "share", "vote")
+
+
+def fit(cases: list[dict], features: tuple[str, ...], seed: int = 0) -> np.ndarray:
+    """(len(features) + 1,) logistic coefficients (intercept last) over ``cases``, each weighted alike, by
+    weighted log-loss with the row terms' coefficients kept ≥ 0 (L-BFGS-B)."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(seed)
+    Xs, ys, ws = [], [], []
+    for case in cases:
+        n = len(case["margin"])
+        rows = rng.choice(n, FIT_ROWS, replace=False) if n > FIT_ROWS else np.arange(n)
+        Xs.append(design(case, features)[rows])
+        ys.append(case["good"][rows])
+        ws.append(np.full(len(rows), 1.0 / len(rows)))
+    X = np.column_stack([np.vstack(Xs), np.ones(sum(len(y) for y in ys))])
+    y, w = np.concatenate(ys).astype(float), np.concatenate(ws) / len(cases)
+
+    def loss(beta):
+        z = X @ beta
+        p = 1.0 / (1.0 + np.exp(-z))
+        value = np.sum(w * (np.logaddexp(0.0, z) - y * z)) + 1e-6 * beta @ beta
+        return value, X.T @ (w * (p - y)) + 2e-6 * beta
+
+    bounds = [(0.0, None) if f in ROW_TERMS else (None, None) for f in features] + [(None, None)]
+    return minimize(loss, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B", bounds=bounds).x
+
+
+def apply(terms: dict, features: tuple[str, ...], coefficients: np.ndarray) -> np.ndarray:
+    z = design(terms, features) @ coefficients[:-1] + coefficients[-1]
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def old_confidence(terms: dict) -> np.ndarray:
+    return terms["margin"] * terms["share"]
+
+
+# ------------------------------------------------------------------------------------------------------- main
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--battery", type=Path, default=Path(os.environ.get("LWEC_BATTERY_DIR", DEFAULT_BATTERY)))
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--only-produce", action="store_true", help="build the cached ensembles and stop")
+    parser.add_argument("--no-produce", action="store_true", help="score the cached data sets only")
+    parser.add_argument("--family", choices=("synthetic", "battery"), help="only this family")
+    args = parser.parse_args()
+    args.cache.mkdir(parents=True, exist_ok=True)
+    families = {"synthetic": synthetic_sets(), "battery": battery_sets(args.battery)}
+    if args.family:
+        families = {args.family: families[args.family]}
+    if args.no_produce:
+        families = {family: {name: load for name, load in sets.items() if cache_path(args.cache, name).exists()}
+                    for family, sets in families.items()}
+        families = {family: sets for family, sets in families.items() if sets}
+    else:
+        work = [(family, name, args.battery, args.cache) for family, sets in families.items() for name in sets]
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for line in pool.map(produce, *zip(*work)):
+                print(line, flush=True)
+    if args.only_produce:
+        return
+    from lwec_tasks.core.confidence import CALIBRATION
+
+    cases = {}  # (family, name, method) → terms
+    for family, sets in families.items():
+        for name in sets:
+            for method in ("lwea", "lwgp"):
+                cases[family, name, method] = load_case(cache_path(args.cache, name), method)
+    scores = {}  # (family, name, method) → {candidate: (ece, auc)}
+    for key, terms in cases.items():
+        good = terms["good"]
+        scores[key] = {"old": (ece(old_confidence(terms), good), auc(old_confidence(terms), good))}
+        scores[key]["shipped"] = (ece(shipped(terms), good), auc(shipped(terms), good))
+        for candidate, value in RAW.items():
+            scores[key][candidate] = (ece(value(terms), good), auc(value(terms), good))
+    for candidate, features in CANDIDATES.items():
+        for family, sets in families.items():
+            for name in sets:
+                training = [t for (f, n, _), t in cases.items() if n != name]
+                coefficients = fit(training, features)
+                for method in ("lwea", "lwgp"):
+                    terms = cases[family, name, method]
+                    value = apply(terms, features, coefficients)
+                    scores[family, name, method][candidate] = (ece(value, terms["good"]), auc(value, terms["good"]))
+    names = ["old", *RAW, *CANDIDATES, "shipped"]
+    for family in families:
+        print(f"\n## {family}: held-out ECE / AUC (leave one data set out)\n")
+        print("| data set | method | agree | " + " | ".join(names) + " |")
+        print("|---|---|---:|" + "---:|" * len(names))
+        keys = [key for key in scores if key[0] == family]
+        for key in keys:
+            print(f"| {key[1]} | {key[2]} | {cases[key]['good'].mean():.3f} | "
+                  + " | ".join(f"{scores[key][c][0]:.3f} / {scores[key][c][1]:.3f}" for c in names) + " |")
+        for method in ("lwea", "lwgp", "both"):
+            chosen = [key for key in keys if method in ("both", key[2])]
+            for title, ece_of, auc_of in (("mean", np.mean, np.nanmean), ("worst", np.max, np.nanmin)):
+                print(f"| **{title}** | {method} | | " + " | ".join(
+                    f"{ece_of([scores[k][c][0] for k in chosen]):.3f} / {auc_of([scores[k][c][1] for k in chosen]):.3f}"
+                    for c in names) + " |")
+    print("\n## Constants fitted on every data set (shipped: lwec_tasks.core.confidence.CALIBRATION)\n")
+    for candidate, features in CANDIDATES.items():
+        coefficients = fit(list(cases.values()), features)
+        print(f"{candidate}: " + ", ".join(f"{f} {c:+.4f}" for f, c in zip((*features, "intercept"), coefficients)))
+    print(f"shipped: {CALIBRATION}")
+
+
+def shipped(terms: dict) -> np.ndarray:
+    """The confidence as a run computes it (:func:`lwec_tasks.core.confidence.calibrated`)."""
+    from lwec_tasks.core.confidence import calibrated
+
+    return calibrated(terms["margin"], terms["share"])
+
+
+if __name__ == "__main__":
+    main()
