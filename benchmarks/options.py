@@ -24,6 +24,16 @@ def _scale_n(text: str) -> int:
     return value
 
 
+def _repeats(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--repeats must be an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"--repeats must be 0 or more, got {value}")
+    return value
+
+
 def _pool(text: str) -> str:
     by_lower = {name.lower(): name for name in KNOWN_POOLS}
     if text.lower() not in by_lower:
@@ -40,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--full", action="store_true",
                         help="add the big cases: dense LWEA on LR (6.5 GB), the sparse reference at scale, the "
                              "50,000-microcluster LWEA, and a 10,000,000-object scale case unless --scale-n is given")
+    parser.add_argument("--repeats", type=_repeats, default=None, metavar="N",
+                        help="at most N warm repeats per case after its cold run (default: each case's own, 2 to 5); "
+                             "0 times the cold runs only, a quick check that every case runs")
     parser.add_argument("--unset-openblas-env", action="store_true",
                         help="remove OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE from the cases' environment")
     parser.add_argument("--output", metavar="FILE", help="also write the report (markdown) to FILE")

@@ -196,6 +196,9 @@ def main(args) -> int:
         for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
             env.pop(key, None)
     cases = plan(args)
+    if args.repeats is not None:
+        for case in cases:
+            case.repeats = min(case.repeats, args.repeats)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lwec-bench-") as workdir:
         for case in cases:

@@ -18,7 +18,7 @@ from lwec_tasks.cli import build_parser as build_lwec_parser
 
 def test_the_benchmark_command_has_the_benchmark_options():
     args = build_parser().parse_args(["--scale-n", "0", "--pools"])
-    assert not args.full and args.scale_n == 0 and args.pools == []
+    assert not args.full and args.scale_n == 0 and args.pools == [] and args.repeats is None
     assert callable(args.handler)
 
 
@@ -43,6 +43,7 @@ def test_bench_defaults_are_cheap_and_big_cases_opt_in():
     (["--scale-n", "12"], "12"),
     (["--scale-n", "lots"], "'lots'"),
     (["--pools", "XYZ"], "'XYZ'"),
+    (["--repeats", "-1"], "-1"),
 ])
 def test_bench_refuses_bad_values_before_running_anything(argv, culprit):
     completed = subprocess.run([sys.executable, "-m", "benchmarks", *argv],
@@ -52,9 +53,10 @@ def test_bench_refuses_bad_values_before_running_anything(argv, culprit):
 
 
 def test_benchmark_runs_every_kind_of_case_in_subprocesses(tmp_path):
+    """Every kind of case, each timed once (``--repeats 0``: the cold run alone)."""
     output = tmp_path / "bench.md"
     completed = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--pools", "VS", "--scale-n", "20000",
+        [sys.executable, "-m", "benchmarks", "--pools", "VS", "--scale-n", "20000", "--repeats", "0",
          "--output", str(output)],
         cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
     )
@@ -63,6 +65,8 @@ def test_benchmark_runs_every_kind_of_case_in_subprocesses(tmp_path):
     assert report.startswith("Machine: ")
     assert "| synthetic N=20,000 | ECI + LWGP k=10 | lwec |" in report
     assert "| blobs N=20,000 d=16 | base clusterings M=10 |" in report
+    rows = [line.split("|") for line in report.splitlines() if line.startswith("| ") and "cold s" not in line]
+    assert rows and all(row[7].strip() == "–" for row in rows)  # no warm repeats
     if "| VS |" in report:  # pools present
         assert "cuts identical 29/29" in report
 
