@@ -13,8 +13,10 @@ a row alike:
   imputed. Booleans are levels ``False``, ``True`` (and ``None``).
 
 The indicators are raw 0/1 values; how much a categorical column counts in the distances is its ``weight``,
-applied by the run's standardisation (the indicator's scale is 1 / weight, its mean 0), see
-:func:`column_weight`. Numpy and pandas only.
+applied by the run's standardisation (the indicator's scale is 1 / weight, its mean 0): the
+``one_numeric`` weight of :func:`column_weight` (the column counts like one z-scored numeric column) times
+:func:`relevance_factor` of its :func:`column_relevance` (how much it goes with the other columns; noise gets
+0), chosen by held-out validation (``benchmarks/mixed_types.py``, docs/pipeline.md). Numpy and pandas only.
 """
 
 from __future__ import annotations
@@ -30,14 +32,17 @@ import pandas as pd
 from lwec_tasks.core.errors import LwecInputError
 
 NUMERIC, CATEGORY = "numeric", "category"
-#: How a categorical column's weight is chosen (:func:`column_weight`): ``"one_numeric"`` (default, chosen by
-#: ``benchmarks/mixed_types.py``), ``"plain"``, ``"scaled"``.
+#: How a categorical column's weight is chosen (:func:`column_weight`): ``"one_numeric"`` (default, with the
+#: relevance factor; chosen by ``benchmarks/mixed_types.py``), ``"plain"``, ``"scaled"``.
 DEFAULT_WEIGHTING = "one_numeric"
 #: ``one_numeric`` weight multiplier (see :func:`column_weight`), chosen by held-out validation.
 DEFAULT_WEIGHT_FACTOR = 1.0
 #: How a categorical column's relevance scales its weight (:func:`relevance_factor`): ``"sqrt"`` (default,
 #: chosen by ``benchmarks/mixed_types.py``), ``"linear"``, ``"none"`` (every column its full weight).
 DEFAULT_RELEVANCE = "sqrt"
+#: Relevance up to this is taken for chance (the largest of several chance-corrected statistics of independent
+#: columns still reaches a few hundredths): the factor uses (r − gate) / (1 − gate), at least 0.
+DEFAULT_RELEVANCE_GATE = 0.1
 
 
 #: Text shown for the NULL level in encoded column names and profiles.
@@ -178,13 +183,14 @@ class TableEncoding:
                        c.relevance)
             if c.kind == NUMERIC else c for c in self.columns))
 
-    def with_relevance(self, relevance: Mapping[str, float], how: str = DEFAULT_RELEVANCE) -> TableEncoding:
+    def with_relevance(self, relevance: Mapping[str, float], how: str = DEFAULT_RELEVANCE,
+                       gate: float = DEFAULT_RELEVANCE_GATE) -> TableEncoding:
         """A copy whose categorical columns' weights are scaled by :func:`relevance_factor` of their relevance
         (:func:`column_relevance`); the relevance is kept in ``ColumnCode.relevance``."""
         out = []
         for c in self.columns:
             if c.kind == CATEGORY and c.name in relevance:
-                factor = relevance_factor(relevance[c.name], how)
+                factor = relevance_factor(relevance[c.name], how, gate)
                 c = ColumnCode(c.name, c.kind, c.source_kind, c.levels, c.counts,
                                tuple(float(w) * factor for w in c.weight), c.fill, float(relevance[c.name]))
             out.append(c)
@@ -349,10 +355,12 @@ def column_relevance(sums: Sequence[np.ndarray], encoding: TableEncoding) -> dic
     return out
 
 
-def relevance_factor(relevance: float, how: str = DEFAULT_RELEVANCE) -> float:
-    """The factor a column's relevance puts on its weight."""
+def relevance_factor(relevance: float, how: str = DEFAULT_RELEVANCE, gate: float = DEFAULT_RELEVANCE_GATE) -> float:
+    """The factor a column's relevance puts on its weight: ``sqrt`` √r′, ``linear`` r′, ``none`` 1, with
+    r′ = max(0, r − gate) / (1 − gate)."""
     if how == "none":
         return 1.0
+    relevance = max(0.0, relevance - gate) / (1.0 - gate)
     if how == "linear":
         return float(relevance)
     if how == "sqrt":

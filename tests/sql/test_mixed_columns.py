@@ -57,7 +57,8 @@ def test_a_text_column_is_left_out_exactly_when_it_is_constant_or_high_cardinali
 
 def reference_encoding(frame: pd.DataFrame, numeric, categorical, relevance=None):
     """Straightforward: numerics with NaN/inf → mean of the finite values, z-scored; each text/boolean column
-    one-hot over its sorted levels (NULL last, as a level), every indicator × 1/sqrt(1 − Σ p²) (× √relevance)."""
+    one-hot over its sorted levels (NULL last, as a level), every indicator × 1/sqrt(1 − Σ p²)
+    (× √((relevance − 0.1) / 0.9), at least 0)."""
     blocks, names = [], []
     for name in numeric:
         values = frame[name].to_numpy(dtype=float)
@@ -71,7 +72,8 @@ def reference_encoding(frame: pd.DataFrame, numeric, categorical, relevance=None
         if column.isna().any():
             levels.append(None)
         shares = np.array([np.mean([(v is None if lv is None else v == lv) for v in column]) for lv in levels])
-        weight = 1.0 / np.sqrt(1.0 - np.sum(shares ** 2)) * (1.0 if relevance is None else np.sqrt(relevance[name]))
+        gated = 1.0 if relevance is None else max(0.0, relevance[name] - 0.1) / 0.9  # relevance ≤ 0.1 is chance
+        weight = 1.0 / np.sqrt(1.0 - np.sum(shares ** 2)) * np.sqrt(gated)
         for level in levels:
             blocks.append(np.array([(v is None if level is None else v == level) for v in column],
                                    dtype=float)[:, None] * weight)
