@@ -135,12 +135,13 @@ def test_an_unreachable_dask_scheduler_is_one_line_naming_it_before_prefect_star
 
 @pytest.mark.slow
 def test_a_failure_met_while_reading_is_the_last_line_and_the_temporary_server_is_gone(tmp_path):
-    """Missing feature values are found while the flow reads the table: the error is the last line of the whole
-    output, and the temporary Prefect server started for the run is gone with it."""
+    """Duplicate ids are found while the flow reads the table (missing feature values no longer fail a run: they
+    are imputed): the error is the last line of the whole output, and the temporary Prefect server started for
+    the run is gone with it."""
     url = f"sqlite:///{tmp_path / 'gaps.db'}"
     frame = blobs_frame(n=60)
-    frame.loc[5, "f1"] = float("nan")
-    write_frame(url, "gaps", frame)
+    frame.loc[5, "id"] = frame.loc[6, "id"]
+    write_frame(url, "gaps", frame, primary_key=None)
     environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     done = subprocess.Popen([sys.executable, "-m", "lwec_tasks", "run", "--database-url", url, "--table", "gaps",
                              "-k", "3", "-M", "3", "--tracking-uri", f"sqlite:///{tmp_path / 'mlflow.db'}"],
@@ -150,7 +151,7 @@ def test_a_failure_met_while_reading_is_the_last_line_and_the_temporary_server_i
     output, _ = done.communicate(timeout=300)
     assert done.returncode == 2, output[-3000:]
     lines = output.strip().splitlines()
-    assert lines[-1].startswith("lwec run: error: ") and "non-finite" in lines[-1], lines[-5:]
+    assert lines[-1].startswith("lwec run: error: ") and "duplicate id" in lines[-1], lines[-5:]
     assert "Traceback" not in output
     assert processes_in_group(done.pid) == []  # the temporary server started for the run is gone with it
 

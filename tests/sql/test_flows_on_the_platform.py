@@ -178,7 +178,8 @@ def test_the_run_logs_its_columns_and_warns_about_a_key(prefect_server, mlflow_s
         consensus_flow(**parameters(sqlite_url, mlflow_store, "customers"))
     messages = [r.getMessage() for r in caplog.records]
     assert any("clustering on 5 column(s) ['f0', 'f1', 'f2', 'f3', 'customer_key']; left out: id (id column), "
-               "target (label column), note (text)" in m for m in messages), messages
+               "target (label column), note (high-cardinality text (60 distinct values))" in m
+               for m in messages), messages
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert any("'customer_key'" in m and "looks like a key (named like a key and an integer with a distinct value "
                "in each of the 60 rows)" in m and "feature_columns=['f0', 'f1', 'f2', 'f3']" in m
