@@ -224,6 +224,8 @@ CANDIDATES = {
     "no features: logit(s),mean share": ("share", "mean_share"),
     "no features: logit(s)": ("share",),
 }
+#: The candidate kept (with features).
+CHOSEN = "logit(m),logit(s)"
 #: Candidates used as they are (no constants).
 RAW = {"vote": lambda t: t["vote"], "share": lambda t: t["share"]}
 
@@ -276,6 +278,7 @@ def main() -> None:
     parser.add_argument("--only-produce", action="store_true", help="build the cached ensembles and stop")
     parser.add_argument("--no-produce", action="store_true", help="score the cached data sets only")
     parser.add_argument("--family", choices=("synthetic", "battery"), help="only this family")
+    parser.add_argument("--figure", type=Path, help="also draw the held-out reliability diagram (PNG) here")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     families = {"synthetic": synthetic_sets(), "battery": battery_sets(args.battery)}
@@ -300,6 +303,7 @@ def main() -> None:
             for method in ("lwea", "lwgp"):
                 cases[family, name, method] = load_case(cache_path(args.cache, name), method)
     scores = {}  # (family, name, method) → {candidate: (ece, auc)}
+    held_out = {}  # (family, name, method) → the chosen candidate's held-out confidences
     for key, terms in cases.items():
         good = terms["good"]
         scores[key] = {"old": (ece(old_confidence(terms), good), auc(old_confidence(terms), good))}
@@ -315,6 +319,8 @@ def main() -> None:
                     terms = cases[family, name, method]
                     value = apply(terms, features, coefficients)
                     scores[family, name, method][candidate] = (ece(value, terms["good"]), auc(value, terms["good"]))
+                    if candidate == CHOSEN:
+                        held_out[family, name, method] = value
     names = ["old", *RAW, *CANDIDATES, "shipped"]
     for family in families:
         print(f"\n## {family}: held-out ECE / AUC (leave one data set out)\n")
@@ -335,6 +341,41 @@ def main() -> None:
         coefficients = fit(list(cases.values()), features)
         print(f"{candidate}: " + ", ".join(f"{f} {c:+.4f}" for f, c in zip((*features, "intercept"), coefficients)))
     print(f"shipped: {CALIBRATION}")
+    if args.figure:
+        reliability_figure(cases, held_out, list(families), args.figure)
+        print(f"reliability diagram: {args.figure}")
+
+
+def reliability_figure(cases: dict, held_out: dict, families: list[str], path: Path) -> None:
+    """Per family and method: share agreeing against mean confidence per bin, every data set's rows pooled
+    with each data set weighted alike; the old confidence and the chosen map (held out)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(families), figsize=(5 * len(families), 4.6), squeeze=False)
+    for axis, family in zip(axes[0], families):
+        for method, style in (("lwea", "-"), ("lwgp", "--")):
+            keys = [key for key in held_out if key[0] == family and key[2] == method]
+            for label, values, colour in (("margin × share", [old_confidence(cases[k]) for k in keys], "grey"),
+                                          ("calibrated (held out)", [held_out[k] for k in keys], "C0")):
+                n, confidence, hits = np.zeros(BINS), np.zeros(BINS), np.zeros(BINS)
+                for key, value in zip(keys, values):
+                    which = np.minimum((value * BINS).astype(int), BINS - 1)
+                    weight = 1.0 / len(value)
+                    n += np.bincount(which, minlength=BINS) * weight
+                    confidence += np.bincount(which, weights=value, minlength=BINS) * weight
+                    hits += np.bincount(which, weights=cases[key]["good"].astype(float), minlength=BINS) * weight
+                used = n > 1e-4
+                axis.plot(confidence[used] / n[used], hits[used] / n[used], style, marker="o", color=colour,
+                          label=f"{label}, {method.upper()}")
+        axis.plot([0, 1], [0, 1], ":", color="black", linewidth=0.8)
+        axis.set(title=f"{family}: held-out reliability", xlabel="mean confidence in bin",
+                 ylabel="share agreeing with the cluster's majority truth", xlim=(0, 1), ylim=(0, 1.02))
+        axis.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
 
 
 def shipped(terms: dict) -> np.ndarray:
