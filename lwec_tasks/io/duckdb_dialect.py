@@ -21,6 +21,8 @@ What else differs (each handled where it happens, with SQLAlchemy constructs):
 
 from __future__ import annotations
 
+import hashlib
+
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
@@ -32,8 +34,8 @@ NAME = "duckdb"
 #: ``FLOAT`` is single precision.
 DOUBLE = sa.Float().with_variant(sa.Double(), NAME)
 
-#: Suffix of the sequence numbering the runs of a runs table (``<runs>_run_seq``).
-RUN_SEQUENCE_SUFFIX = "_run_seq"
+#: Prefix of the sequence numbering the runs of a runs table (``lwec_run_seq_<hash of the runs table's name>``).
+RUN_SEQUENCE_PREFIX = "lwec_run_seq_"
 
 
 def is_duckdb(dialect_or_connection) -> bool:
@@ -44,9 +46,14 @@ def is_duckdb(dialect_or_connection) -> bool:
 
 def runs_sequence(runs_name: str, schema: str | None) -> sa.Sequence:
     """The sequence that numbers the runs of the runs table ``runs_name`` on DuckDB (which has no ``SERIAL``):
-    ``<runs_name>_run_seq`` in its schema; numbers are never reused, as with ``SERIAL`` and SQLite's
-    ``AUTOINCREMENT``."""
-    return sa.Sequence(f"{runs_name}{RUN_SEQUENCE_SUFFIX}", schema=schema)
+    ``lwec_run_seq_`` and 16 hex digits of the name's MD5, in its schema; numbers are never reused, as with
+    ``SERIAL`` and SQLite's ``AUTOINCREMENT``.
+
+    Named by a hash, not after the table: the name then needs no quoting inside ``nextval('…')``, which older
+    DuckDB releases read wrongly for names with quotes, and it fits 63 bytes for any table name.
+    """
+    digest = hashlib.md5(runs_name.encode("utf-8")).hexdigest()[:16]
+    return sa.Sequence(f"{RUN_SEQUENCE_PREFIX}{digest}", schema=schema)
 
 
 def refuse_other_processes(database_url: str, dask_address: str | None) -> None:
