@@ -9,7 +9,8 @@ Data (two families, none of them the 1M-row acceptance blobs):
 
 * ``battery``: the clustering battery's development half (``../shared/data/battery``, every set, all ≤ 20k
   rows), noise points (label 0 of labels0) left out, k = labels0's number of clusters;
-* ``synthetic``: overlapping blobs at 100k rows (16 features, 20 centres, std 5 and 6), anisotropic
+* ``synthetic``: overlapping blobs at 20k and 100k rows (16 features, 20 centres, std 5 and 6; the 100k ones
+  take the default mix ~7 CPU-minutes each: ``--no-produce`` scores what is cached), anisotropic
   (elongated) clusters, 50 features of which 40 pure noise, very unequal cluster sizes.
 
 Each data set is z-scored, given M = 10 base clusterings from ``lwec run``'s default generator mix
@@ -84,6 +85,8 @@ def synthetic_sets() -> dict:
         "anisotropic 30k d8 c8 s13": anisotropic(30_000, 8, 8, 2.0, 13),
         "noise 30k d10+40 c10 s14": noisy(30_000, 10, 40, 10, 3.0, 14),
         "unequal 30k d8 c8 s15": unequal((16_000, 7_000, 3_500, 1_800, 900, 450, 250, 100), 8, 3.0, 15),
+        "blobs 20k d16 c20 std6 s11": blobs(20_000, 16, 20, 6.0, 11),
+        "blobs 20k d16 c20 std5 s12": blobs(20_000, 16, 20, 5.0, 12),
         "blobs 100k d16 c20 std6 s11": blobs(100_000, 16, 20, 6.0, 11),
         "blobs 100k d16 c20 std5 s12": blobs(100_000, 16, 20, 5.0, 12),
     }
