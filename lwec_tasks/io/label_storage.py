@@ -137,11 +137,11 @@ def runs_table(output_table: str | TableName | StorageNames, dialect: sa.Dialect
 
 
 def rows_table(output_table: str | TableName | StorageNames, id_type: sa.types.TypeEngine,
-               keyed: bool = True) -> sa.Table:
+               keyed: bool = True, by_run: bool = False) -> sa.Table:
     """The rows table of ``output_table``: ``(run, id, label)``, all ``NOT NULL``, and the nullable
-    ``confidence`` (:data:`CONFIDENCE_COLUMN`); keyed by ``(run, id)`` when
-    ``keyed``; ``id_type`` mirrors the source's id column. PostgreSQL: ``PARTITION BY LIST (run)``, not keyed
-    (each run's table has its own key on ``id``: :mod:`lwec_tasks.io.run_tables`)."""
+    ``confidence`` (:data:`CONFIDENCE_COLUMN`); keyed by ``(run, id)`` when ``keyed``; ``id_type`` mirrors the
+    source's id column. ``by_run`` (PostgreSQL only): ``PARTITION BY LIST (run)``, each run's table keyed on
+    ``id`` (:mod:`lwec_tasks.io.run_tables`); an earlier release's rows table was partitioned and keyed."""
     name = storage_names(output_table).rows
     return sa.Table(
         name.name,
@@ -151,8 +151,8 @@ def rows_table(output_table: str | TableName | StorageNames, id_type: sa.types.T
         sa.Column("label", sa.Integer, nullable=False),
         sa.Column(CONFIDENCE_COLUMN, sa.REAL, nullable=True),
         schema=name.schema,
-        # Only where unkeyed: duckdb-engine compiles DDL as PostgreSQL does, options included.
-        **({} if keyed else {"postgresql_partition_by": "LIST (run)"}),
+        # Only when asked: duckdb-engine compiles DDL as PostgreSQL does, options included.
+        **({"postgresql_partition_by": "LIST (run)"} if by_run else {}),
     )
 
 

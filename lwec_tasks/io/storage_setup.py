@@ -161,7 +161,8 @@ def create_runs_table(connection: sa.Connection, output_table: str | StorageName
 def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> sa.Table:
     """Create ``output_table``'s rows table in the caller's transaction and return it: keyed by (run, id), or on
     PostgreSQL partitioned by run without a key of its own (each run's table is keyed by ``id``)."""
-    rows = rows_table(output_table, id_type, keyed=not partitioned(connection.dialect))
+    by_run = partitioned(connection.dialect)
+    rows = rows_table(output_table, id_type, keyed=not by_run, by_run=by_run)
     rows.create(connection)
     return rows
 

@@ -145,7 +145,8 @@ def test_a_partitioned_rows_table_keyed_by_run_and_id_keeps_that_key_for_every_r
     partition keyed the same, so new runs are."""
     engine, out = pg
     made = storage_setup.rows_table
-    monkeypatch.setattr(storage_setup, "rows_table", lambda *args, keyed=True: made(*args, keyed=True))
+    monkeypatch.setattr(storage_setup, "rows_table",
+                        lambda *args, keyed=True, by_run=False: made(*args, keyed=True, by_run=by_run))
     write_labels(engine, out, rows_for("a", [1, 2, 3], [0, 1, 2]))
     ensure_latest_view(engine, out)
     monkeypatch.undo()
