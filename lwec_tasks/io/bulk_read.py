@@ -46,6 +46,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from lwec_tasks.io.duckdb_dialect import duckdb_client
 from lwec_tasks.io.errors import is_connection_failure
 
 logger = logging.getLogger(__name__)
@@ -293,24 +294,15 @@ def _read_duckdb(engine: sa.Engine, statement: sa.Select):
     import pyarrow as pa
 
     sql = literal_sql(statement, engine.dialect)
-    driver_error = engine.dialect.loaded_dbapi.Error
-    with engine.connect() as connection:
-        pooled = connection.connection.driver_connection
-        if not hasattr(pooled, "duplicate"):
+    with duckdb_client(engine, sql) as client:
+        if client is None:
             return None
-        duplicate = pooled.duplicate()
-        try:
-            relation = duplicate.sql(sql)
-            for method in ("to_arrow_table", "fetch_arrow_table", "arrow"):  # DuckDB 2, 1.x, older
-                if hasattr(relation, method):
-                    arrow = getattr(relation, method)()
-                    break
-            else:
-                return None
-        except driver_error as error:  # as SQLAlchemy raises DuckDB's errors (lwec_tasks.io.errors reports them)
-            raise sa.exc.DBAPIError.instance(sql, None, error, driver_error) from error
-        finally:
-            duplicate.close()
+        relation = client.sql(sql)
+        method = next((m for m in ("to_arrow_table", "fetch_arrow_table", "arrow") if hasattr(relation, m)),
+                      None)  # DuckDB 2, 1.x, older
+        if method is None:
+            return None
+        arrow = getattr(relation, method)()
     if isinstance(arrow, pa.RecordBatchReader):
         arrow = arrow.read_all()
     if any(pa.types.is_uint64(kind) for kind in arrow.schema.types):

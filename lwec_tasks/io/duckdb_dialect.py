@@ -21,7 +21,9 @@ What else differs (each handled where it happens, with SQLAlchemy constructs):
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+from collections.abc import Iterator
 
 import sqlalchemy as sa
 
@@ -54,6 +56,27 @@ def runs_sequence(runs_name: str, schema: str | None) -> sa.Sequence:
     """
     digest = hashlib.md5(runs_name.encode("utf-8")).hexdigest()[:16]
     return sa.Sequence(f"{RUN_SEQUENCE_PREFIX}{digest}", schema=schema)
+
+
+@contextlib.contextmanager
+def duckdb_client(engine: sa.Engine, sql: str) -> Iterator:
+    """DuckDB's own client on a duplicate of a pooled connection of ``engine`` (its own cursor, the same
+    database), closed after the block; None when the driver's connection cannot be duplicated. DuckDB's errors
+    in the block are raised as SQLAlchemy raises them, with ``sql`` as their statement, so that
+    :mod:`lwec_tasks.io.errors` reports them as it does the other databases'."""
+    driver_error = engine.dialect.loaded_dbapi.Error
+    with engine.connect() as connection:
+        pooled = connection.connection.driver_connection
+        if not hasattr(pooled, "duplicate"):
+            yield None
+            return
+        client = pooled.duplicate()
+        try:
+            yield client
+        except driver_error as error:
+            raise sa.exc.DBAPIError.instance(sql, None, error, driver_error) from error
+        finally:
+            client.close()
 
 
 def refuse_other_processes(database_url: str, dask_address: str | None) -> None:

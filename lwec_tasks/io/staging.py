@@ -41,7 +41,7 @@ from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled, literal_s
 from lwec_tasks.io.catalog import NARROW, labels_layout
 from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.connection import opened_engine
-from lwec_tasks.io.duckdb_dialect import is_duckdb
+from lwec_tasks.io.duckdb_dialect import duckdb_client, is_duckdb
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
 from lwec_tasks.io.label_storage import (
@@ -231,19 +231,11 @@ def _insert_arrow(engine: sa.Engine, table: sa.Table, rows) -> bool:
     name = f"lwec_rows_{uuid.uuid4().hex}"
     source = sa.table(name, *(sa.column(column) for column in rows.column_names))
     sql = literal_sql(sa.insert(table).from_select(rows.column_names, sa.select(*source.c)), engine.dialect)
-    driver_error = engine.dialect.loaded_dbapi.Error
-    with engine.connect() as connection:
-        pooled = connection.connection.driver_connection
-        if not hasattr(pooled, "duplicate"):
+    with duckdb_client(engine, sql) as client:
+        if client is None:
             return False
-        client = pooled.duplicate()
-        try:
-            client.register(name, rows)
-            client.execute(sql)
-        except driver_error as error:  # as SQLAlchemy raises DuckDB's errors (lwec_tasks.io.errors reports them)
-            raise sa.exc.DBAPIError.instance(sql, None, error, driver_error) from error
-        finally:
-            client.close()  # the registration goes with it
+        client.register(name, rows)  # gone when the client closes
+        client.execute(sql)
     return True
 
 
