@@ -4,9 +4,10 @@ Importing Prefect, MLflow and the numeric libraries makes hundreds of thousands 
 Python's cyclic garbage collector walks the ones made so far again and again while they are being made. A
 command that runs a flow holds collections off while it starts up (:func:`collections_held_off`), then freezes
 every object made so far (``gc.freeze``: later collections skip the imported modules' objects) and collects as
-usual from there (:func:`collect_from_here`). The start-up's little garbage is frozen with them and kept until
-the command ends. A flow module imports its modules the same way (:func:`imports_without_collections`), for the
-process of a deployed run, which imports it first. Figures: BENCHMARKS.md.
+usual from there (:meth:`HeldCollections.collect_from_here`). The start-up's little garbage is frozen with them
+and kept until the command ends. A flow module imports its modules the same way
+(:func:`imports_without_collections`), for the process of a deployed run, which imports it first.
+Figures: BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -15,37 +16,39 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-#: Whether :func:`collections_held_off` holds collections off in this process.
-_held = False
 
+class HeldCollections:
+    """What :func:`collections_held_off` yields: the start-up's hold on the collector, released once by
+    :meth:`collect_from_here`."""
 
-@contextmanager
-def collections_held_off() -> Iterator[None]:
-    """No cyclic collection in this block until :func:`collect_from_here`. On leaving it, the collector is as it
-    was before and nothing stays frozen."""
-    global _held
-    if not gc.isenabled():  # held off by the caller already: theirs to resume
-        yield
-        return
-    gc.disable()
-    _held = True
-    try:
-        yield
-    finally:
-        _held = False
-        gc.unfreeze()
+    def __init__(self, holding: bool) -> None:
+        self.holding = holding
+
+    def collect_from_here(self) -> None:
+        """Once the start-up's imports are done: freeze every object made so far and turn the collector on
+        again. Does nothing after the first call, outside the block, or when the caller had turned it off."""
+        if not self.holding:
+            return
+        self.holding = False
+        gc.freeze()
         gc.enable()
 
 
-def collect_from_here() -> None:
-    """Once the start-up's imports are done: freeze every object made so far and turn the collector on again.
-    Does nothing unless :func:`collections_held_off` holds collections off."""
-    global _held
-    if not _held:
+@contextmanager
+def collections_held_off() -> Iterator[HeldCollections]:
+    """No cyclic collection in this block until the yielded hold's :meth:`~HeldCollections.collect_from_here`.
+    On leaving it, the collector is as it was before and nothing stays frozen."""
+    if not gc.isenabled():  # held off by the caller already: theirs to resume
+        yield HeldCollections(holding=False)
         return
-    _held = False
-    gc.freeze()
-    gc.enable()
+    gc.disable()
+    held = HeldCollections(holding=True)
+    try:
+        yield held
+    finally:
+        held.holding = False
+        gc.unfreeze()
+        gc.enable()
 
 
 @contextmanager

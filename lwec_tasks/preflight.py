@@ -123,7 +123,9 @@ def check_assign_request(
 
     The parameters are ``assign_flow``'s. ``model_uri`` is only checked to be a
     non-empty string (the model is looked up in MLflow later); without
-    ``feature_columns`` the features are not checked (they are the model's).
+    ``feature_columns`` the features are not checked (they are the model's). Rows with NULL features pass: a
+    model with typed columns fills them in, and the flow, which has loaded the model, refuses them for one
+    that cannot (before anything is written).
     """
     for name, value in (("database_url", database_url), ("table", table)):
         if not isinstance(value, str) or not value.strip():
@@ -136,7 +138,7 @@ def check_assign_request(
     if engine is None:
         return
     try:
-        plan_assign_read(engine, table, feature_columns, id_column, output_table)
+        plan_assign_read(engine, table, feature_columns, id_column, output_table, allow_missing=True)
     finally:
         engine.dispose()
 

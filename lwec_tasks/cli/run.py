@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from lwec_tasks.cli.request_options import add_request_options, request_parameters
+from lwec_tasks.collector import HeldCollections, collections_held_off
 
 # Prefect reads its settings once, when it is first imported, so these must be
 # in the environment before anything imports Prefect (see apply_prefect_defaults).
@@ -89,15 +90,12 @@ def run_checked_flow(parameters: dict, verbose: bool = False, server=None) -> di
     """The consensus flow's summary, after checking everything that can be checked before it starts
     (:func:`run_after_checks`); ``server``: a temporary Prefect server already started for it."""
     apply_prefect_defaults()  # before the imports below, which import Prefect
-    from lwec_tasks.collector import collections_held_off
-
-    with collections_held_off():  # until the flow's modules are imported (collect_from_here below)
-        return _run_checked_flow(parameters, verbose, server)
+    with collections_held_off() as held:  # until the flow's modules are imported (collect_from_here below)
+        return _run_checked_flow(parameters, verbose, server, held)
 
 
-def _run_checked_flow(parameters: dict, verbose: bool, server) -> dict:
+def _run_checked_flow(parameters: dict, verbose: bool, server, held: HeldCollections) -> dict:
     from lwec_tasks.cli.services import check_sqlite_store, check_tracking_store
-    from lwec_tasks.collector import collect_from_here
     from lwec_tasks.request import ConsensusRequest
 
     request = ConsensusRequest(**parameters)  # raises LwecInputError on bad parameters
@@ -108,7 +106,7 @@ def _run_checked_flow(parameters: dict, verbose: bool, server) -> dict:
 
         prepare_tracking(request.tracking_uri)  # MLflow's and the figures' modules too (the flow's call is quick)
         check_sqlite_store(request.tracking_uri)  # here, with MLflow imported, while a temporary server boots
-        collect_from_here()  # the run's modules are all imported
+        held.collect_from_here()  # the run's modules are all imported
         return consensus_flow
 
     return run_after_checks(consensus_flow, parameters, lambda: check_before_prefect(request), verbose,

@@ -23,67 +23,80 @@ MAX_IDLE = 4
 #: An idle connection older than this is closed rather than reused (the server may have dropped it).
 MAX_IDLE_SECONDS = 60.0
 
-_idle: dict[str, list[tuple[float, Any]]] = {}
-_lock = threading.Lock()
+class ConnectionPool:
+    """Idle connections per URI, behind one lock. A process has one (:data:`PROCESS_POOL`); a forked child
+    starts its own with nothing idle (:meth:`forget_inherited`)."""
 
+    def __init__(self) -> None:
+        self.idle: dict[str, list[tuple[float, Any]]] = {}
+        self.lock = threading.Lock()
+        #: In a forked child, the idle connections of its parent, kept unused and unclosed.
+        self.inherited: list[dict[str, list[tuple[float, Any]]]] = []
 
-@contextmanager
-def pooled_connection(uri: str, connect: Callable[[str], Any]) -> Iterator[Any]:
-    """A connection to ``uri``: an idle one, or ``connect(uri)``; given back when the block ends normally."""
-    connection = _take(uri) or connect(uri)
-    try:
-        yield connection
-    except BaseException:
-        with suppress(Exception):
-            connection.close()
-        raise
-    try:
-        connection.rollback()  # ends a read's transaction; nothing to undo after a commit
-    except Exception:  # noqa: BLE001 - a broken connection is not kept
-        with suppress(Exception):
-            connection.close()
-        return
-    with _lock:
-        idle = _idle.setdefault(uri, [])
-        if len(idle) < MAX_IDLE:
-            idle.append((time.monotonic(), connection))
+    @contextmanager
+    def connection(self, uri: str, connect: Callable[[str], Any]) -> Iterator[Any]:
+        """A connection to ``uri``: an idle one, or ``connect(uri)``; given back when the block ends normally."""
+        connection = self._take(uri) or connect(uri)
+        try:
+            yield connection
+        except BaseException:
+            with suppress(Exception):
+                connection.close()
+            raise
+        try:
+            connection.rollback()  # ends a read's transaction; nothing to undo after a commit
+        except Exception:  # noqa: BLE001 - a broken connection is not kept
+            with suppress(Exception):
+                connection.close()
             return
-    connection.close()
+        with self.lock:
+            idle = self.idle.setdefault(uri, [])
+            if len(idle) < MAX_IDLE:
+                idle.append((time.monotonic(), connection))
+                return
+        connection.close()
+
+    def _take(self, uri: str):
+        """An idle connection to ``uri`` young enough to reuse, or None; older ones are closed."""
+        while True:
+            with self.lock:
+                idle = self.idle.get(uri)
+                if not idle:
+                    return None
+                since, connection = idle.pop()
+            if time.monotonic() - since <= MAX_IDLE_SECONDS:
+                return connection
+            with suppress(Exception):
+                connection.close()
+
+    def close_idle(self) -> None:
+        """Close every idle connection."""
+        with self.lock:
+            connections = [connection for idle in self.idle.values() for _, connection in idle]
+            self.idle.clear()
+        for connection in connections:
+            with suppress(Exception):
+                connection.close()
+
+    def forget_inherited(self) -> None:
+        """In a forked child: start with nothing idle and a fresh lock. The child shares its parent's sockets: it
+        must neither use the connections it inherited nor close them, which would end the parent's sessions (a
+        connection closes itself when it is garbage-collected), so they are kept, unused."""
+        self.inherited.append(self.idle)
+        self.idle, self.lock = {}, threading.Lock()
 
 
-def _take(uri: str):
-    """An idle connection to ``uri`` young enough to reuse, or None; older ones are closed."""
-    while True:
-        with _lock:
-            idle = _idle.get(uri)
-            if not idle:
-                return None
-            since, connection = idle.pop()
-        if time.monotonic() - since <= MAX_IDLE_SECONDS:
-            return connection
-        with suppress(Exception):
-            connection.close()
+#: The process's pool; every partition read and label write of the process shares it.
+PROCESS_POOL = ConnectionPool()
+os.register_at_fork(after_in_child=PROCESS_POOL.forget_inherited)
+
+
+def pooled_connection(uri: str, connect: Callable[[str], Any]):
+    """:meth:`ConnectionPool.connection` of the process's pool."""
+    return PROCESS_POOL.connection(uri, connect)
 
 
 @atexit.register
 def close_idle_connections() -> None:
-    """Close every idle connection (at exit; tests call it too)."""
-    with _lock:
-        connections = [connection for idle in _idle.values() for _, connection in idle]
-        _idle.clear()
-    for connection in connections:
-        with suppress(Exception):
-            connection.close()
-
-
-def _forget_inherited_connections() -> None:
-    # A forked child shares its parent's sockets: it must neither use the connections it inherited nor close
-    # them, which would end the parent's sessions (a connection closes itself when it is garbage-collected).
-    global _idle, _lock
-    _inherited.append(_idle)
-    _idle, _lock = {}, threading.Lock()
-
-
-#: In a forked child, the idle connections of its parent, kept unused and unclosed.
-_inherited: list = []
-os.register_at_fork(after_in_child=_forget_inherited_connections)
+    """Close every idle connection of the process's pool (at exit; tests call it too)."""
+    PROCESS_POOL.close_idle()

@@ -11,7 +11,7 @@ import pytest
 from helpers.blobs import write_blobs_table
 from lwec_tasks.cli import main as lwec_main
 from lwec_tasks.cli import run as run_cli
-from lwec_tasks.collector import collect_from_here, collections_held_off
+from lwec_tasks.collector import HeldCollections, collections_held_off
 
 
 @pytest.fixture(autouse=True)
@@ -28,28 +28,30 @@ def collector_state() -> tuple[bool, bool]:
 
 def test_collections_are_held_off_until_collect_from_here_which_freezes_the_start_up():
     assert collector_state() == (True, False)
-    with collections_held_off():
+    with collections_held_off() as held:
         assert collector_state() == (False, False)
-        collect_from_here()
+        held.collect_from_here()
         assert collector_state() == (True, True)
-        collect_from_here()  # once only
+        held.collect_from_here()  # once only
         assert collector_state() == (True, True)
     assert collector_state() == (True, False)
 
 
 def test_leaving_early_leaves_the_collector_as_it_was():
-    with pytest.raises(RuntimeError), collections_held_off():
+    holds: list[HeldCollections] = []
+    with pytest.raises(RuntimeError), collections_held_off() as held:
+        holds.append(held)
         raise RuntimeError("a check failed")
     assert collector_state() == (True, False)
-    collect_from_here()  # outside the block: nothing to resume
+    holds[0].collect_from_here()  # outside the block: nothing to resume
     assert collector_state() == (True, False)
 
 
 def test_a_collector_the_caller_turned_off_stays_off():
     gc.disable()
     try:
-        with collections_held_off():
-            collect_from_here()
+        with collections_held_off() as held:
+            held.collect_from_here()
             assert collector_state() == (False, False)
         assert collector_state() == (False, False)
     finally:

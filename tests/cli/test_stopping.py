@@ -144,18 +144,20 @@ def test_ctrl_c_at_any_moment_ends_the_run_in_one_line(blobs, tmp_path, prefect_
         # machine) ends it before any of its code, lwec's handlers included, can run.
         started = process.stderr.readline()
         time.sleep(delay)
+        # On a busy machine this test's own thread can be held up for longer than the whole run takes
+        running = process.poll() is None
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=120)
         err = started + err
         assert "Traceback" not in out + err, err[-3000:]
         if process.returncode == 0:
-            outcomes.append("done")
+            outcomes.append("done" if running else "done before the signal")
             continue
         assert process.returncode == 130, err[-3000:]
         assert "Stopped (SIGINT)" in err.strip().splitlines()[-1], err[-3000:]
         assert gone(process.pid) == []
         outcomes.append("stopped")
-    assert outcomes[0] == "stopped"
+    assert outcomes[0] in ("stopped", "done before the signal"), outcomes
 
 
 def kill_when(process: subprocess.Popen, marker: str | None, delay: float) -> None:

@@ -58,7 +58,7 @@ def test_old_idle_connections_are_closed_and_at_most_max_idle_kept(connect, monk
     with ExitStack() as stack:  # more connections at once than the pool keeps
         held = [stack.enter_context(connect()) for _ in range(adbc_pool.MAX_IDLE + 2)]
         assert len({id(connection) for connection in held}) == len(held)
-    (idle,) = adbc_pool._idle.values()
+    (idle,) = adbc_pool.PROCESS_POOL.idle.values()
     assert len(idle) == adbc_pool.MAX_IDLE
 
 

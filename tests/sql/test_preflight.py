@@ -19,7 +19,12 @@ from helpers.pipeline import PROJECT_ROOT, blobs_frame, drop_labels_table, free_
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import DatabaseUnreachableError, LabelRows, ensure_latest_view, open_engine, write_labels
 from lwec_tasks.io.catalog import describe_source, values_seen_early
-from lwec_tasks.preflight import check_assign_request, check_consensus_request, plan_consensus_read
+from lwec_tasks.preflight import (
+    check_assign_request,
+    check_consensus_request,
+    plan_assign_read,
+    plan_consensus_read,
+)
 from lwec_tasks.request import ConsensusRequest
 
 
@@ -103,8 +108,15 @@ def test_empty_and_nearly_empty_tables_say_so(db_url, tables):
     with pytest.raises(LwecInputError, match=rf"^table '{sparse}' has only 2 usable rows \(8 of its 10 rows have NULL "
                                              r"features\), but n_clusters=3 needs at least 2·k = 6 rows$"):
         check_consensus_request(request(db_url, sparse, drop_nonfinite=True))
-    with pytest.raises(LwecInputError, match=r"8 row\(s\) of table .* have missing or non-finite values"):
-        check_assign_request(db_url, sparse, "runs:/x/model", feature_columns=["f0", "f1"])
+    # the command lets them through (a model with typed columns fills them in); a model that cannot is refused by
+    # the flow's read, which has loaded it
+    check_assign_request(db_url, sparse, "runs:/x/model", feature_columns=["f0", "f1"])
+    engine = open_engine(db_url)
+    try:
+        with pytest.raises(LwecInputError, match=r"8 row\(s\) of table .* have missing or non-finite values"):
+            plan_assign_read(engine, sparse, ["f0", "f1"], None, None)
+    finally:
+        engine.dispose()
 
 
 def test_an_all_null_column_is_left_out_by_default_and_refused_by_name(db_url, tables):
