@@ -106,6 +106,11 @@ def battery_sets(directory: Path) -> dict:
     return {name: load(name) for name in find_sets(directory)} if directory.is_dir() else {}
 
 
+def _rows_in_name(name: str) -> int:
+    """Rows of a synthetic set, read from its name ("blobs 20k ...")."""
+    return int(name.split()[1].rstrip("k")) * 1000
+
+
 def cache_path(cache: Path, name: str) -> Path:
     return cache / (name.replace("/", "_").replace(" ", "_") + ".npz")
 
@@ -156,11 +161,39 @@ def row_terms(Z: np.ndarray, base: np.ndarray, labels: np.ndarray) -> dict[str, 
     sizes = overlap.sum(axis=1)
     shares = base_shares(overlap, sizes)
     out = {"margin": centre_margin(Z, labels, sums.means, sums.counts > 0),
-           "share": ensemble_share(codes, labels, shares), "labels": labels}
+           "share": ensemble_share(codes, labels, shares), "labels": labels,
+           "posterior": gaussian_posterior(Z, labels, sums, spherical=False),
+           "posterior_sph": gaussian_posterior(Z, labels, sums, spherical=True)}
     majority = np.zeros_like(shares)
     majority[np.arange(len(overlap)), overlap.argmax(axis=1)] = 1.0
     out["vote"] = ensemble_share(codes, labels, majority)  # fraction of base clusters whose majority is the row's
     out.update(run_terms(overlap, base.shape[1]))
+    return out
+
+
+def gaussian_posterior(Z: np.ndarray, labels: np.ndarray, sums, spherical: bool, block: int = 8192) -> np.ndarray:
+    """(n,) each row's posterior probability of its own cluster under a mixture of Gaussians fitted to the
+    clusters by their sums alone: weights the cluster shares, means, and per-feature (or, ``spherical``, one
+    mean) variance of each cluster's rows, floored at 1e-3 of the whole table's."""
+    counts = sums.counts.astype(np.float64)
+    present = counts > 0
+    means = sums.means
+    variances = sums.squares / np.maximum(counts, 1)[:, None] - means**2
+    floor = 1e-3 * max(float(Z.var(axis=0).mean()), 1e-12)
+    if spherical:
+        variances = np.repeat(variances.mean(axis=1, keepdims=True), Z.shape[1], axis=1)
+    variances = np.maximum(variances, floor)
+    log_weight = np.where(present, np.log(np.maximum(counts, 1) / counts.sum()), -np.inf)
+    constant = log_weight - 0.5 * np.log(variances).sum(axis=1)
+    out = np.empty(len(Z))
+    for start in range(0, len(Z), block):
+        rows = Z[start:start + block]
+        scores = constant[None, :] - 0.5 * np.einsum("nkd,kd->nk", (rows[:, None, :] - means[None]) ** 2,
+                                                     1.0 / variances)
+        scores -= scores.max(axis=1, keepdims=True)
+        probabilities = np.exp(scores)
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
+        out[start:start + block] = probabilities[np.arange(len(rows)), labels[start:start + block]]
     return out
 
 
@@ -220,6 +253,10 @@ def design(terms: dict, features: tuple[str, ...]) -> np.ndarray:
 #: Candidate logistic maps: the logits of these terms (plus an intercept) → confidence.
 CANDIDATES = {
     "logit(m),logit(s)": ("margin", "share"),
+    "logit(p),logit(s)": ("posterior", "share"),
+    "logit(p),logit(m),logit(s)": ("posterior", "margin", "share"),
+    "logit(psph),logit(s)": ("posterior_sph", "share"),
+    "logit(psph),logit(m),logit(s)": ("posterior_sph", "margin", "share"),
     "+mean share": ("margin", "share", "mean_share"),
     "+mean vote": ("margin", "share", "mean_vote"),
     "+mean share,vote": ("margin", "share", "mean_share", "mean_vote"),
@@ -230,14 +267,15 @@ CANDIDATES = {
 #: The candidate kept (with features).
 CHOSEN = "logit(m),logit(s)"
 #: Candidates used as they are (no constants).
-RAW = {"vote": lambda t: t["vote"], "share": lambda t: t["share"]}
+RAW = {"vote": lambda t: t["vote"], "share": lambda t: t["share"], "posterior": lambda t: t["posterior"],
+       "posterior_sph": lambda t: t["posterior_sph"]}
 
 
 #: Terms of a row whose coefficient is kept ≥ 0 (the confidence rises with them).
-ROW_TERMS = ("margin", "share", "vote")
+ROW_TERMS = ("margin", "share", "vote", "posterior", "posterior_sph")
 
 
-def fit(cases: list[dict], features: tuple[str, ...], seed: int = 0) -> np.ndarray:
+def fit(cases: list[dict], features: tuple[str, ...], seed: int = 0, weights: list[float] | None = None) -> np.ndarray:
     """(len(features) + 1,) logistic coefficients (intercept last) over ``cases``, each weighted alike, by
     weighted log-loss with the row terms' coefficients kept ≥ 0 (L-BFGS-B)."""
     from scipy.optimize import minimize
@@ -249,7 +287,7 @@ def fit(cases: list[dict], features: tuple[str, ...], seed: int = 0) -> np.ndarr
         rows = rng.choice(n, FIT_ROWS, replace=False) if n > FIT_ROWS else np.arange(n)
         Xs.append(design(case, features)[rows])
         ys.append(case["good"][rows])
-        ws.append(np.full(len(rows), 1.0 / len(rows)))
+        ws.append(np.full(len(rows), (1.0 if weights is None else weights[len(ws)] * len(cases)) / len(rows)))
     X = np.column_stack([np.vstack(Xs), np.ones(sum(len(y) for y in ys))])
     y, w = np.concatenate(ys).astype(float), np.concatenate(ws) / len(cases)
 
@@ -261,6 +299,12 @@ def fit(cases: list[dict], features: tuple[str, ...], seed: int = 0) -> np.ndarr
 
     bounds = [(0.0, None) if f in ROW_TERMS else (None, None) for f in features] + [(None, None)]
     return minimize(loss, np.zeros(X.shape[1]), jac=True, method="L-BFGS-B", bounds=bounds).x
+
+
+def family_weights(training: list[tuple[str, dict]]) -> list[float]:
+    """Each case's weight in a fit: every family alike, and within one every data set × method alike."""
+    per_family = {family: sum(1 for f, _ in training if f == family) for family, _ in training}
+    return [1.0 / (len(per_family) * per_family[family]) for family, _ in training]
 
 
 def apply(terms: dict, features: tuple[str, ...], coefficients: np.ndarray) -> np.ndarray:
@@ -281,12 +325,17 @@ def main() -> None:
     parser.add_argument("--only-produce", action="store_true", help="build the cached ensembles and stop")
     parser.add_argument("--no-produce", action="store_true", help="score the cached data sets only")
     parser.add_argument("--family", choices=("synthetic", "battery"), help="only this family")
+    parser.add_argument("--max-rows", type=int, default=None,
+                        help="leave out synthetic sets of more rows than this (their names say how many)")
     parser.add_argument("--figure", type=Path, help="also draw the held-out reliability diagram (PNG) here")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
     families = {"synthetic": synthetic_sets(), "battery": battery_sets(args.battery)}
     if args.family:
         families = {args.family: families[args.family]}
+    if args.max_rows is not None:
+        families["synthetic"] = {name: load for name, load in families.get("synthetic", {}).items()
+                                 if _rows_in_name(name) <= args.max_rows}
     if args.no_produce:
         families = {family: {name: load for name, load in sets.items() if cache_path(args.cache, name).exists()}
                     for family, sets in families.items()}
@@ -316,8 +365,8 @@ def main() -> None:
     for candidate, features in CANDIDATES.items():
         for family, sets in families.items():
             for name in sets:
-                training = [t for (f, n, _), t in cases.items() if n != name]
-                coefficients = fit(training, features)
+                training = [(f, t) for (f, n, _), t in cases.items() if n != name]
+                coefficients = fit([t for _, t in training], features, weights=family_weights(training))
                 for method in ("lwea", "lwgp"):
                     terms = cases[family, name, method]
                     value = apply(terms, features, coefficients)
