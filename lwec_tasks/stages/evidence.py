@@ -6,7 +6,10 @@ Runs on the written ids (after stable ids), before the labels are written, on ei
    (:func:`~lwec_tasks.stages.evidence_parts.evidence_sums`); a fixed-order reduction adds them up;
 2. from the sums, the clusters' centres in the clustered space and the base clusters' shares; each partition
    computes its rows' confidences (kept there, written beside the labels) and their per-label sums;
-3. the cluster profiles (:mod:`lwec_tasks.core.profiles`) from those sums and the table's column moments;
+3. the cluster profiles (:mod:`lwec_tasks.core.profiles`) from those sums and the table's column moments, with
+   each cluster's cohesion (:mod:`lwec_tasks.core.cohesion`) from the (base cluster, label) counts; for a run
+   given a label column, the cluster × label table (:mod:`lwec_tasks.core.label_table`) from per-partition
+   counts;
 4. the co-association's distribution over all pairs of objects from the microclusters
    (:mod:`lwec_tasks.core.coassociation_cdf`), one task where the microcluster table lives; beyond
    :data:`COASSOCIATION_MICROCLUSTERS` microclusters, over the pairs of a seeded sample of rows;
@@ -25,16 +28,18 @@ import numpy as np
 import pandas as pd
 
 from lwec_tasks.core.coassociation_cdf import CoassociationDistribution, coassociation_distribution
+from lwec_tasks.core.cohesion import cluster_cohesion
 from lwec_tasks.core.confidence import base_shares
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
 from lwec_tasks.core.k_criterion import KSelection, selection_sample
 from lwec_tasks.core.k_curve import curve_sample
+from lwec_tasks.core.label_table import cluster_label_table
 from lwec_tasks.core.profiles import cluster_profiles
 from lwec_tasks.executors.progress import tree_reduce
 from lwec_tasks.stages import evidence_parts as parts
 from lwec_tasks.stages.consensus import PartitionedLabels
 from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
-from lwec_tasks.stages.partitions import code_rows
+from lwec_tasks.stages.partitions import add_counts, code_rows, truth_counts
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.sums import add_tables
 
@@ -59,7 +64,8 @@ class RunEvidence:
     :data:`COASSOCIATION_MAX_COLUMNS` columns) over the pairs of ``pair_rows`` rows (all, or a seeded sample
     beyond :data:`COASSOCIATION_MICROCLUSTERS` microclusters); ``seconds`` per part; ``k_curve`` the automatic
     choice's criterion over k (:class:`~lwec_tasks.core.k_criterion.KSelection`) on ``k_curve_rows`` rows, for a
-    run whose k was given (None otherwise, or when it could not be computed)."""
+    run whose k was given (None otherwise, or when it could not be computed); ``label_table`` the cluster × label
+    table (:func:`~lwec_tasks.core.label_table.cluster_label_table`) of a run given ``label_column``, else None."""
 
     confidence: list
     profiles: pd.DataFrame
@@ -72,11 +78,14 @@ class RunEvidence:
     pair_rows: int = 0
     k_curve: KSelection | None = None
     k_curve_rows: int = 0
+    label_table: pd.DataFrame | None = None
+    label_column: str | None = None
 
     def for_figures(self) -> dict:
         """The small, picklable part the figures are drawn from (no per-row handles)."""
         return {"profiles": self.profiles, "feature_columns": self.feature_columns, "histogram": self.histogram,
-                "coassociation": self.coassociation, "k_curve": self.k_curve, "k_curve_rows": self.k_curve_rows}
+                "coassociation": self.coassociation, "k_curve": self.k_curve, "k_curve_rows": self.k_curve_rows,
+                "label_table": self.label_table, "label_column": self.label_column}
 
     @property
     def mean_confidence(self) -> float:
@@ -122,7 +131,10 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
     features = tuple(getattr(table, "feature_names", table.plan.feature_columns)) if has_features else ()
     encoding = getattr(table, "encoding", None)
     shares = encoding.category_mask() if has_features and encoding is not None else None
-    profiles = cluster_profiles(sums, by_label, features, table_mean, table_std, shares)
+    cohesion = cluster_cohesion(overlap, ensemble.cluster_column, ensemble.n_columns)
+    profiles = cluster_profiles(sums, by_label, features, table_mean, table_std, shares, cohesion)
+    label_column = table.plan.label_column if table.keys is not None else None
+    label_table = label_counts_table(table, labels, label_column) if label_column else None
     started = time.perf_counter()
     coassociation, pair_rows = None, 0
     if ensemble.n_columns <= COASSOCIATION_MAX_COLUMNS:
@@ -142,7 +154,7 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
         k_curve, k_curve_rows = given_k_curve(table, ensemble, method, theta, seed, log)
         seconds["k_curve"] = time.perf_counter() - started
     evidence = RunEvidence(confidence, profiles, features, overlap, centres, histogram, coassociation, seconds,
-                           pair_rows, k_curve, k_curve_rows)
+                           pair_rows, k_curve, k_curve_rows, label_table, label_column)
     pac = (f"consensus CDF not computed (more than {COASSOCIATION_MAX_COLUMNS} base clusterings)"
            if coassociation is None else f"PAC (co-association in (0.1, 0.9)) {coassociation.pac():.4f} over the "
            f"pairs of {'all' if pair_rows == table.n_rows else 'a seeded sample of'} {pair_rows} rows "
@@ -150,6 +162,14 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
     log.info("Row confidence: mean %.3f, %.1f%% of rows below 0.5 (%.2f s); %s", evidence.mean_confidence,
              100 * histogram[:CONFIDENCE_BINS // 2].sum() / max(histogram.sum(), 1), seconds["confidence"], pac)
     return evidence
+
+
+def label_counts_table(table: PartitionedTable, labels: PartitionedLabels, label_column: str) -> pd.DataFrame:
+    """The cluster × label table of the written ids against ``label_column``: each partition counts its rows per
+    (label value, id), a fixed-order reduction adds the counts up."""
+    session = table.session
+    counts = session.map(truth_counts, table.keys, labels.labels, name="label-counts")
+    return cluster_label_table(tree_reduce(session, counts, add_counts, "label-counts-sum").result(), label_column)
 
 
 def given_k_curve(table: PartitionedTable, ensemble: PartitionedEnsemble, method: str, theta: float,

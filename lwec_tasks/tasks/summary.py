@@ -44,9 +44,9 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
     ``mlflow_tracking_uri`` (password masked), ``timings`` (seconds per stage),
     ``executor`` ("in-process" or "dask") and ``dask_scheduler`` (None in-process),
     ``confidence_mean`` (the rows' mean confidence), ``pac`` (the co-association's PAC, None when not
-    computed), ``clusters`` (:func:`cluster_lines`), ``columns_left_out`` (column → why it is not clustered on),
-    ``categorical_columns`` (text/boolean column → kind, levels, rows with the NULL level) and
-    ``imputed_values`` (numeric column → values imputed).
+    computed), ``clusters`` (:func:`cluster_lines`), ``label_column`` (as asked, None without),
+    ``columns_left_out`` (column → why it is not clustered on), ``categorical_columns`` (text/boolean column → kind,
+    levels, rows with the NULL level) and ``imputed_values`` (numeric column → values imputed).
     The raised error's message is :func:`tracking_failure_message`.
     """
     if facts.quality:
@@ -64,7 +64,7 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
         "executor": facts.executor, "dask_scheduler": facts.scheduler,
         "confidence_mean": facts.mean_confidence,
         "pac": facts.coassociation.pac() if facts.coassociation is not None else None,
-        "clusters": cluster_lines(facts),
+        "clusters": cluster_lines(facts), "label_column": request.label_column,
         "columns_left_out": {str(name): reason for name, reason in facts.left_out},
         "categorical_columns": {name: {"kind": kind, "levels": levels, "null_rows": nulls, "relevance": relevance}
                                 for name, (kind, levels, nulls, relevance) in facts.categorical.items()},
@@ -90,17 +90,39 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
 
 
 def cluster_lines(facts: RunFacts, top: int = 3) -> list[dict]:
-    """One dict per cluster: ``id``, ``size``, ``mean_confidence``, ``jaccard_previous`` (None without a matched
-    earlier cluster) and ``distinctive``: its ``top`` features of largest |z| as [name, z] pairs."""
+    """One dict per cluster: ``id``, ``size``, ``mean_confidence``, ``cohesion``, ``cohesion_relative`` (over the
+    run's size-weighted mean) and ``mixed`` (relative cohesion below :data:`~lwec_tasks.core.cohesion.MIXED_BELOW`;
+    None, None and False without a cohesion), ``jaccard_previous`` (None
+    without a matched earlier cluster), ``distinctive``: its ``top`` features of largest |z| as [name, z] pairs,
+    and with a label column ``majority_label`` and ``majority_share`` (None for a cluster without labelled rows)."""
+    from lwec_tasks.core.cohesion import MIXED_BELOW
     from lwec_tasks.core.profiles import distinctive_features
 
     if facts.profiles is None:
         return []
     features = distinctive_features(facts.profiles, facts.profile_features, top)
-    return [{"id": int(row.cluster), "size": int(row.size), "mean_confidence": float(row.mean_confidence),
-             "jaccard_previous": facts.stable.jaccard.get(int(row.cluster)),
-             "distinctive": [[name, round(z, 3)] for name, z in distinctive]}
-            for row, distinctive in zip(facts.profiles.itertuples(), features)]
+    majority = {}
+    if facts.label_table is not None:
+        majority = {int(row.cluster): (_plain(row.majority_label), float(row.majority_share))
+                    for row in facts.label_table.itertuples()}
+    lines = []
+    for row, distinctive in zip(facts.profiles.itertuples(), features):
+        cohesion = float(row.cohesion) if hasattr(row, "cohesion") else None
+        relative = float(row.cohesion_relative) if hasattr(row, "cohesion_relative") else None
+        line = {"id": int(row.cluster), "size": int(row.size), "mean_confidence": float(row.mean_confidence),
+                "cohesion": cohesion, "cohesion_relative": relative,
+                "mixed": relative is not None and relative < MIXED_BELOW,
+                "jaccard_previous": facts.stable.jaccard.get(int(row.cluster)),
+                "distinctive": [[name, round(z, 3)] for name, z in distinctive]}
+        if facts.label_table is not None:
+            line["majority_label"], line["majority_share"] = majority.get(int(row.cluster), (None, None))
+        lines.append(line)
+    return lines
+
+
+def _plain(value):
+    """A numpy scalar as the Python value (JSON-serialisable), anything else as it is."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def tracking_failure_message(request: ConsensusRequest, rows_written: int, error: BaseException,
@@ -169,8 +191,8 @@ def _publish_profiles(request: ConsensusRequest, facts: RunFacts) -> None:
     rows = profile_rows(facts)
     if rows:
         flow_run_artifact("table", PROFILES_ARTIFACT_KEY, json.dumps(rows),
-                          f"Cluster profiles of run key {request.run_key!r}: size, mean confidence, Jaccard overlap "
-                          "with the previous run, each feature's mean as a z-score")
+                          f"Cluster profiles of run key {request.run_key!r}: size, mean confidence, cohesion, "
+                          "Jaccard overlap with the previous run, each feature's mean as a z-score")
 
 
 def profile_rows(facts: RunFacts) -> list[dict]:
@@ -224,21 +246,55 @@ def _missing_phrase(summary: dict) -> str:
 
 
 def clusters_markdown(summary: dict) -> str:
-    """The clusters section of the summary: one line per cluster (size, mean confidence, Jaccard overlap with
-    its matched cluster of the earlier run, most distinctive features as z-scores), with the run's mean
-    confidence and PAC above it; empty when the run has no cluster lines."""
+    """The clusters section of the summary: one line per cluster (size, mean confidence, cohesion with its
+    "mixed?" flag, with a label column the majority label and its share, Jaccard overlap with its matched cluster
+    of the earlier run, most distinctive features as z-scores), with the run's mean confidence, PAC, the clusters
+    flagged mixed and those whose majority label holds less than
+    :data:`~lwec_tasks.core.label_table.MAJORITY_BELOW` of their rows above it; empty when the run has no cluster
+    lines."""
+    from lwec_tasks.core.cohesion import MIXED_BELOW
+    from lwec_tasks.core.label_table import MAJORITY_BELOW
+
     clusters = summary.get("clusters") or []
     if not clusters:
         return ""
     pac = summary.get("pac")
+    labelled = any("majority_share" in c for c in clusters)
+    label = f"`{summary['label_column']}`" if summary.get("label_column") else "label"
+    mixed = [str(c["id"]) for c in clusters if c.get("mixed")]
+    notes = [f"Cohesion (the chance that two of a cluster's rows share a base cluster, averaged over the base "
+             f"clusterings) below {MIXED_BELOW:.2f} × the run's mean cohesion flags a cluster as mixed?: "
+             f"{', '.join(mixed) if mixed else 'none'}."]
+    if labelled:
+        low = [f"{c['id']} ({c['majority_label']}: {c['majority_share']:.0%})" for c in clusters
+               if c.get("majority_share") is not None and c["majority_share"] < MAJORITY_BELOW]
+        notes.append(f"Majority {label} under {MAJORITY_BELOW:.0%} of the cluster's rows: "
+                     f"{', '.join(low) if low else 'none'}.")
     head = (f"\n## Clusters\n\nMean row confidence {summary.get('confidence_mean', 0):.3f}; PAC (share of row "
             f"pairs with co-association in (0.1, 0.9)) {'n/a' if pac is None else f'{pac:.4f}'}.\n\n"
-            "| id | size | mean confidence | Jaccard with previous run | most distinctive features (z) |\n"
-            "|---:|---:|---:|---:|---|\n")
-    lines = [f"| {c['id']} | {c['size']:,} | {c['mean_confidence']:.3f} | "
+            + "\n\n".join(notes) + "\n\n"
+            f"| id | size | mean confidence | cohesion |{f' majority {label} |' if labelled else ''} "
+            "Jaccard with previous run | most distinctive features (z) |\n"
+            f"|---:|---:|---:|---:|{'---|' if labelled else ''}---:|---|\n")
+    lines = [f"| {c['id']} | {c['size']:,} | {c['mean_confidence']:.3f} | {_cohesion(c)} |"
+             f"{f' {_majority(c)} |' if labelled else ''} "
              f"{'new' if c['jaccard_previous'] is None else format(c['jaccard_previous'], '.3f')} | "
              f"{', '.join(f'`{name}` {z:+.2f}' for name, z in c['distinctive']) or '–'} |" for c in clusters]
     return head + "\n".join(lines) + "\n"
+
+
+def _cohesion(line: dict) -> str:
+    value = line.get("cohesion")
+    if value is None:
+        return "–"
+    relative = line.get("cohesion_relative")
+    return (f"{value:.3f}" + ("" if relative is None else f" ({relative:.2f}×)")
+            + (" **mixed?**" if line.get("mixed") else ""))
+
+
+def _majority(line: dict) -> str:
+    share = line.get("majority_share")
+    return "–" if share is None else f"{line['majority_label']} ({share:.0%})"
 
 
 def _k(request: ConsensusRequest, summary: dict) -> str:

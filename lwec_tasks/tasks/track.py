@@ -79,6 +79,9 @@ class RunFacts:
         self.pair_rows = evidence.pair_rows if evidence is not None else 0
         self.k_curve = evidence.k_curve if evidence is not None else None
         self.k_curve_rows = evidence.k_curve_rows if evidence is not None else 0
+        #: the cluster × label table of a run given a label column (None otherwise) and that column
+        self.label_table = getattr(evidence, "label_table", None)
+        self.label_column = getattr(evidence, "label_column", None)
 
     def profiles_with_stability(self) -> pd.DataFrame:
         """The cluster profiles with each cluster's Jaccard overlap with its matched earlier cluster (NaN for
@@ -89,11 +92,12 @@ class RunFacts:
 
     def evidence_metrics(self) -> tuple[dict, dict]:
         """(metrics, series) of the run's evidence: mean confidence and the share of rows below 0.5; PAC; each
-        cluster's size, mean confidence and Jaccard overlap with its matched cluster of the earlier run (and
-        their size-weighted mean); series: the consensus CDF over the co-association's values (step a of M:
-        share of pairs at most a/M) and the automatic choice's criterion over k (for a given k, on the evidence's
-        seeded sample: :mod:`lwec_tasks.core.k_curve`), with the k it is highest at (``k_criterion_best_k``) and
-        the rows it was computed on (``k_criterion_rows``)."""
+        cluster's size, mean confidence, cohesion (and the count flagged mixed), with a label column its majority
+        label's share (and the count below :data:`~lwec_tasks.core.label_table.MAJORITY_BELOW`), and its Jaccard
+        overlap with its matched cluster of the earlier run (and their size-weighted mean); series: the consensus
+        CDF over the co-association's values (step a of M: share of pairs at most a/M) and the automatic choice's
+        criterion over k (for a given k, on the evidence's seeded sample: :mod:`lwec_tasks.core.k_curve`), with the
+        k it is highest at (``k_criterion_best_k``) and the rows it was computed on (``k_criterion_rows``)."""
         metrics, series = {}, {}
         if self.mean_confidence is not None:
             histogram = self.confidence_histogram
@@ -108,6 +112,20 @@ class RunFacts:
             for row in self.profiles.itertuples():
                 metrics[f"cluster_{row.cluster}_size"] = int(row.size)
                 metrics[f"cluster_{row.cluster}_mean_confidence"] = float(row.mean_confidence)
+            if "cohesion" in self.profiles:
+                from lwec_tasks.core.cohesion import mixed_clusters
+
+                for row in self.profiles.itertuples():
+                    metrics[f"cluster_{row.cluster}_cohesion"] = float(row.cohesion)
+                flagged = mixed_clusters(self.profiles["cohesion"], self.profiles["size"])
+                metrics["clusters_flagged_mixed"] = int(flagged.sum())
+        if self.label_table is not None:
+            from lwec_tasks.core.label_table import MAJORITY_BELOW
+
+            for row in self.label_table.itertuples():
+                metrics[f"cluster_{row.cluster}_majority_share"] = float(row.majority_share)
+            low = int((self.label_table["majority_share"] < MAJORITY_BELOW).sum())
+            metrics[f"clusters_majority_below_{MAJORITY_BELOW:g}".replace(".", "_")] = low
         jaccard = self.stable.jaccard
         if jaccard:
             for cluster_id, value in sorted(jaccard.items()):
@@ -242,6 +260,8 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
         if facts.profiles is not None:
             writer.log_table(run_id, facts.profiles_with_stability(), "cluster_profiles.csv")
+        if facts.label_table is not None:
+            writer.log_table(run_id, facts.label_table, "cluster_labels.csv")
         writer.log_dict(run_id, location, "labels_location.json")
         figures = facts.figures
         writer.log_files(run_id, figures, "figures")

@@ -23,7 +23,8 @@ def consensus_figures(method: str, theta: float, eci: np.ndarray, sizes: np.ndar
     cut into ``k``; ``selection`` the automatic choice of k (ks, scores, k,
     criterion), None when k was given; ``evidence`` what
     :meth:`~lwec_tasks.stages.evidence.RunEvidence.for_figures` gives (cluster profiles, the confidences'
-    histogram, the co-association's distribution, for a given k the criterion over k), None for none.
+    histogram, the co-association's distribution, for a given k the criterion over k, the cluster × label table
+    of a run given a label column), None for none.
     """
     figures = {
         "eci_distribution.png": eci_figure(eci, theta),
@@ -37,8 +38,12 @@ def consensus_figures(method: str, theta: float, eci: np.ndarray, sizes: np.ndar
                                                         selection.criterion, method)
     if evidence is not None:
         figures["row_confidence.png"] = confidence_histogram_figure(evidence["histogram"], method)
+        label_table = evidence.get("label_table")
         if evidence["feature_columns"] and len(evidence["profiles"]):
-            figures["cluster_profiles.png"] = profile_heatmap(evidence["profiles"], evidence["feature_columns"])
+            figures["cluster_profiles.png"] = profile_heatmap(evidence["profiles"], evidence["feature_columns"],
+                                                              label_table)
+        if label_table is not None and len(label_table):
+            figures["cluster_labels.png"] = cluster_labels_figure(label_table, evidence["label_column"])
         if evidence["coassociation"] is not None:
             figures["consensus_cdf.png"] = consensus_cdf_figure(evidence["coassociation"])
         curve = evidence.get("k_curve")
@@ -249,8 +254,20 @@ def k_curve_figure(ks: np.ndarray, scores: np.ndarray, k: int, best: int, criter
     return figure
 
 
-#: Most features drawn in the cluster profile heatmap (those of largest |z| in some cluster).
-HEATMAP_FEATURES = 40
+#: Features drawn in the cluster profile heatmap: those that set the clusters apart most
+#: (:func:`~lwec_tasks.core.profiles.features_setting_clusters_apart`); ``cluster_profiles.csv`` holds all.
+PROFILE_FEATURES = 12
+#: Most clusters drawn in the profile and cluster × label figures (the largest; the CSV artifacts hold all).
+FIGURE_CLUSTERS = 30
+#: Most label values drawn in the cluster × label figure (the most frequent; the others summed as "other").
+FIGURE_LABEL_VALUES = 12
+#: Width of the profile and cluster × label figures in inches: 960 px at matplotlib's 100 dpi, about what MLflow's
+#: artifact preview shows without shrinking.
+READABLE_WIDTH = 9.6
+#: Longest feature name or label value drawn in full; longer ones end in "…".
+NAME_CHARACTERS = 18
+#: Colour of the tick labels of clusters flagged "mixed?" (cohesion) or of a low majority share.
+FLAG_COLOUR = "#C44E52"
 
 
 def confidence_histogram_figure(histogram: np.ndarray, method: str) -> Figure:
@@ -267,30 +284,147 @@ def confidence_histogram_figure(histogram: np.ndarray, method: str) -> Figure:
     return figure
 
 
-def profile_heatmap(profiles, feature_columns) -> Figure:
-    """Clusters (rows) × features (columns) coloured by the cluster mean's z-score against the whole table;
-    ``profiles`` as :func:`lwec_tasks.core.profiles.cluster_profiles` makes it. At most
-    :data:`HEATMAP_FEATURES` features, those of largest |z| in some cluster."""
-    from lwec_tasks.core.profiles import z_scores
+def shown_clusters(sizes: np.ndarray, limit: int = FIGURE_CLUSTERS) -> np.ndarray:
+    """Positions of the ``limit`` largest of clusters of ``sizes`` (n,) (ties: lower position first), ascending."""
+    order = np.argsort(-np.asarray(sizes), kind="stable")[:limit]
+    return np.sort(order)
 
+
+def _short(name, limit: int = NAME_CHARACTERS) -> str:
+    text = str(name)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _figure_height(rows: int) -> float:
+    """Inches for a heatmap of ``rows`` rows with a title of up to three lines and rotated names below."""
+    return max(4.0, 2.6 + 0.32 * rows)
+
+
+def _annotate(axes, values: np.ndarray, texts, bound: float) -> None:
+    """Write ``texts`` (rows, columns) over the cells of an image of ``values``, white on the darkest cells."""
+    for (i, j), text in np.ndenumerate(np.asarray(texts, dtype=object)):
+        if text:
+            dark = abs(values[i, j]) > 0.6 * bound
+            axes.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+
+
+def profile_heatmap(profiles, feature_columns, label_table=None, mixed_below: float | None = None) -> Figure:
+    """Clusters (rows) × the :data:`PROFILE_FEATURES` features that set them apart most (columns), each cell the
+    cluster mean's z-score against the whole table (coloured and written); ``profiles`` as
+    :func:`lwec_tasks.core.profiles.cluster_profiles` makes it (with ``cohesion`` when there), at most
+    :data:`FIGURE_CLUSTERS` clusters (the largest). Each cluster's row is labelled with its id, size and cohesion
+    (flagged "mixed?" below ``mixed_below``, default :data:`~lwec_tasks.core.cohesion.MIXED_BELOW`) and, given a
+    ``label_table`` (:func:`~lwec_tasks.core.label_table.cluster_label_table`), its majority label and share.
+    :data:`READABLE_WIDTH` wide."""
+    from lwec_tasks.core.cohesion import MIXED_BELOW
+    from lwec_tasks.core.profiles import features_setting_clusters_apart, z_scores
+
+    mixed_below = MIXED_BELOW if mixed_below is None else mixed_below
     names = list(feature_columns)
-    z = z_scores(profiles, names)
-    if len(names) > HEATMAP_FEATURES:
-        keep = np.sort(np.argsort(-np.abs(z).max(axis=0), kind="stable")[:HEATMAP_FEATURES])
-        z, names = z[:, keep], [names[j] for j in keep]
+    rows = shown_clusters(profiles["size"].to_numpy())
+    shown = profiles.iloc[rows]
+    z_all = z_scores(profiles, names)
+    keep = features_setting_clusters_apart(z_all, PROFILE_FEATURES)
+    z = z_all[np.ix_(rows, keep)]
     bound = max(float(np.abs(z).max()) if z.size else 1.0, 1e-9)
-    figure = Figure(figsize=(max(6.0, 0.45 * len(names) + 2.5), max(3.5, 0.3 * len(profiles) + 1.8)),
-                    layout="constrained")
+    figure = Figure(figsize=(READABLE_WIDTH, _figure_height(len(shown))), layout="constrained")
     axes = figure.add_subplot()
     image = axes.imshow(z, aspect="auto", cmap="RdBu_r", vmin=-bound, vmax=bound, interpolation="nearest")
-    axes.set_xticks(np.arange(len(names)), names, rotation=90 if len(names) > 6 else 0)
-    axes.set_yticks(np.arange(len(profiles)),
-                    [f"{c} (n={s}, conf {m:.2f})" for c, s, m in zip(profiles["cluster"], profiles["size"],
-                                                                      profiles["mean_confidence"])])
-    axes.set_xlabel("feature")
-    axes.set_ylabel("cluster id (size, mean confidence)")
-    axes.set_title("Cluster profiles: each feature's cluster mean as a z-score against the whole table")
-    figure.colorbar(image, ax=axes, label="z-score")
+    _annotate(axes, z, [[f"{v:+.1f}" for v in row] for row in z], bound)
+    axes.set_xticks(np.arange(len(keep)), [_short(names[j]) for j in keep], rotation=40, ha="right",
+                    rotation_mode="anchor", fontsize=9)
+    labels, flagged = _profile_row_labels(shown, label_table, mixed_below)
+    axes.set_yticks(np.arange(len(shown)), labels, fontsize=9)
+    for tick, flag in zip(axes.get_yticklabels(), flagged):
+        if flag:
+            tick.set_color(FLAG_COLOUR)
+    has_cohesion = "cohesion" in shown
+    flag_rule = f"; cohesion, mixed? below {mixed_below:.2f} × the run's mean" if has_cohesion else ""
+    axes.set_ylabel("cluster id (rows" + flag_rule + ("; majority label" if label_table is not None else "") + ")",
+                    fontsize=9)
+    which = (f"the {len(keep)} of {len(names)} features that set clusters apart most" if len(keep) < len(names)
+             else f"all {len(names)} features")
+    chosen = "chosen" if len(keep) < len(names) else "ordered"
+    lines = [f"Cluster profiles: {which}",
+             f"{chosen} by |z| of the cluster mean against the whole table, each cluster's largest in turn; cell: z"]
+    if len(shown) < len(profiles):
+        lines.append(f"the {len(shown)} largest of {len(profiles)} clusters")
+    axes.set_title("\n".join(lines), fontsize=10)
+    figure.colorbar(image, ax=axes, label="z-score of the cluster mean", shrink=0.8)
+    return figure
+
+
+def _profile_row_labels(shown, label_table, mixed_below: float) -> tuple[list[str], list[bool]]:
+    """Each shown cluster's tick label (id, rows, cohesion, majority label) and whether it is flagged."""
+    majority = {}
+    if label_table is not None and len(label_table):
+        majority = {int(c): (v, s) for c, v, s in zip(label_table["cluster"], label_table["majority_label"],
+                                                        label_table["majority_share"])}
+    labels, flagged = [], []
+    for row in shown.itertuples():
+        text = f"{row.cluster}  n={row.size:,}"
+        flag = False
+        cohesion, relative = getattr(row, "cohesion", None), getattr(row, "cohesion_relative", None)
+        if cohesion is not None and cohesion == cohesion:
+            flag = relative is not None and relative < mixed_below
+            text += f"  coh {cohesion:.2f}" + (" mixed?" if flag else "")
+        if int(row.cluster) in majority:
+            value, share = majority[int(row.cluster)]
+            text += f"  {_short(value, 10)}: {share:.0%}"
+        labels.append(text)
+        flagged.append(bool(flag))
+    return labels, flagged
+
+
+def cluster_labels_figure(label_table, label_column: str) -> Figure:
+    """The cluster × label table (:func:`~lwec_tasks.core.label_table.cluster_label_table`) as a heatmap: clusters
+    (rows, at most :data:`FIGURE_CLUSTERS`, the largest) × label values (columns, at most
+    :data:`FIGURE_LABEL_VALUES`, the most frequent, the rest summed as "other"), each cell coloured by its share
+    of the cluster's labelled rows and written as a row count; on the right each cluster's majority label and its
+    share (red below :data:`~lwec_tasks.core.label_table.MAJORITY_BELOW`). :data:`READABLE_WIDTH` wide."""
+    from lwec_tasks.core.label_table import MAJORITY_BELOW, label_counts
+
+    counts, names = label_counts(label_table)
+    values = [name[len(label_column) + 1:] if name.startswith(f"{label_column}=") else name for name in names]
+    columns = np.sort(np.argsort(-counts.sum(axis=0), kind="stable")[:FIGURE_LABEL_VALUES])
+    rows = shown_clusters(label_table["size"].to_numpy())
+    shown = counts[np.ix_(rows, columns)]
+    labels = [_short(values[j], 10) for j in columns]
+    other = counts[rows].sum(axis=1) - shown.sum(axis=1)
+    if len(columns) < len(values):
+        shown, labels = np.column_stack([shown, other]), [*labels, "other"]
+    sizes = label_table["size"].to_numpy()[rows]
+    share = shown / np.maximum(sizes, 1)[:, None]
+    figure = Figure(figsize=(READABLE_WIDTH, _figure_height(len(rows))), layout="constrained")
+    axes = figure.add_subplot()
+    axes.imshow(share, aspect="auto", cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
+    _annotate(axes, share, [[f"{n:,}" if n else "" for n in row] for row in shown], 1.0)
+    axes.set_xticks(np.arange(len(labels)), labels, rotation=40 if max(map(len, labels)) > 3 else 0,
+                    ha="right" if max(map(len, labels)) > 3 else "center", rotation_mode="anchor", fontsize=9)
+    clusters = label_table["cluster"].to_numpy()[rows]
+    axes.set_yticks(np.arange(len(rows)), [f"{c}  n={n:,}" for c, n in zip(clusters, sizes)], fontsize=9)
+    axes.set_xlabel(f"{_short(label_column, 30)} (label value)", fontsize=9)
+    axes.set_ylabel("cluster id (rows with a label value)", fontsize=9)
+    right = axes.twinx()
+    right.set_ylim(axes.get_ylim())
+    majority = label_table["majority_label"].to_numpy()[rows]
+    majority_share = label_table["majority_share"].to_numpy(dtype=np.float64)[rows]
+    right.set_yticks(np.arange(len(rows)), [f"{_short(v, 10)}: {s:.0%}" for v, s in zip(majority, majority_share)],
+                     fontsize=9)
+    for tick, value in zip(right.get_yticklabels(), majority_share):
+        if value < MAJORITY_BELOW:
+            tick.set_color(FLAG_COLOUR)
+    right.set_ylabel(f"majority label and its share (red below {MAJORITY_BELOW:.0%})", fontsize=9)
+    lines = [f"Clusters × {_short(label_column, 30)}: rows per cluster id and label value",
+             "colour: the value's share of the cluster's rows"]
+    cut = []
+    if len(rows) < len(label_table):
+        cut.append(f"the {len(rows)} largest of {len(label_table)} clusters")
+    if len(columns) < len(values):
+        cut.append(f"the {len(columns)} most frequent of {len(values)} values (the rest in 'other')")
+    if cut:
+        lines.append("; ".join(cut))
+    axes.set_title("\n".join(lines), fontsize=10)
     return figure
 
 

@@ -68,6 +68,18 @@ def test_evidence_on_both_executors(executor, method, sqlite_url, mlflow_store):
     assert [c["id"] for c in first["clusters"]] == profiles["cluster"].tolist()
     assert all(c["jaccard_previous"] is None for c in first["clusters"])
 
+    # each cluster's cohesion; with a label column, the cluster × label table is a crosstab of the stored labels
+    assert ((profiles["cohesion"] > 0) & (profiles["cohesion"] <= 1)).all()
+    assert [c["cohesion"] for c in first["clusters"]] == pytest.approx(profiles["cohesion"].tolist())
+    table = pd.read_csv(MlflowClient(mlflow_store).download_artifacts(first["mlflow_run_id"], "cluster_labels.csv"))
+    crosstab = pd.crosstab(by_id["label"], by_id["target"])
+    assert table["cluster"].tolist() == crosstab.index.tolist()
+    np.testing.assert_array_equal(table[[f"target={v}" for v in crosstab.columns]], crosstab.to_numpy())
+    np.testing.assert_allclose(table["majority_share"], crosstab.max(axis=1) / crosstab.sum(axis=1))
+    assert table["majority_label"].tolist() == crosstab.idxmax(axis=1).tolist()
+    assert [c["majority_share"] for c in first["clusters"]] == pytest.approx(table["majority_share"].tolist())
+    assert {"cluster_labels.png", "cluster_profiles.png"} <= set(first["figures"])
+
     # a second run on a changed table: stability against a direct Jaccard over the rows both runs labelled
     changed = frame.iloc[40:].copy()
     changed.loc[changed.index[:60], FEATURES] += 2.5

@@ -141,6 +141,12 @@ def test_lwgp_without_standardising_explicit_columns_and_run_name(prefect_server
     np.testing.assert_array_equal(stored["label"], lwgp(ensemble, 3, theta=0.4, random_state=3))
     run_data = MlflowClient(mlflow_store).get_run(summary["mlflow_run_id"]).data
     assert "nmi" not in run_data.metrics and run_data.params["feature_columns"] == "f2,f0"
+    # no label column: no cluster × label table, the profiles and each cluster's cohesion all the same
+    assert "cluster_profiles.png" in summary["figures"] and "cluster_labels.png" not in summary["figures"]
+    artifacts = {a.path for a in MlflowClient(mlflow_store).list_artifacts(summary["mlflow_run_id"])}
+    assert "cluster_profiles.csv" in artifacts and "cluster_labels.csv" not in artifacts
+    assert all("majority_share" not in c and 0 < c["cohesion"] <= 1 for c in summary["clusters"])
+    assert "clusters_majority_below_0_7" not in run_data.metrics and "clusters_flagged_mixed" in run_data.metrics
 
 
 @pytest.mark.postgres

@@ -129,3 +129,109 @@ def test_after_the_tracking_is_prepared_drawing_the_figures_imports_nothing():
     done = subprocess.run([sys.executable, "-c", DRAW_AFTER_PREPARING], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "5 figures drawn; imported: []" in done.stdout, done.stdout
+
+
+def png_size(figure) -> tuple[int, int]:
+    """(width, height) in pixels of the PNG the run logs for ``figure``."""
+    import io
+
+    from PIL import Image
+
+    from lwec_tasks.tracking.figures import png_bytes
+
+    return Image.open(io.BytesIO(png_bytes(figure))).size
+
+
+def made_up_profiles(n_clusters: int, names: list[str], seed: int = 0):
+    """Profiles as :func:`~lwec_tasks.core.profiles.cluster_profiles` lays them out, with made-up numbers."""
+    import pandas as pd
+
+    from lwec_tasks.core.cohesion import relative_cohesion
+
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(20, 400, n_clusters)
+    frame = pd.DataFrame({"cluster": np.arange(n_clusters), "size": sizes, "share": sizes / sizes.sum(),
+                          "mean_confidence": rng.random(n_clusters), "cohesion": np.linspace(0.2, 0.9, n_clusters)})
+    frame["cohesion_relative"] = relative_cohesion(frame["cohesion"].to_numpy(), sizes)
+    columns = {}
+    for name in names:
+        columns[f"{name}_mean"] = rng.normal(size=n_clusters)
+        columns[f"{name}_z"] = rng.normal(size=n_clusters)
+    return pd.concat([frame, pd.DataFrame(columns)], axis=1)
+
+
+def test_the_profile_figure_is_readable_at_preview_size_and_names_the_features_it_shows():
+    from lwec_tasks.core.cohesion import MIXED_BELOW
+    from lwec_tasks.core.label_table import cluster_label_table
+    from lwec_tasks.core.profiles import features_setting_clusters_apart, z_scores
+    from lwec_tasks.tracking.figures import PROFILE_FEATURES, profile_heatmap
+
+    names = [f"pixel_{j // 8}_{j % 8}" for j in range(64)]
+    profiles = made_up_profiles(10, names)
+    counts = pd_counts({(9, 3): 144, (3, 3): 172, (1, 0): 178})
+    figure = profile_heatmap(profiles, names, cluster_label_table(counts, "target"))
+    assert png_size(figure) == (960, 580)
+    axes = figure.axes[0]
+    chosen = features_setting_clusters_apart(z_scores(profiles, names), PROFILE_FEATURES)
+    assert [t.get_text() for t in axes.get_xticklabels()] == [names[j] for j in chosen]
+    assert "the 12 of 64 features that set clusters apart most" in axes.get_title()
+    rows = [t.get_text() for t in axes.get_yticklabels()]
+    assert len(rows) == 10 and rows[3].startswith("3  n=") and rows[3].endswith("3: 54%")
+    flagged = profiles["cohesion_relative"] < MIXED_BELOW
+    assert [("mixed?" in row) for row in rows] == flagged.tolist() and flagged.any() and not flagged.all()
+
+
+def pd_counts(pairs: dict):
+    """Row counts indexed by (label value, cluster id), as the run sums them."""
+    import pandas as pd
+
+    return pd.Series(pairs).rename_axis(["truth", "label"])
+
+
+def test_the_profile_figure_of_a_mixed_table_shows_level_shares_by_name():
+    from lwec_tasks.tracking.figures import profile_heatmap
+
+    names = ["age", "colour=red", "colour=blue", "colour=NULL", "member=True"]
+    figure = profile_heatmap(made_up_profiles(3, names), names)
+    assert png_size(figure) == (960, 400)
+    assert sorted(t.get_text() for t in figure.axes[0].get_xticklabels()) == sorted(names)
+    assert "all 5 features" in figure.axes[0].get_title()
+
+
+def test_many_clusters_and_label_values_are_cut_to_the_largest_and_said_so():
+    import pandas as pd
+
+    from lwec_tasks.core.label_table import cluster_label_table
+    from lwec_tasks.tracking.figures import cluster_labels_figure, profile_heatmap
+
+    rng = np.random.default_rng(2)
+    clusters, values = rng.integers(0, 40, 5000), rng.integers(0, 25, 5000)
+    table = cluster_label_table(pd.Series(values).groupby([values, clusters]).size(), "letter")
+    figure = cluster_labels_figure(table, "letter")
+    assert png_size(figure) == (960, 1220)
+    axes = figure.axes[0]
+    ticks = [t.get_text() for t in axes.get_xticklabels()]
+    assert len(ticks) == 13 and ticks[-1] == "other" and len(axes.get_yticklabels()) == 30
+    assert "the 30 largest of 40 clusters" in axes.get_title()
+    assert "the 12 most frequent of 25 values" in axes.get_title()
+    shown = np.array([int(t.get_text().split()[0]) for t in axes.get_yticklabels()])
+    largest = table.sort_values("size", ascending=False, kind="stable")["cluster"].to_numpy()[:30]
+    assert sorted(shown) == sorted(largest)
+    profiles = made_up_profiles(40, ["a", "b"])
+    assert png_size(profile_heatmap(profiles, ["a", "b"])) == (960, 1220)
+    assert "the 30 largest of 40 clusters" in profile_heatmap(profiles, ["a", "b"]).axes[0].get_title()
+
+
+def test_the_cluster_label_figure_writes_each_count_and_each_majority():
+    from lwec_tasks.core.label_table import cluster_label_table
+    from lwec_tasks.tracking.figures import FLAG_COLOUR, cluster_labels_figure
+
+    table = cluster_label_table(pd_counts({(3, 0): 172, (9, 0): 144, (1, 1): 178, (7, 1): 2}), "target")
+    figure = cluster_labels_figure(table, "target")
+    assert png_size(figure) == (960, 400)
+    axes, right = figure.axes
+    assert [t.get_text() for t in axes.get_xticklabels()] == ["1", "3", "7", "9"]
+    assert sorted(t.get_text() for t in axes.texts) == sorted(["172", "144", "178", "2"])
+    majority = right.get_yticklabels()
+    assert [t.get_text() for t in majority] == ["3: 54%", "1: 99%"]
+    assert majority[0].get_color() == FLAG_COLOUR and majority[1].get_color() != FLAG_COLOUR
