@@ -20,8 +20,9 @@ import numpy as np
 from sklearn import datasets
 from sklearn.metrics import roc_auc_score
 
+from benchmarks.confidence_calibration import gaussian_posterior
 from lwec_tasks.core.base_clusterings import fit_base_clusterings
-from lwec_tasks.core.confidence import ClusterSums, ConfidenceModel, row_confidence
+from lwec_tasks.core.confidence import ClusterSums
 from lwec_tasks.core.lwea import lwea
 from lwec_tasks.core.lwgp import lwgp
 
@@ -47,9 +48,9 @@ def battery(directory: Path, name: str):
 def candidates(Z: np.ndarray, base: np.ndarray, labels: np.ndarray) -> dict[str, np.ndarray]:
     """Every candidate confidence of the rows of the z-scored Z (n, d) with consensus ``labels`` (n,)."""
     k = int(labels.max()) + 1
-    model = ConfidenceModel.from_sums(ClusterSums.of(Z, labels, k), np.zeros(Z.shape[1]), np.ones(Z.shape[1]))
-    posterior = row_confidence(Z, labels, model)
-    d2 = ((Z[:, None, :] - model.centres[None]) ** 2).sum(axis=2)
+    sums = ClusterSums.of(Z, labels, k)
+    posterior = gaussian_posterior(Z, labels, sums, spherical=True)
+    d2 = ((Z[:, None, :] - sums.means[None]) ** 2).sum(axis=2)
     own = np.sqrt(d2[np.arange(len(Z)), labels])
     d2[np.arange(len(Z)), labels] = np.inf
     other = np.sqrt(d2.min(axis=1))
