@@ -51,7 +51,7 @@ def test_demo_builds_digits_runs_the_flow_and_says_where_results_went(prefect_se
     figures = [line.split(": ", 1) for line in printed.splitlines() if line.strip().endswith(".png")]
     assert {name.strip() for name, _ in figures} == {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png",
                                                       "dendrogram.png", "row_confidence.png", "cluster_profiles.png",
-                                                      "consensus_cdf.png", "k_curve.png"}
+                                                      "consensus_cdf.png", "k_curve.png", "cluster_labels.png"}
     for _, path in figures:
         assert Path(path).is_file() and Path(path).stat().st_size > 1000, path
     assert f"runs:/{run.info.run_id}/model" in printed and "lwec assign" in printed

@@ -47,6 +47,8 @@ def run_and_assign(url: str, store: str, table: str, monkeypatch):
     np.testing.assert_allclose(profiles[shares].sum(axis=1), 1.0)
     assert {"amount (€)_mean", "active=True_share", "active=NULL_share"} <= set(profiles.columns)
     assert profiles["colour=red_share"].max() > 0.8  # one cluster is the red one
+    assert ((profiles["cohesion"] > 0) & (profiles["cohesion"] <= 1)).all()
+    assert {"cluster_profiles.png", "cluster_labels.png"} <= set(summary["figures"])  # drawn for a mixed table too
     # a row with an imputed value is only as sure as what was observed of it
     confidence = stored.set_index("id")["confidence"]
     gaps = frame.loc[frame["amount (€)"].isna(), "id"]

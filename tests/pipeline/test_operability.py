@@ -170,7 +170,7 @@ def test_figures_are_logged_where_the_summary_says(blobs, mlflow_store):
     summary = run(url, mlflow_store, method="lwea")
     assert set(summary["figures"]) == {"eci_distribution.png", "cluster_sizes.png", "cluster_map.png",
                                        "dendrogram.png", "row_confidence.png", "cluster_profiles.png",
-                                       "consensus_cdf.png", "k_curve.png"}
+                                       "consensus_cdf.png", "k_curve.png", "cluster_labels.png"}
     artifacts = {a.path for a in MlflowClient(mlflow_store).list_artifacts(summary["mlflow_run_id"], "figures")}
     assert {f"figures/{name}" for name in summary["figures"]} == artifacts
     for uri in summary["figures"].values():
