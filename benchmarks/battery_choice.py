@@ -19,6 +19,16 @@ from pathlib import Path
 import numpy as np
 
 METHODS = ("LWEA", "LWGP")
+#: The candidate mixes the run's default was chosen among (docs/decisions.md lists each one's scores).
+CANDIDATE_MIXES = (
+    "kmeans", "genie", "spectral",
+    "genie:1,spectral:2,gmm:1", "genie:2,spectral:3,gmm:2", "genie:2,spectral:2,gmm:1", "genie:2,spectral:3,gmm:1",
+    "genie:2,spectral:1,gmm:1", "genie:1,spectral:1,gmm:1", "genie:1,spectral:3,gmm:1", "genie:1,spectral:2",
+    "genie:1,spectral:1,gmm:1,dbscan:1", "spectral:1,gmm:1", "genie:1,spectral:1", "genie:1,gmm:1",
+    "genie:1,spectral:1,gmm:1,subspace:1", "genie:1,spectral:1,gmm:2", "kmeans:1,genie:3,gmm:1",
+    "kmeans:1,genie:2,gmm:1", "kmeans:1,genie:2,gmm:2", "kmeans:1,genie:1,spectral:1,gmm:1", "genie:2,gmm:1",
+    "kmeans:1,genie:1,gmm:1", "kmeans:1,genie:1",
+)
 
 
 @dataclass
@@ -37,9 +47,15 @@ class Candidate:
 
 
 def load(path: Path) -> Candidate:
+    """The candidate of one ``python -m benchmarks battery --json`` file."""
     stored = json.loads(Path(path).read_text())
-    results = sorted(stored["results"], key=lambda r: r["name"])
-    return Candidate(stored["generators"], [r["name"] for r in results],
+    return candidate(stored["generators"], stored["results"])
+
+
+def candidate(mix: str, results: list) -> Candidate:
+    """The candidate of ``mix`` from its battery results (``SetResult`` objects or their JSON dicts)."""
+    results = sorted((r if isinstance(r, dict) else vars(r) for r in results), key=lambda r: r["name"])
+    return Candidate(mix, [r["name"] for r in results],
                      {m: np.array([np.mean(r["scores"][m]) for r in results]) for m in METHODS},
                      {m: np.array([np.std(r["scores"][m]) for r in results]) for m in METHODS})
 

@@ -348,10 +348,10 @@ def script_command(url: str, table: str, output_table: str) -> list[str]:
 
 
 def lwec_command(url: str, table: str, output_table: str, tracking_uri: str, run_key: str,
-                 generators: str = "kmeans") -> list[str]:
+                 generators: str = "kmeans", method: str = METHOD) -> list[str]:
     mix = ["--generators", generators]  # always given: the run's own default is another mix
     return [sys.executable, "-m", "lwec_tasks", "run", "--database-url", url, "--table", table,
-            "-k", str(K), "--method", METHOD, "-M", str(ENSEMBLE_SIZE), "--seed", str(SEED),
+            "-k", str(K), "--method", method, "-M", str(ENSEMBLE_SIZE), "--seed", str(SEED),
             "--features", ",".join(FEATURES), "--output-table", output_table, "--run-name", run_key,
             "--experiment", EXPERIMENT, "--tracking-uri", tracking_uri, *mix]
 
@@ -367,10 +367,10 @@ def run_script(url: str, table: str, output_table: str, workdir: Path) -> dict:
 
 
 def run_lwec(url: str, table: str, output_table: str, workdir: Path, tracking_uri: str, setting: str,
-             api_url: str | None = None, server=None, generators: str = "kmeans") -> dict:
-    """One ``lwec run`` process: ``temporary`` with a fresh ``PREFECT_HOME`` and no ``PREFECT_API_URL``,
-    ``temporary-warm`` with the ``PREFECT_HOME`` of the warm-up (its server database already made),
-    ``server-up`` with ``PREFECT_API_URL`` = ``api_url``."""
+             api_url: str | None = None, server=None, generators: str = "kmeans", method: str = METHOD) -> dict:
+    """One ``lwec run`` process (``method``, default LWGP): ``temporary`` with a fresh ``PREFECT_HOME`` and no
+    ``PREFECT_API_URL``, ``temporary-warm`` with the ``PREFECT_HOME`` of the warm-up (its server database already
+    made), ``server-up`` with ``PREFECT_API_URL`` = ``api_url``."""
     run_key = output_table
     if setting == "server-up":
         env = prefect_environment(workdir / "prefect-server", api_url)
@@ -381,8 +381,8 @@ def run_lwec(url: str, table: str, output_table: str, workdir: Path, tracking_ur
         home.mkdir(parents=True, exist_ok=True)
         env = prefect_environment(home, None)
     log_file = workdir / f"{output_table}.log"
-    measured = measure_process(lwec_command(url, table, output_table, tracking_uri, run_key, generators), env,
-                               workdir, log_file, watch=server)
+    measured = measure_process(lwec_command(url, table, output_table, tracking_uri, run_key, generators, method),
+                               env, workdir, log_file, watch=server)
     if measured["returncode"] != 0:
         return {**measured, "error": last_lines(log_file, 5) or "failed"}
     text = log_file.read_text(errors="replace")

@@ -365,42 +365,51 @@ def log(message: str) -> None:
 # ----------------------------------------------------------------------------- main
 
 
+def compare_modes(database_url: str | None, rows: int, modes: list[str], workdir: Path, method: str = "lwgp",
+                  k: int = CENTERS, ensemble_size: int = 10, baseline: Path | None = None) -> dict:
+    """The flow on ``blobs_<rows>`` once per mode (in order), each in a fresh child process; returns every figure
+    (``runs`` per mode, ``ratios``, ``agreement`` of the labels). ``database_url`` None: a SQLite file in
+    ``workdir``."""
+    import sqlalchemy as sa
+
+    workdir = workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    url = database_url or f"sqlite:///{workdir / 'blobs.db'}"
+    table = ensure_blobs_table(url, rows)
+    parameters = dict(database_url=url, table=table, n_clusters=k, label_column="target",
+                      method=method, ensemble_size=ensemble_size, seed=SEED,
+                      output_table=labels_table(table), experiment="benchmark-executors",
+                      tracking_uri=f"sqlite:///{workdir / 'mlflow.db'}")
+    runs, labels = {}, {}
+    for mode in modes:
+        drop_labels(url, labels_table(table))
+        if mode == "dask":
+            with dask_cluster(workdir) as client:
+                runs[mode] = run_flow_in_child(mode, {**parameters, "run_name": mode,
+                                                      "dask_address": client.scheduler.address}, workdir)
+                runs[mode]["worker_peak_rss_mib"] = worker_peaks_mib(client)
+        else:
+            code = baseline.resolve() if mode == "baseline" else ROOT
+            runs[mode] = run_flow_in_child(mode, {**parameters, "run_name": mode}, workdir, code)
+        log(f"{mode}: {json.dumps(runs[mode])}")
+        labels[mode] = read_labels(url, labels_table(table), mode)
+    return {"machine": machine_description(), "database": sa.make_url(url).render_as_string(hide_password=True),
+            "table": table, "rows": rows, "features": len(FEATURES), "method": method, "k": k,
+            "ensemble_size": ensemble_size, "seed": SEED, "runs": runs, "ratios": ratios(runs),
+            "agreement": agreements(labels)}
+
+
 def main() -> None:
     args = parse_args()
     if args.child:
         print("RESULT " + json.dumps(run_flow_here(json.loads(args.child))), flush=True)
         return
-    import sqlalchemy as sa
-
-    args.workdir = args.workdir.resolve()
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    url = args.database_url or f"sqlite:///{args.workdir / 'blobs.db'}"
-    table = ensure_blobs_table(url, args.rows)
-    parameters = dict(database_url=url, table=table, n_clusters=args.k, label_column="target",
-                      method=args.method, ensemble_size=args.ensemble_size, seed=SEED,
-                      output_table=labels_table(table), experiment="benchmark-executors",
-                      tracking_uri=f"sqlite:///{args.workdir / 'mlflow.db'}")
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     unknown = [mode for mode in modes if mode not in MODES]
     if unknown or ("baseline" in modes and args.baseline is None):
         raise SystemExit(f"--modes takes {', '.join(MODES)} (baseline needs --baseline DIR); got {args.modes!r}")
-    runs, labels = {}, {}
-    for mode in modes:
-        drop_labels(url, labels_table(table))
-        if mode == "dask":
-            with dask_cluster(args.workdir) as client:
-                runs[mode] = run_flow_in_child(mode, {**parameters, "run_name": mode,
-                                                      "dask_address": client.scheduler.address}, args.workdir)
-                runs[mode]["worker_peak_rss_mib"] = worker_peaks_mib(client)
-        else:
-            code = args.baseline.resolve() if mode == "baseline" else ROOT
-            runs[mode] = run_flow_in_child(mode, {**parameters, "run_name": mode}, args.workdir, code)
-        log(f"{mode}: {json.dumps(runs[mode])}")
-        labels[mode] = read_labels(url, labels_table(table), mode)
-    results = {"machine": machine_description(), "database": sa.make_url(url).render_as_string(hide_password=True),
-               "table": table, "rows": args.rows, "features": len(FEATURES), "method": args.method, "k": args.k,
-               "ensemble_size": args.ensemble_size, "seed": SEED, "runs": runs, "ratios": ratios(runs),
-               "agreement": agreements(labels)}
+    results = compare_modes(args.database_url, args.rows, modes, args.workdir, args.method, args.k,
+                            args.ensemble_size, args.baseline)
     report = markdown_report(results)
     print(report)
     if args.output:

@@ -1,6 +1,8 @@
 """LWEA at scale: the linkage from cluster counts against the dense condensed matrix, and against LWGP.
 
 ``python -m benchmarks.lwea_scale [--rows 25000,40000,100000] [--repeats 3] [--cache DIR]``
+``python -m benchmarks.lwea_scale --rows 100000 --pairs 12``: in one process, LWEA and LWGP alternated on one built
+``Ensemble`` (JSON: medians and the median of the pair ratios, the process's peak RSS).
 
 The ensemble: ``make_blobs(n, 16, centers=20, cluster_std=6, random_state=1)``, z-scored, ten k-means base
 clusterings (seed 0), built once and cached; smaller cases take its first rows. Each measurement runs in a
@@ -85,6 +87,38 @@ def measure(method: str, path: Path, n_rows: int) -> dict:
             "microclusters": int(Ensemble(labels).n_microclusters)}
 
 
+def alternated_pairs(path: Path, n_rows: int, pairs: int) -> dict:
+    """In this process: ``lwea(ensemble, 20)`` and ``lwgp(ensemble, 20)`` alternated ``pairs`` times on one built
+    ``Ensemble`` of the first ``n_rows`` rows (kernels compiled first). Returns the median seconds of each, the
+    median of the pair ratios LWEA / LWGP, the microclusters and the process's peak RSS (MB)."""
+    from lwec_tasks import Ensemble, lwea, lwgp
+
+    labels = np.load(path)["labels"][:n_rows]
+    lwea(labels[:500], 3), lwgp(labels[:500], 3, random_state=0)
+    ensemble = Ensemble(labels)
+    seconds = {"lwea": [], "lwgp": []}
+    for _ in range(pairs):
+        for method, function in (("lwea", lambda: lwea(ensemble, CENTERS)),
+                                 ("lwgp", lambda: lwgp(ensemble, CENTERS, random_state=0))):
+            started = time.perf_counter()
+            function()
+            seconds[method].append(time.perf_counter() - started)
+    ratios = [a / b for a, b in zip(seconds["lwea"], seconds["lwgp"])]
+    return {"rows": n_rows, "pairs": pairs, "microclusters": int(ensemble.n_microclusters),
+            "lwea_s": statistics.median(seconds["lwea"]), "lwgp_s": statistics.median(seconds["lwgp"]),
+            "ratio": statistics.median(ratios),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def pairs_in_child(cache: Path, n_rows: int, pairs: int) -> dict:
+    """:func:`alternated_pairs` in a fresh process (the ensemble built and cached first)."""
+    build_ensemble(cache, n_rows)
+    output = subprocess.run([sys.executable, "-m", "benchmarks.lwea_scale", "--rows", str(n_rows), "--pairs",
+                             str(pairs), "--cache", str(cache)], capture_output=True, text=True, check=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    return json.loads(output.stdout.strip().splitlines()[-1])
+
+
 def run_child(method: str, path: Path, n_rows: int) -> dict:
     output = subprocess.run([sys.executable, "-m", "benchmarks.lwea_scale", "--child", method, str(path), str(n_rows)],
                             capture_output=True, text=True, check=True)
@@ -96,6 +130,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rows", default="25000,40000,100000")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=Path(".lwea_scale_cache"))
+    parser.add_argument("--pairs", type=int, default=None, metavar="N",
+                        help="instead: LWEA and LWGP alternated N times in one process on the largest --rows")
     parser.add_argument("--child", nargs=3, metavar=("METHOD", "PATH", "ROWS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -104,6 +140,9 @@ def main(argv=None) -> int:
         return 0
     sizes = [int(r) for r in args.rows.split(",")]
     path = build_ensemble(args.cache, max(sizes))
+    if args.pairs:
+        print(json.dumps(alternated_pairs(path, max(sizes), args.pairs)))
+        return 0
     print("| rows | microclusters | LWEA counts s (CPU s) | dense s (CPU s) | LWGP s (CPU s) | counts / LWGP "
           "| dense / counts | NMI counts | NMI dense | NMI LWGP | peak MB counts | dense | LWGP |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -74,12 +74,16 @@ def served_run(output_table: str, table: str) -> dict:
             "created_to_start": waited and round(waited, 2), "state": flow_run.state.type.value}
 
 
-def main(args) -> int:
-    if not args.database_url:
-        raise SystemExit("--database-url (or LWEC_TEST_POSTGRES_URL) is needed")
-    table = ensure_table(args.database_url, args.rows)
+def measure(database_url: str, rows: int = 1_000_000, repeats: int = 3) -> dict:
+    """Serve the deployment and alternate ``repeats`` pairs (script, served flow run) on ``blobs_<rows>``.
+
+    Returns ``rows``, ``pairs`` (each: the script's seconds, the served run's figures, their ratio) and the
+    medians ``median_script``, ``median_served``, ``median_flow_run`` and ``median_ratio``.
+    """
+    table = ensure_table(database_url, rows)
     workdir = Path(tempfile.mkdtemp(prefix="lwec-served-"))
     pairs = []
+    saved = {key: os.environ.get(key) for key in ("PREFECT_API_URL", "PREFECT_HOME")}
     with prefect_server(workdir) as (api_url, _):
         env = {**child_environment(), "PREFECT_API_URL": api_url, "PREFECT_HOME": str(workdir / "prefect-server"),
                "MLFLOW_TRACKING_URI": f"sqlite:///{workdir / 'mlflow.db'}"}
@@ -87,35 +91,46 @@ def main(args) -> int:
         log_file = workdir / "serve.log"
         with log_file.open("w") as out:
             serving = subprocess.Popen([sys.executable, str(ROOT / "deployments" / "serve.py"), "--database-url",
-                                        args.database_url, "--table", table, "--n-clusters", str(K)],
+                                        database_url, "--table", table, "--n-clusters", str(K)],
                                        stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir)
         try:
             wait_for_deployment(api_url, serving, log_file)
             log("# warm-up run (numba's cache, the MLflow store)")
             served_run("served_warmup", table)
-            drop_labels(args.database_url, "served_warmup")
-            for repeat in range(args.repeats):
+            drop_labels(database_url, "served_warmup")
+            for repeat in range(repeats):
                 output = f"served_script_{repeat}"
-                script = run_script(args.database_url, table, output, workdir)
-                drop_labels(args.database_url, output)
+                script = run_script(database_url, table, output, workdir)
+                drop_labels(database_url, output)
                 output = f"served_lwec_{repeat}"
                 served = served_run(output, table)
-                drop_labels(args.database_url, output)
+                drop_labels(database_url, output)
                 pair = {"script": script["seconds"], **served, "ratio": round(served["seconds"] / script["seconds"], 2)}
                 log(f"# repeat {repeat + 1}: {json.dumps(pair)}")
                 pairs.append(pair)
         finally:
             serving.terminate()
             serving.wait(timeout=60)
-    summary = {"rows": args.rows, "pairs": pairs,
-               "median_script": statistics.median(p["script"] for p in pairs),
-               "median_served": statistics.median(p["seconds"] for p in pairs),
-               "median_flow_run": statistics.median(p["flow_run_seconds"] for p in pairs),
-               "median_ratio": statistics.median(p["ratio"] for p in pairs)}
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+    return {"rows": rows, "pairs": pairs,
+            "median_script": statistics.median(p["script"] for p in pairs),
+            "median_served": statistics.median(p["seconds"] for p in pairs),
+            "median_flow_run": statistics.median(p["flow_run_seconds"] for p in pairs),
+            "median_ratio": statistics.median(p["ratio"] for p in pairs)}
+
+
+def main(args) -> int:
+    if not args.database_url:
+        raise SystemExit("--database-url (or LWEC_TEST_POSTGRES_URL) is needed")
+    summary = measure(args.database_url, args.rows, args.repeats)
     print(json.dumps(summary, indent=1))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1))
-    return 0 if all(p["state"] == "COMPLETED" for p in pairs) else 1
+    return 0 if all(p["state"] == "COMPLETED" for p in summary["pairs"]) else 1
 
 
 if __name__ == "__main__":
