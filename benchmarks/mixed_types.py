@@ -1,5 +1,6 @@
-"""How text and boolean columns enter the ensemble: the weighting of their one-hot columns, chosen by held-out
-validation (``python -m benchmarks.mixed_types [--jobs 2]``).
+"""How text and boolean columns enter the ensemble: the weighting of their one-hot columns, the views of the
+columns the base clusterings see and their generators, chosen by held-out validation
+(``python -m benchmarks.mixed_types [--jobs 2] [--only TEXT]``).
 
 Generated mixed tables, two families:
 
@@ -17,11 +18,17 @@ categorical column's relevance, its chance-corrected association with the other 
 each indicator scaled by its column's weight), then clustered as a run clusters (the run's default
 generators, M = 10, LWEA at the true k). Candidates (:data:`CANDIDATES`): the ``one_numeric`` weighting (each
 categorical column counts like one numeric column) with or without the relevance factor, ``plain`` 0/1
-indicators, ``scaled`` (each indicator z-scored). The candidate is chosen on the *selection* tables (seeds
+indicators, ``scaled`` (each indicator z-scored); and (:data:`VIEW_CANDIDATES`) ensembles whose base
+clusterings see views of the columns (:mod:`lwec_tasks.core.views`: every column, the numerics, the weighted
+indicators, a random share of the source columns per clustering), on the run's weighting or the ``even`` one
+(each indicator z-scored as if its column's levels were equally common, times the relevance factor), made by
+the run's generators or by k-means (k-modes-like on the indicators) on tables with a weighted categorical
+column, combined by LWEA or LWGP. The candidate is chosen on the *selection* tables (seeds
 0–2) — most tables meeting the targets, then the highest mean NMI — and reported on the *held-out* tables
 (other seeds, other k, purities, level counts, sizes), never looked at while choosing.
 
-Baselines in the same run: lwec on the numeric columns alone, and a competent scikit-learn pipeline (median
+Baselines in the same run: lwec on the numeric columns alone (LWEA and LWGP: a candidate is held to the
+numeric-only run of its own consensus), and a competent scikit-learn pipeline (median
 imputation, scaling, one-hot with a NULL category, KMeans with 10 inits at the true k) with plain and with
 scaled one-hot. Targets: structured tables NMI ≥ 0.80 and not below the competent pipeline's best;
 unstructured tables no more than 0.02 under lwec on numerics alone.
@@ -46,8 +53,11 @@ from lwec_tasks.core.encoding import (
 )
 from lwec_tasks.core.ensemble import Ensemble
 from lwec_tasks.core.lwea import lwea
+from lwec_tasks.core.lwgp import lwgp
 from lwec_tasks.core.metrics import nmi
 from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
+from lwec_tasks.core.seeds import base_seed
+from lwec_tasks.core.views import clustering_views, distinct_views
 
 #: label → (weighting, factor, relevance scaling, relevance gate); see
 #: :func:`lwec_tasks.core.encoding.column_weight` and :func:`~lwec_tasks.core.encoding.relevance_factor`.
@@ -63,6 +73,29 @@ CANDIDATES = {
     "one_numeric x1.41·√r, gate 0.05": ("one_numeric", 1.41, "sqrt", 0.05),
     "plain": ("plain", 1.0, "none", 0.0),
     "scaled": ("scaled", 1.0, "none", 0.0),
+}
+#: label → (encoding (a :data:`CANDIDATES` spec), views in round robin or None, generators of the clusterings
+#: seeing every column, generators of the others, consensus); see :mod:`lwec_tasks.core.views`. ``"run"``: the run's
+#: default mix. A table whose categorical columns are all gated (weight 0) has no views and keeps the run's mix.
+EVEN_R = ("even", 1.0, "linear", 0.1)
+EVEN_SQRT = ("even", 1.0, "sqrt", 0.1)
+ONE_NUMERIC = CANDIDATES["one_numeric·√r, gate 0.1"]
+VIEW_CANDIDATES = {
+    "views all/numeric/categorical": (ONE_NUMERIC, "all,numeric,categorical", "run", "run", "lwea"),
+    "views all/numeric/categorical, LWGP": (ONE_NUMERIC, "all,numeric,categorical", "run", "run", "lwgp"),
+    "views numeric/categorical": (ONE_NUMERIC, "numeric,categorical", "run", "run", "lwea"),
+    "views all/subset": (ONE_NUMERIC, "all,subset", "run", "run", "lwea"),
+    "views all/numeric/categorical, k-means": (ONE_NUMERIC, "all,numeric,categorical", "kmeans", "kmeans", "lwea"),
+    "even·√r": (EVEN_SQRT, None, "run", "run", "lwea"),
+    "even·r": (EVEN_R, None, "run", "run", "lwea"),
+    "even·√r, k-means": (EVEN_SQRT, None, "kmeans", "kmeans", "lwea"),
+    "even·r, k-means": (EVEN_R, None, "kmeans", "kmeans", "lwea"),
+    "even·r, k-means, LWGP": (EVEN_R, None, "kmeans", "kmeans", "lwgp"),
+    "even·r, views all/subset, k-means": (EVEN_R, "all,subset", "kmeans", "kmeans", "lwea"),
+    "even·r, views all/subset, k-means, LWGP": (EVEN_R, "all,subset", "kmeans", "kmeans", "lwgp"),
+    "even·r, views all/subset, run mix + k-means": (EVEN_R, "all,subset", "run", "kmeans", "lwea"),
+    "even·r, views all/numeric/categorical, k-means": (EVEN_R, "all,numeric,categorical", "kmeans", "kmeans",
+                                                       "lwea"),
 }
 NUMERIC_COLUMNS = ("n0", "n1", "n2")
 
@@ -124,8 +157,14 @@ def tables(which: str):
 
 def encode(frame: pd.DataFrame, weighting: str | None, factor: float = 1.0, relevance: str = "none",
            gate: float = 0.0) -> np.ndarray:
-    """The table as a run clusters it: encoded (:class:`TableEncoding`), numeric gaps filled with the column
-    mean, numerics z-scored, indicators weighted (times their relevance's factor, as
+    """(N, width) the table as a run clusters it (:func:`encoded`)."""
+    return encoded(frame, weighting, factor, relevance, gate)[0]
+
+
+def encoded(frame: pd.DataFrame, weighting: str | None, factor: float = 1.0, relevance: str = "none",
+            gate: float = 0.0) -> tuple[np.ndarray, TableEncoding]:
+    """(X (N, width), its :class:`TableEncoding`): the table as a run clusters it — encoded, numeric gaps filled
+    with the column mean, numerics z-scored, indicators weighted (times their relevance's factor, as
     :func:`lwec_tasks.stages.read.load_table` does). ``weighting`` None: the numeric columns alone."""
     codes = [numeric_code(name) for name in NUMERIC_COLUMNS]
     if weighting is not None:
@@ -144,13 +183,37 @@ def encode(frame: pd.DataFrame, weighting: str | None, factor: float = 1.0, rele
     X, _, _ = encoding.transform(frame)
     mean, std = X[:, numeric].mean(axis=0), X[:, numeric].std(axis=0)
     mean_all, scale_all = encoding.scales(mean, np.where(std > 0, std, 1.0))
-    return (X - mean_all) / scale_all
+    return (X - mean_all) / scale_all, encoding
 
 
-def lwec_nmi(X: np.ndarray, y: np.ndarray, seed: int) -> float:
+def lwec_nmi(X: np.ndarray, y: np.ndarray, seed: int, views=None, method: str = "lwea",
+             generators: str = RUN_DEFAULT_MIX) -> float:
+    """NMI of the consensus (``method`` at the true k) of M = 10 base clusterings by ``generators``, each seeing
+    its row of ``views`` ((M, width) bool, None: every column)."""
+    labels = generate_base_clusterings(X, n_clusterings=10, random_state=seed, generators=generators, views=views)
+    return consensus_nmi(labels, y, method, seed)
+
+
+def consensus_nmi(labels: np.ndarray, y: np.ndarray, method: str, seed: int) -> float:
     k = len(np.unique(y))
-    labels = generate_base_clusterings(X, n_clusterings=10, random_state=seed, generators=RUN_DEFAULT_MIX)
-    return float(nmi(lwea(Ensemble(labels), k), y))
+    consensus = lwea(Ensemble(labels), k) if method == "lwea" else lwgp(Ensemble(labels), k, random_state=seed)
+    return float(nmi(consensus, y))
+
+
+def views_nmi(frame: pd.DataFrame, y: np.ndarray, seed: int, spec: tuple, names: str | None, every: str,
+              others: str, method: str) -> float:
+    """NMI of a :data:`VIEW_CANDIDATES` design: the table encoded by ``spec``, its views ``names`` drawn as a run
+    draws them, the clusterings seeing every column made by ``every``, the others by ``others`` (``"run"``: the
+    run's default mix); a table whose categorical columns are all gated gets the run's mix alone."""
+    X, encoding = encoded(frame, *spec)
+    views = None if names is None else clustering_views(encoding, 10, names, base_seed(seed))
+    weighted = bool(distinct_views(encoding, ("categorical",)))
+    mixes = {"run": RUN_DEFAULT_MIX, "kmeans": "kmeans" if weighted else RUN_DEFAULT_MIX}
+    labels = {mix: generate_base_clusterings(X, 10, random_state=seed, generators=mixes[mix], views=views)
+              for mix in {every, others}}
+    seen_all = np.ones(10, dtype=bool) if views is None else views.all(axis=1)
+    columns = [labels[every if seen_all[m] else others][:, m] for m in range(10)]
+    return consensus_nmi(np.column_stack(columns), y, method, seed)
 
 
 def competent_nmi(frame: pd.DataFrame, y: np.ndarray, scaled: bool, seed: int) -> float:
@@ -177,11 +240,16 @@ def competent_nmi(frame: pd.DataFrame, y: np.ndarray, scaled: bool, seed: int) -
 
 def evaluate_table(item, candidates: dict, seed: int) -> dict:
     name, family, frame, y = item
-    row = {"table": name, "family": family, "numeric_only": lwec_nmi(encode(frame, None), y, seed),
+    numeric = encode(frame, None)
+    row = {"table": name, "family": family, "numeric_only": lwec_nmi(numeric, y, seed),
+           "numeric_only_lwgp": lwec_nmi(numeric, y, seed, method="lwgp"),
            "competent_plain": competent_nmi(frame, y, False, seed),
            "competent_scaled": competent_nmi(frame, y, True, seed)}
-    for label, (weighting, factor, relevance, gate) in candidates.items():
-        row[label] = lwec_nmi(encode(frame, weighting, factor, relevance, gate), y, seed)
+    for label, spec in candidates.items():
+        if label in VIEW_CANDIDATES:
+            row[label] = views_nmi(frame, y, seed, *spec)
+        else:
+            row[label] = lwec_nmi(encode(frame, *spec), y, seed)
     print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()},
                      ensure_ascii=False), flush=True)
     return row
@@ -200,24 +268,34 @@ def evaluate(which: str, candidates: dict, seed: int = 0, jobs: int = 1) -> list
         return list(pool.map(partial(evaluate_table, candidates=candidates, seed=seed), items))
 
 
-def meets(row: dict, value: float) -> bool:
+def meets(row: dict, value: float, method: str = "lwea") -> bool:
+    """Whether ``value`` meets the target on ``row``'s table (unstructured: against the numeric-only run of the
+    same consensus ``method``)."""
     if row["family"] == "structured":
         return value >= 0.80 and value >= max(row["competent_plain"], row["competent_scaled"]) - 1e-9
-    return value >= row["numeric_only"] - 0.02
+    return value >= row["numeric_only" if method == "lwea" else "numeric_only_lwgp"] - 0.02
+
+
+def method_of(label: str) -> str:
+    return VIEW_CANDIDATES[label][-1] if label in VIEW_CANDIDATES else "lwea"
+
+
+def met(rows: list[dict], label: str) -> int:
+    return sum(meets(r, r[label], method_of(label)) for r in rows)
 
 
 def choose(rows: list[dict], candidates) -> str:
     def score(label):
-        return (sum(meets(r, r[label]) for r in rows), float(np.mean([r[label] for r in rows])))
+        return (met(rows, label), float(np.mean([r[label] for r in rows])))
 
     return max(candidates, key=score)
 
 
 def report(rows: list[dict], labels) -> None:
     for label in labels:
-        met = sum(meets(r, r[label]) for r in rows)
-        print(f"  {label:32s} met {met}/{len(rows)}; " + ", ".join(f"{r['table']} {r[label]:.3f}" for r in rows))
-    for base in ("numeric_only", "competent_plain", "competent_scaled"):
+        print(f"  {label:32s} met {met(rows, label)}/{len(rows)}; "
+              + ", ".join(f"{r['table']} {r[label]:.3f}" for r in rows))
+    for base in ("numeric_only", "numeric_only_lwgp", "competent_plain", "competent_scaled"):
         print(f"  {base:32s}         " + ", ".join(f"{r['table']} {r[base]:.3f}" for r in rows))
 
 
@@ -225,17 +303,19 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=1, help="tables evaluated at once (processes)")
+    parser.add_argument("--only", default="", help="candidates whose label contains this text (default: all)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
+    candidates = {label: spec for label, spec in {**CANDIDATES, **VIEW_CANDIDATES}.items() if args.only in label}
     print("# selection tables")
-    selection = evaluate("selection", CANDIDATES, args.seed, args.jobs)
-    chosen = choose(selection, CANDIDATES)
-    report(selection, CANDIDATES)
+    selection = evaluate("selection", candidates, args.seed, args.jobs)
+    chosen = choose(selection, candidates)
+    report(selection, candidates)
     print(f"# chosen on the selection tables: {chosen}")
     print("# held-out tables (every candidate shown; the chosen one is the result)")
-    held_out = evaluate("held_out", CANDIDATES, args.seed, args.jobs)
-    report(held_out, CANDIDATES)
-    print(f"# held-out result of {chosen}: met {sum(meets(r, r[chosen]) for r in held_out)}/{len(held_out)}")
+    held_out = evaluate("held_out", candidates, args.seed, args.jobs)
+    report(held_out, candidates)
+    print(f"# held-out result of {chosen}: met {met(held_out, chosen)}/{len(held_out)}")
     print(f"# {time.perf_counter() - started:.0f} s")
 
 

@@ -36,6 +36,7 @@ from lwec_tasks.core.mixes import DEFAULT_MIX, mix_kinds
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.thread_pools import single_threaded
 from lwec_tasks.core.validation import check_integer
+from lwec_tasks.core.views import ViewModel, view_columns, view_k
 
 #: Above this many objects the fits are sampled and k is capped (see the module docstring).
 LARGE_N = 100_000
@@ -75,11 +76,13 @@ class BaseClusterings:
     centres : tuple of M arrays (P_m, d) float64, in the space of the rows clustered
         (the standardised features in the pipeline): k-means centres, or a generator's prototypes
     centre_labels : tuple of M arrays (P_m,) int64, the cluster of each centre (0..P_m−1 for k-means)
+    views : (M, d) bool, the columns each clustering saw (its centres are 0 outside them), or None: every column
     """
 
     labels: np.ndarray
     centres: tuple[np.ndarray, ...]
     centre_labels: tuple[np.ndarray, ...] = ()
+    views: np.ndarray | None = None
 
 
 def generate_base_clusterings(
@@ -91,9 +94,11 @@ def generate_base_clusterings(
     n_jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     generators=DEFAULT_MIX,
+    views=None,
 ) -> np.ndarray:
     """The labels of :func:`fit_base_clusterings` (same parameters): ndarray (N, M), int64 0..k−1 per column."""
-    return fit_base_clusterings(X, n_clusterings, k_min, k_max, random_state, n_jobs, progress, generators).labels
+    return fit_base_clusterings(X, n_clusterings, k_min, k_max, random_state, n_jobs, progress, generators,
+                                views).labels
 
 
 def fit_base_clusterings(
@@ -105,6 +110,7 @@ def fit_base_clusterings(
     n_jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     generators=DEFAULT_MIX,
+    views=None,
 ) -> BaseClusterings:
     """Build an ensemble of k-means base clusterings and keep their centres.
 
@@ -126,6 +132,9 @@ def fit_base_clusterings(
     generators : str or dict, default "kmeans"
         The mix of generators (:func:`lwec_tasks.core.generators.parse_mix`): ``"kmeans"`` (the paper),
         a named mix such as ``"lwec"``, or weights ``"kmeans:4,genie:3,spectral:3"``.
+    views : (M, d) bool, optional
+        The columns each clustering is fitted on and places rows by (:mod:`lwec_tasks.core.views`); default:
+        every column.
 
     Returns
     -------
@@ -150,31 +159,34 @@ def fit_base_clusterings(
     base = base_seed(random_state)
     ks = np.random.default_rng(base).integers(k_min, k_max + 1, size=n_clusterings)
     kinds = mix_kinds(generators, n_clusterings)
+    views = _check_views(views, n_clusterings, X.shape[1])
     labels = np.empty((n, n_clusterings), dtype=np.int64)
     centres: list[np.ndarray | None] = [None] * n_clusterings
     owners: list[np.ndarray | None] = [None] * n_clusterings
 
     def fit(m: int) -> None:
         seed, k = derived_seed(base, m), int(ks[m])
-        if kinds[m] != "kmeans":
+        columns = None if views is None else view_columns(views[m])
+        if columns is not None:
+            model = _fit_view(X, columns, kinds[m], k, seed)
+            for start in range(0, n, ASSIGN_CHUNK):
+                labels[start:start + ASSIGN_CHUNK, m] = model.predict(X[start:start + ASSIGN_CHUNK])
+        elif kinds[m] != "kmeans":
             size = fit_rows(kinds[m], n, LARGE_N, SAMPLE_SIZE)
             sample = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False)) if size < n else None
             model = fit_generator(kinds[m], X if sample is None else X[sample], k, seed, prototype_budget(n, LARGE_N))
             labels[:, m] = model.predict(X)
-            centres[m], owners[m] = model.cluster_centers_, model.centre_labels
-            if progress is not None:
-                progress(m, k)
-            return
-        model = KMeans(n_clusters=k, n_init=1, random_state=seed)
-        if not large:
-            labels[:, m] = model.fit_predict(X)
         else:
-            sample = np.sort(np.random.default_rng(seed).choice(n, size=min(SAMPLE_SIZE, n), replace=False))
-            model.fit(X[sample])
-            for start in range(0, n, ASSIGN_CHUNK):
-                labels[start:start + ASSIGN_CHUNK, m] = model.predict(X[start:start + ASSIGN_CHUNK])
+            model = KMeans(n_clusters=k, n_init=1, random_state=seed)
+            if not large:
+                labels[:, m] = model.fit_predict(X)
+            else:
+                sample = np.sort(np.random.default_rng(seed).choice(n, size=min(SAMPLE_SIZE, n), replace=False))
+                model.fit(X[sample])
+                for start in range(0, n, ASSIGN_CHUNK):
+                    labels[start:start + ASSIGN_CHUNK, m] = model.predict(X[start:start + ASSIGN_CHUNK])
         centres[m] = np.asarray(model.cluster_centers_, dtype=np.float64)
-        owners[m] = np.arange(len(centres[m]), dtype=np.int64)
+        owners[m] = np.asarray(getattr(model, "centre_labels", np.arange(len(centres[m]))), dtype=np.int64)
         if progress is not None:
             progress(m, k)
 
@@ -183,4 +195,29 @@ def fit_base_clusterings(
     load_libraries(kinds)
     with single_threaded(), ThreadPoolExecutor(max_workers=min(n_jobs, n_clusterings)) as pool:
         list(pool.map(fit, range(n_clusterings)))  # list() re-raises the first failed fit
-    return BaseClusterings(labels, tuple(centres), tuple(owners))
+    return BaseClusterings(labels, tuple(centres), tuple(owners), views)
+
+
+def _fit_view(X: np.ndarray, columns: np.ndarray, kind: str, k: int, seed: int) -> ViewModel:
+    """Generator ``kind`` fitted on the view ``columns`` of its fitting rows (the rows it is fitted on without a
+    view), k capped by :func:`~lwec_tasks.core.views.view_k`."""
+    n = X.shape[0]
+    size = fit_rows(kind, n, LARGE_N, SAMPLE_SIZE)
+    sample = np.sort(np.random.default_rng(seed).choice(n, size=size, replace=False)) if size < n else None
+    rows = np.ascontiguousarray((X if sample is None else X[sample])[:, columns])
+    k = view_k(rows, k)
+    if kind != "kmeans":
+        model = fit_generator(kind, rows, k, seed, prototype_budget(n, LARGE_N))
+    else:
+        model = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(rows)
+    return ViewModel(model, columns, X.shape[1])
+
+
+def _check_views(views, n_clusterings: int, d: int) -> np.ndarray | None:
+    """``views`` as (M, d) bool (None stays None); each clustering must see some column."""
+    if views is None:
+        return None
+    views = np.asarray(views, dtype=bool)
+    if views.shape != (n_clusterings, d) or not views.any(axis=1).all():
+        raise LwecInputError(f"views must be ({n_clusterings}, {d}) with a column in every row, got {views.shape}")
+    return views

@@ -33,7 +33,7 @@ from lwec_tasks.core.errors import LwecInputError
 
 NUMERIC, CATEGORY = "numeric", "category"
 #: How a categorical column's weight is chosen (:func:`column_weight`): ``"one_numeric"`` (default, with the
-#: relevance factor; chosen by ``benchmarks/mixed_types.py``), ``"plain"``, ``"scaled"``.
+#: relevance factor; chosen by ``benchmarks/mixed_types.py``), ``"plain"``, ``"scaled"``, ``"even"``.
 DEFAULT_WEIGHTING = "one_numeric"
 #: ``one_numeric`` weight multiplier (see :func:`column_weight`), chosen by held-out validation.
 DEFAULT_WEIGHT_FACTOR = 1.0
@@ -59,11 +59,17 @@ def column_weight(shares: Sequence[float], weighting: str = DEFAULT_WEIGHTING,
       levels (an uninformative many-level column adds no more than one noise column);
     * ``plain``: 1 (0/1 indicators next to z-scored numerics: a column counts at most like half a numeric one);
     * ``scaled``: each indicator z-scored (an array, one weight per level, 1 / sqrt(p (1 − p))): a column of L
-      levels counts like L numeric columns — the variant that lets a many-level noise column dominate.
+      levels counts like L numeric columns — the variant that lets a many-level noise column dominate;
+    * ``even``: ``factor / sqrt(q (1 − q))`` with q = Σ p², the chance that two rows share a level: each indicator
+      z-scored as if the column's 1 / q levels were equally common — a column counts like its number of levels,
+      as with ``scaled``, but a rare level is not set apart from the others.
     """
     p = np.asarray(shares, dtype=np.float64)
     if weighting == "plain":
         return 1.0
+    if weighting == "even":
+        q = float(np.dot(p, p))
+        return factor / math.sqrt(q * (1.0 - q)) if 1e-12 < q < 1.0 - 1e-12 else 0.0
     if weighting == "scaled":
         spread = np.sqrt(np.clip(p * (1.0 - p), 1e-12, None))
         return 1.0 / spread
