@@ -29,7 +29,6 @@ with imports_without_collections():
 
     from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
     from lwec_tasks.core.eci import DEFAULT_THETA
-    from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
     from lwec_tasks.executors import open_executor
     from lwec_tasks.form_types import ClusterCount, OptionalRunCount, OptionalSeed
     from lwec_tasks.io import mask_url
@@ -73,7 +72,7 @@ def consensus_flow(
     label_column: str | None = None,
     method: PipelineMethod = PIPELINE_METHODS[0],
     ensemble_size: Annotated[int, Field(ge=1)] = DEFAULT_ENSEMBLE_SIZE,
-    generators: str = RUN_DEFAULT_MIX,
+    generators: str | None = None,
     theta: Annotated[float, Field(gt=0)] = DEFAULT_THETA,
     seed: OptionalSeed = 0,
     experiment: str = "lwec",
@@ -101,18 +100,31 @@ def consensus_flow(
     """
     # Exactly the parameters above, checked once; {date} in run_name is the scheduled start's date.
     request = ConsensusRequest(**locals()).scheduled_at(flow_run.scheduled_start_time)
-    get_run_logger().info("%s consensus of table %r (%s) into %s clusters; labels → %r (run key %r)",
+    get_run_logger().info("%s consensus of table %r (%s) into %s clusters; labels → %r",
                           request.method.upper(), table, mask_url(database_url), request.n_clusters,
-                          request.resolved_output_table, request.run_key)
+                          request.resolved_output_table)
     note_compiling(get_run_logger())  # after an install the kernels compile in the first run: said, not silent
     with flow_run_heartbeats(), stops_recorded():  # nothing is published once SIGINT or SIGTERM arrived
         return run_stages(request)
+
+
+def with_generators(request: ConsensusRequest, n_rows: int) -> ConsensusRequest:
+    """``request`` with its mix filled in for a table of ``n_rows`` rows when none was given
+    (:meth:`~lwec_tasks.request.ConsensusRequest.for_rows`), logged with the run key it gives."""
+    resolved = request.for_rows(n_rows)
+    if request.base_columns is not None:
+        how = "the table's label columns"
+    else:
+        how = resolved.generators + ("" if request.generators is not None else f" (the default for {n_rows:,} rows)")
+    get_run_logger().info("Run key %r; base clusterings: %s", resolved.run_key, how)
+    return resolved
 
 
 def run_stages(request: ConsensusRequest) -> dict:
     """The flow's tasks for a checked ``request``, in order; returns the run summary."""
     with SystemSampler() as system, open_executor(request.dask_address) as executor:
         table = load_features(executor, request)
+        request = with_generators(request, table.n_rows)
         ensemble = generate_ensemble(table, request)
         reliability = cluster_reliability(table, ensemble, request.theta)
         labels = consensus(table, ensemble, reliability, request)

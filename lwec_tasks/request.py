@@ -20,7 +20,16 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from lwec_tasks.core.defaults import AUTO, DEFAULT_ENSEMBLE_SIZE, DEFAULT_THETA, is_auto
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.mixes import DEFAULT_MIX, GENERATORS, NAMED_MIXES, RUN_DEFAULT_MIX, canonical_mix
+from lwec_tasks.core.mixes import (
+    DEFAULT_MIX,
+    GENERATORS,
+    NAMED_MIXES,
+    RUN_DEFAULT_MIX,
+    RUN_DEFAULT_MIX_LARGE,
+    RUN_LARGE_TABLE_ROWS,
+    canonical_mix,
+    run_default_mix,
+)
 from lwec_tasks.core.validation import check_integer, check_theta
 from lwec_tasks.gate import canonical_gate
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table, latest_view_name
@@ -108,7 +117,7 @@ def _method(name: str, value):
 
 
 def _generators(name: str, value):
-    return canonical_mix(value)
+    return None if value is None else canonical_mix(value)
 
 
 def _theta(name: str, value):
@@ -188,10 +197,12 @@ class ConsensusRequest(BaseModel):
     method: Annotated[str, _checked(_method), Field(description=describe_pipeline_methods())] = PIPELINE_METHODS[0]
     ensemble_size: Annotated[int, _checked(_integer(1)), Field(
         description="Number of base clusterings M in the ensemble, made by the generators")] = DEFAULT_ENSEMBLE_SIZE
-    generators: Annotated[str, _checked(_generators), Field(
+    generators: Annotated[str | None, _checked(_generators), Field(
         description=f"Generators of the base clusterings: {DEFAULT_MIX} (the paper's protocol), a named mix "
                     f"({', '.join(NAMED_MIXES)}) or weights such as kmeans:4,genie:3,spectral:3; generators: "
-                    f"{', '.join(GENERATORS)} (see docs/generators.md)")] = RUN_DEFAULT_MIX
+                    f"{', '.join(GENERATORS)}. Default by the table's size: {RUN_DEFAULT_MIX} up to "
+                    f"{RUN_LARGE_TABLE_ROWS:,} rows, {RUN_DEFAULT_MIX_LARGE} above; the run records the mix "
+                    "used (see docs/generators.md)")] = None
     theta: Annotated[float, _checked(_theta), Field(
         description="ECI parameter θ > 0 (the paper uses 0.4)")] = DEFAULT_THETA
     seed: Annotated[int | None, _checked(_integer(0, optional=True)), Field(
@@ -312,17 +323,30 @@ class ConsensusRequest(BaseModel):
         name = _PLACEHOLDER.sub(lambda m: when.strftime(RUN_NAME_PLACEHOLDERS[m.group(1)]), self.run_name)
         return self.model_copy(update={"run_name": name})
 
+    def for_rows(self, n_rows: int) -> ConsensusRequest:
+        """This request with ``generators`` filled in when none was given: the default mix for a table of
+        ``n_rows`` rows (:func:`~lwec_tasks.core.mixes.run_default_mix`; with ``base_columns``, which generate
+        nothing, :data:`~lwec_tasks.core.mixes.RUN_DEFAULT_MIX`, so their run keys stay as they were). The flow
+        calls it once the table is read, so that the run key and the run's parameters record the mix used."""
+        if self.generators is not None:
+            return self
+        mix = RUN_DEFAULT_MIX if self.base_columns is not None else run_default_mix(n_rows)
+        return self.model_copy(update={"generators": mix})
+
     @property
     def run_key(self) -> str:
         """Key of this run's rows in the labels table.
 
         ``run_name`` when given (placeholders filled by :meth:`scheduled_at`);
         otherwise derived from the inputs that decide the labels, so rerunning
-        the same request replaces the same rows.
+        the same request replaces the same rows. Before :meth:`for_rows`, a request given no mix is keyed as
+        on a table of at most ``RUN_LARGE_TABLE_ROWS`` rows.
         """
         if self.run_name is not None:
             return self.run_name
-        deciding = {k: v for k, v in self.model_dump().items() if k not in _NOT_IN_RUN_KEY
+        parameters = self.model_dump()
+        parameters["generators"] = parameters["generators"] or RUN_DEFAULT_MIX
+        deciding = {k: v for k, v in parameters.items() if k not in _NOT_IN_RUN_KEY
                     and (k, v) not in _LEFT_OUT_AT_DEFAULT}
         digest = hashlib.sha256(json.dumps(deciding, sort_keys=True, default=list).encode()).hexdigest()
         return f"{self.method}-k{self.n_clusters}-{digest[:12]}"

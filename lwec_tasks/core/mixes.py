@@ -12,16 +12,28 @@ from lwec_tasks.core.errors import LwecInputError
 
 #: Every generator, in the order weights are listed.
 GENERATORS = ("kmeans", "genie", "spectral", "gmm", "subspace", "dbscan")
-#: Named mixes: generator → weight. "lwec" is the default of ``lwec run`` (see :data:`RUN_DEFAULT_MIX`).
+#: Named mixes: generator → weight. "lwec" is the default of ``lwec run`` on tables of at most
+#: :data:`RUN_LARGE_TABLE_ROWS` rows (see :func:`run_default_mix`).
 NAMED_MIXES: dict[str, dict[str, int]] = {
     "paper": {"kmeans": 1},
     "lwec": {"genie": 1, "spectral": 2, "gmm": 1},
 }
 #: The mix of the library functions and of the paper's reproduction: k-means alone.
 DEFAULT_MIX = "kmeans"
-#: The mix of a consensus run (``lwec run``, the flow) when none is given: chosen on the development half of
-#: the clustering benchmark battery by leave-one-data-set-out validation (docs/generators.md).
+#: The mix of a consensus run (``lwec run``, the flow) given none, on a table of at most
+#: :data:`RUN_LARGE_TABLE_ROWS` rows (:func:`run_default_mix`).
 RUN_DEFAULT_MIX = "genie:1,spectral:2,gmm:1"
+#: The mix of a consensus run given none, on a table of more than :data:`RUN_LARGE_TABLE_ROWS` rows.
+RUN_DEFAULT_MIX_LARGE = "kmeans:2,genie:1,spectral:1"
+#: Rows above which a run given no mix uses :data:`RUN_DEFAULT_MIX_LARGE`.
+RUN_LARGE_TABLE_ROWS = 20_000
+
+
+def run_default_mix(n_rows: int) -> str:
+    """The mix of a consensus run given none, for a table of ``n_rows`` rows: :data:`RUN_DEFAULT_MIX` up to
+    :data:`RUN_LARGE_TABLE_ROWS` rows, :data:`RUN_DEFAULT_MIX_LARGE` above. Chosen by leaving one table out across
+    the benchmark battery, the authors' pools and large synthetic tables (docs/generators.md)."""
+    return RUN_DEFAULT_MIX if n_rows <= RUN_LARGE_TABLE_ROWS else RUN_DEFAULT_MIX_LARGE
 
 
 def parse_mix(value, name: str = "generators") -> tuple[tuple[str, int], ...]:

@@ -226,6 +226,8 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     params.update(column_params(facts))
     if request.base_columns is not None:  # which columns formed the ensemble, how NULLs were taken
         params.update(base_columns=",".join(request.base_columns), missing_labels=request.missing_labels)
+    else:  # the mix that made the base clusterings (for a run given none, the default for the table's size)
+        params["generators"] = request.generators
     metrics = {
         **facts.quality,
         **{f"time_{stage}_s": seconds for stage, seconds in stage_timings(flow_run.id).items()},

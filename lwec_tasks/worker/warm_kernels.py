@@ -143,7 +143,8 @@ def exercise(directory: Path) -> None:
             request = ConsensusRequest(database_url=url, table="points", n_clusters=k, method=method,
                                        ensemble_size=4, seed=0)
             table = load_table(executor, request, log)
-            ensemble = base_clusterings(table, request.ensemble_size, request.seed, log, request.generators)
+            ensemble = base_clusterings(table, request.ensemble_size, request.seed, log,
+                                         request.for_rows(table.n_rows).generators)
             _, eci = reliability(table, ensemble, request.theta, log)
             labels = consensus_labels(table, ensemble, eci, method, request.n_clusters, request.theta, request.seed,
                                       log)

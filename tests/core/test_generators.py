@@ -236,8 +236,11 @@ def test_bad_mixes_are_refused_naming_the_value(value, culprit):
 
 def test_the_request_checks_the_mix_and_keeps_old_run_keys():
     common = dict(database_url="sqlite:///x.db", table="t", n_clusters=3)
-    default = ConsensusRequest(**common)
+    given_none = ConsensusRequest(**common)
+    assert given_none.generators is None  # filled in by the table's size once it is read
+    default = given_none.for_rows(mixes.RUN_LARGE_TABLE_ROWS)
     assert default.generators == mixes.RUN_DEFAULT_MIX == mixes.canonical_mix(mixes.RUN_DEFAULT_MIX)
+    assert given_none.run_key == default.run_key  # a small table's run keeps its key
     paper = ConsensusRequest(**common, generators="kmeans")
     # k-means runs keep the keys they had before there were mixes: the field is left out of the key
     deciding = {k: v for k, v in paper.model_dump().items() if k not in request_module._NOT_IN_RUN_KEY
@@ -248,6 +251,27 @@ def test_the_request_checks_the_mix_and_keeps_old_run_keys():
     assert mixed.generators == "genie:1,spectral:1" and len({mixed.run_key, default.run_key, paper.run_key}) == 3
     with pytest.raises(LwecInputError, match="'wobble'"):
         ConsensusRequest(**common, generators="wobble")
+
+
+def test_the_run_default_mix_follows_the_tables_size():
+    small, large, rows = mixes.RUN_DEFAULT_MIX, mixes.RUN_DEFAULT_MIX_LARGE, mixes.RUN_LARGE_TABLE_ROWS
+    assert [mixes.run_default_mix(n) for n in (2, rows - 1, rows, rows + 1, 10**8)] == [
+        small, small, small, large, large]
+    assert all(mixes.canonical_mix(mix) == mix for mix in (small, large))
+
+
+def test_a_request_given_no_mix_takes_the_default_for_its_rows_and_keys_by_it():
+    common = dict(database_url="sqlite:///x.db", table="t", n_clusters=3)
+    given_none = ConsensusRequest(**common)
+    above = given_none.for_rows(mixes.RUN_LARGE_TABLE_ROWS + 1)
+    assert above.generators == mixes.RUN_DEFAULT_MIX_LARGE
+    assert above.run_key == ConsensusRequest(**common, generators=mixes.RUN_DEFAULT_MIX_LARGE).run_key
+    assert above.run_key != given_none.for_rows(mixes.RUN_LARGE_TABLE_ROWS).run_key
+    chosen = ConsensusRequest(**common, generators="genie")
+    assert chosen.for_rows(10**8) == chosen  # a mix given is kept
+    # base label columns generate nothing: their runs keep the keys they had
+    labelled = ConsensusRequest(**common, base_columns=["a", "b"])
+    assert labelled.for_rows(10**8).generators == mixes.RUN_DEFAULT_MIX
 
 
 def test_the_run_command_has_the_option():

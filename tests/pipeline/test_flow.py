@@ -62,6 +62,7 @@ def assert_complete_run(url, store, summary, parameters, frame, method="lwea"):
                                    "feature_count", "n_objects")} == {
         "method": method, "theta": "0.4", "ensemble_size": "6", "n_clusters": "3", "seed": "3",
         "table": "blobs", "feature_count": "4", "n_objects": str(len(frame))}
+    assert params["generators"] == RUN_DEFAULT_MIX  # given none: the default for a small table, recorded
     from lwec_tasks import ari, nmi
 
     truth = frame.set_index("id").loc[stored["id"], "target"].to_numpy()
@@ -147,6 +148,28 @@ def test_lwgp_without_standardising_explicit_columns_and_run_name(prefect_server
     assert "cluster_profiles.csv" in artifacts and "cluster_labels.csv" not in artifacts
     assert all("majority_share" not in c and 0 < c["cohesion"] <= 1 for c in summary["clusters"])
     assert "clusters_majority_below_0_7" not in run_data.metrics and "clusters_flagged_mixed" in run_data.metrics
+
+
+def test_a_run_given_no_mix_takes_and_records_the_default_for_its_tables_size(prefect_server, mlflow_store, blobs,
+                                                                             monkeypatch):
+    """Without ``generators`` a run takes the default mix for its row count: below the threshold the small
+    tables' mix (as every other run here), above it the large tables' (the threshold lowered below this table's
+    rows); the run key and the MLflow params record the mix used."""
+    from lwec_tasks.core import mixes
+    from lwec_tasks.request import ConsensusRequest
+
+    url, frame = blobs
+    monkeypatch.setattr(mixes, "RUN_LARGE_TABLE_ROWS", len(frame) - 1)
+    summary, parameters = run(url, mlflow_store, output_table="large_default")
+    assert "generators" not in parameters
+    large, small = (ConsensusRequest(**parameters, generators=mix).run_key
+                    for mix in (mixes.RUN_DEFAULT_MIX_LARGE, mixes.RUN_DEFAULT_MIX))
+    assert summary["run_key"] == large != small
+    stored = read_labels(url, "large_default", summary["run_key"])
+    expected = expected_labels(frame, FEATURES, k=3, ensemble_size=6, seed=3, generators=mixes.RUN_DEFAULT_MIX_LARGE)
+    np.testing.assert_array_equal(stored["label"].to_numpy(), expected.loc[stored["id"]].to_numpy())
+    params = MlflowClient(mlflow_store).get_run(summary["mlflow_run_id"]).data.params
+    assert params["generators"] == mixes.RUN_DEFAULT_MIX_LARGE
 
 
 @pytest.mark.postgres
