@@ -29,6 +29,7 @@ with imports_without_collections():
 
     from lwec_tasks.core.base_clusterings import DEFAULT_ENSEMBLE_SIZE
     from lwec_tasks.core.eci import DEFAULT_THETA
+    from lwec_tasks.core.kernel_cache import note_compiling
     from lwec_tasks.executors import open_executor
     from lwec_tasks.form_types import ClusterCount, OptionalRunCount, OptionalSeed
     from lwec_tasks.io import mask_url
@@ -54,7 +55,6 @@ with imports_without_collections():
     from lwec_tasks.tasks.summary import publish_summary
     from lwec_tasks.tasks.track import RunFacts, draw_figures, log_to_mlflow, prepare_tracking
     from lwec_tasks.tracking.system_metrics import SystemSampler
-    from lwec_tasks.worker.warm_kernels import note_compiling
 
 FLOW_NAME = "lwec-consensus"
 log_errors_once()  # a failed run's error in its log once, one line for bad input

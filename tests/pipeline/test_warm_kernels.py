@@ -18,7 +18,7 @@ KERNEL_MODULES = ("lwec_tasks.stages.read", "lwec_tasks.stages.generate", "lwec_
 def test_a_run_says_when_its_kernels_are_not_compiled_yet(tmp_path):
     script = ("import importlib, logging, sys\n"
               f"for name in {KERNEL_MODULES!r}: importlib.import_module(name)\n"
-              "from lwec_tasks.worker.warm_kernels import entry_kernels, note_compiling\n"
+              "from lwec_tasks.core.kernel_cache import entry_kernels, note_compiling\n"
               "logging.basicConfig(level=logging.INFO, stream=sys.stdout, format='%(message)s', force=True)\n"
               "print(len(entry_kernels()), note_compiling(logging.getLogger('run')))\n")
     # An empty cache, as after an install: numba looks in $NUMBA_CACHE_DIR first.
@@ -37,7 +37,8 @@ def test_the_warm_up_leaves_every_kernel_a_run_uses_in_the_cache(caplog):
 
     for name in KERNEL_MODULES:
         importlib.import_module(name)
-    from lwec_tasks.worker.warm_kernels import compile_ahead, entry_kernels, uncached
+    from lwec_tasks.core.kernel_cache import entry_kernels, uncached
+    from lwec_tasks.worker.warm_kernels import compile_ahead
 
     log = logging.getLogger("lwec-warm-test")
     with caplog.at_level(logging.INFO, logger=log.name):
