@@ -103,6 +103,22 @@ def normalise_level(value, kind: str):
     return str(value)
 
 
+def level_positions(series: pd.Series, kind: str, index: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """(positions (n,) int64, missing (n,) bool) of a categorical column's values: each value's level
+    (:func:`normalise_level`) looked up in ``index`` (level → position; −1 for a level not in it) and whether
+    the value is missing. A column of text or of booleans is normalised once per distinct value; any other
+    (objects of several types, whose equal values may normalise apart: ``1`` and ``True``) value by value."""
+    if pd.api.types.infer_dtype(series, skipna=True) in ("string", "boolean", "empty"):
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+        levels = [normalise_level(value, kind) for value in uniques] + [None]  # code −1: a missing value
+        lookup = np.array([index.get(level, -1) for level in levels], dtype=np.int64)
+        absent = np.array([level is None for level in levels], dtype=bool)
+        return lookup[codes], absent[codes]
+    levels = [normalise_level(value, kind) for value in series.tolist()]
+    positions = np.fromiter((index.get(level, -1) for level in levels), dtype=np.int64, count=len(levels))
+    return positions, np.fromiter((level is None for level in levels), dtype=bool, count=len(levels))
+
+
 @dataclass(frozen=True)
 class ColumnCode:
     """How one source column becomes matrix columns.
@@ -245,11 +261,8 @@ class TableEncoding:
                         imputed += bad
                 X[:, start] = values
                 continue
-            index = self._index[code.name]
-            kind = code.source_kind
-            levels = [normalise_level(v, kind) for v in series.tolist()]
-            positions = np.fromiter((index.get(level, -1) for level in levels), dtype=np.int64, count=n)
-            missing |= np.fromiter((level is None for level in levels), dtype=bool, count=n)
+            positions, absent = level_positions(series, code.source_kind, self._index[code.name])
+            missing |= absent
             seen = positions >= 0
             X[np.flatnonzero(seen), start + positions[seen]] = 1.0
             imputed += ~seen

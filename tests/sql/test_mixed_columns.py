@@ -192,3 +192,25 @@ def test_the_read_stage_encodes_text_and_booleans_imputes_numerics_and_keeps_eve
     dropped, *_ = read_stage(frame, tmp_path, "t", feature_columns=["amount (€)", "colour", "active"],
                              drop_nonfinite=True)
     assert dropped.n_rows == len(frame) - 6 and dropped.n_dropped == 6
+
+
+VALUES = st.one_of(st.none(), st.just(float("nan")), st.sampled_from(["red", "blue", " true", "True", "1", ""]),
+                   st.booleans(), st.integers(-2, 2))
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=st.lists(VALUES, max_size=30), kind=st.sampled_from(["text", "boolean"]),
+       only_text=st.booleans(), arrow=st.booleans())
+def test_level_positions_equal_normalising_value_by_value(values, kind, only_text, arrow):
+    from lwec_tasks.core.encoding import level_positions, normalise_level
+
+    if only_text:  # a column as a database gives it: text or NULL only (read as object or as Arrow strings)
+        values = [v if v is None or isinstance(v, str) else None for v in values]
+        series = pd.Series(values, dtype="string[pyarrow]" if arrow else object)
+    else:
+        series = pd.Series(values, dtype=object)
+    index = {level: position for position, level in enumerate(["red", "True", True, False, None, "1", "-1"])}
+    expected = [normalise_level(value, kind) for value in series.tolist()]
+    positions, missing = level_positions(series, kind, index)
+    assert positions.tolist() == [index.get(level, -1) for level in expected]
+    assert missing.tolist() == [level is None for level in expected]
