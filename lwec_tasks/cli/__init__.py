@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 
 from lwec_tasks import __version__
@@ -51,12 +52,20 @@ def main(argv: list[str] | None = None) -> int:
     """
     as_program = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
+    from lwec_tasks.stopping import exit_status, stop_on_signals, stop_requested
+
     try:
-        parser = build_parser(argv)
-        args = parser.parse_args(argv)
-    except KeyboardInterrupt:  # Ctrl-C before the command started
-        print("lwec: Stopped (SIGINT) before anything was published", file=sys.stderr, flush=True)
-        return 130
+        # The command's imports under lwec's own handler: a signal is recorded even when an imported library
+        # catches the KeyboardInterrupt it raises (some import optional modules under a bare ``except``).
+        with stop_on_signals():
+            parser = build_parser(argv)
+            args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        pass
+    if stop_requested() is not None:  # stopped before the command started
+        name = signal.Signals(stop_requested()).name
+        print(f"lwec: Stopped ({name}) before anything was published", file=sys.stderr, flush=True)
+        return exit_status()
     if not getattr(args, "handler", None):
         parser.print_help()
         return 0

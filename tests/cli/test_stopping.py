@@ -34,7 +34,8 @@ from lwec_tasks.io.label_storage import storage_names
 #: Runs ``lwec ARGV...`` as the console script does, first sending this process SIGNAL where WHERE says:
 #: "write" — as the first partition's labels are appended (before the run is published); "mlflow" — as the
 #: MLflow run is about to be created (after the labels were published); "publish" — never, but the publishing
-#: transaction starts 3 s after "lwec-test: publishing" is printed; "none" — not at all.
+#: transaction starts 3 s after "lwec-test: publishing" is printed; "import" — while the command's modules are
+#: imported, by code that swallows the KeyboardInterrupt; "none" — not at all.
 SIGNALLING = """
 import os, signal, sys, time
 print("lwec-test: started", file=sys.stderr, flush=True)
@@ -56,6 +57,17 @@ elif where == "publish":
         time.sleep(3)  # the test takes the writers' lock of the output table meanwhile
         return original_finish(*args, **kwargs)
     staging.finish_run = finish_run
+elif where == "import":  # a library, imported with the command, that swallows a KeyboardInterrupt
+    import lwec_tasks.cli
+    original_build = lwec_tasks.cli.build_parser
+    def build_parser(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), number)
+            time.sleep(0.5)
+        except:  # noqa: E722 - what such a library does
+            pass
+        return original_build(*args, **kwargs)
+    lwec_tasks.cli.build_parser = build_parser
 elif where == "mlflow":
     from lwec_tasks.tracking import runs
     original_writer = runs.run_writer
@@ -158,6 +170,18 @@ def test_ctrl_c_at_any_moment_ends_the_run_in_one_line(blobs, tmp_path, prefect_
         assert gone(process.pid) == []
         outcomes.append("stopped")
     assert outcomes[0] in ("stopped", "done before the signal"), outcomes
+
+
+def test_a_signal_during_the_commands_imports_stops_it_even_when_a_library_swallows_the_interrupt(blobs, tmp_path,
+                                                                                                   prefect_api):
+    env = {**prefect_api.env, "PYTHONPATH": os.pathsep.join(sys.path)}
+    output = unique("stop_import")
+    process = start_lwec(run_arguments(blobs, "blobs", output, tmp_path), env, tmp_path, where="import")
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err[-3000:]
+    assert err.strip().splitlines()[-1] == "lwec: Stopped (SIGINT) before anything was published", err[-3000:]
+    assert "Traceback" not in out + err
+    assert not table_exists(blobs, output)
 
 
 def kill_when(process: subprocess.Popen, marker: str | None, delay: float) -> None:
