@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.confidence_calibration import battery_sets
+
 ROOT = Path(__file__).resolve().parents[1].parent
 DEFAULT_BATTERY = ROOT / "shared" / "data" / "battery"
 DEFAULT_POOLS = ROOT / "shared" / "data" / "pools"
@@ -71,20 +73,6 @@ def sklearn_sets() -> dict:
         "unequal 6k d8 c8": lambda: datasets.make_blobs(n_samples=[3200, 1400, 700, 360, 180, 90, 50, 20],
                                                         n_features=8, cluster_std=3.0, random_state=15),
     }
-
-
-def battery_sets(directory: Path) -> dict:
-    from benchmarks.battery import find_sets, load_matrix, reference_labellings
-
-    def load(name):
-        def read():
-            X = load_matrix(directory / f"{name}.data.gz")
-            y = reference_labellings(directory, name)[0]
-            keep = y != 0
-            return X[keep], y[keep]
-        return read
-
-    return {name: load(name) for name in find_sets(directory)} if directory.is_dir() else {}
 
 
 def pool_sets(directory: Path) -> dict:
