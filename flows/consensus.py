@@ -12,7 +12,8 @@ Prefect events for automations (:mod:`lwec_tasks.tasks.events`).
 One code path: every stage runs over partitions of the table on an executor, in this process (the
 default, a thread per core) or on the Dask cluster at ``dask_address``. Every parameter is checked before
 anything runs (:class:`ConsensusRequest`); the labels are written before MLflow is contacted, so an
-unreachable tracking store fails the run without losing the labels. Prefect records each stage's time.
+unreachable tracking store fails the run without losing the labels. Each stage's time is measured around
+its task's body (:class:`~lwec_tasks.tasks.timings.StageClock`) and handed to the MLflow run and the summary.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ with imports_without_collections():
         write_label_rows,
     )
     from lwec_tasks.tasks.summary import publish_summary
+    from lwec_tasks.tasks.timings import StageClock
     from lwec_tasks.tasks.track import RunFacts, draw_figures, log_to_mlflow, prepare_tracking
     from lwec_tasks.tracking.system_metrics import SystemSampler
 
@@ -122,26 +124,28 @@ def with_generators(request: ConsensusRequest, n_rows: int) -> ConsensusRequest:
 
 def run_stages(request: ConsensusRequest) -> dict:
     """The flow's tasks for a checked ``request``, in order; returns the run summary."""
+    clock = StageClock()  # each stage's seconds, added by its task (lwec_tasks.tasks.timings)
     with SystemSampler() as system, open_executor(request.dask_address) as executor:
-        table = load_features(executor, request)
+        table = load_features(executor, request, clock=clock)
         request = with_generators(request, table.n_rows)
-        ensemble = generate_ensemble(table, request)
-        reliability = cluster_reliability(table, ensemble, request.theta)
-        labels = consensus(table, ensemble, reliability, request)
-        labels, stable = stable_cluster_ids(table, labels, request)
-        evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta)
+        ensemble = generate_ensemble(table, request, clock=clock)
+        reliability = cluster_reliability(table, ensemble, request.theta, clock=clock)
+        labels = consensus(table, ensemble, reliability, request, clock=clock)
+        labels, stable = stable_cluster_ids(table, labels, request, clock=clock)
+        evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta, clock=clock)
         shown = sample_labels(table, labels, ensemble.sample)
         prepare_tracking(request.tracking_uri)
         # The figures are drawn while the labels are written; MLflow is contacted after.
-        writing = write_label_rows.submit(table, labels, request, evidence.confidence)
+        writing = write_label_rows.submit(table, labels, request, evidence.confidence, clock=clock)
         try:
             figures = draw_figures(request, reliability, ensemble, labels, shown, evidence)
         finally:
             writing.wait()
         written = writing.result()
-        model = build_labelling_model(table, ensemble, labels, reliability, request, evidence)
+        model = build_labelling_model(table, ensemble, labels, reliability, request, evidence, clock=clock)
         system.stop()
         facts = RunFacts(executor, table, ensemble, labels, stable, model, figures, evidence, system.series())
-    tracked = log_to_mlflow(request, facts, reliability, return_state=True)
-    summary = publish_summary(request, facts, written, allow_failure(tracked))
+    timings = clock.seconds()
+    tracked = log_to_mlflow(request, facts, reliability, timings, return_state=True)
+    summary = publish_summary(request, facts, written, allow_failure(tracked), timings)
     return settle_run(request, summary, tracked.result())

@@ -13,7 +13,6 @@ from prefect.runtime import flow_run
 from lwec_tasks.io import mask_url
 from lwec_tasks.masking import scrub
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tasks.track import RunFacts
 from lwec_tasks.tracking import TrackingError, mask_uri, resolve_tracking_uri
 from lwec_tasks.tracking.runs import StoreUnreachableError, tracking_error
@@ -26,7 +25,7 @@ PROFILES_ARTIFACT_KEY, MLFLOW_LINK_ARTIFACT_KEY = "lwec-cluster-profiles", "lwec
 
 @task(name="publish-summary", cache_policy=NO_CACHE)
 def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: int,
-                    logged: dict | BaseException) -> dict:
+                    logged: dict | BaseException, timings: dict[str, float] | None = None) -> dict:
     """Build the run summary, publish it as an artifact and return it.
 
     ``logged`` is what the MLflow task returned, or the exception it failed
@@ -41,7 +40,8 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
     earlier run the cluster ids agree with, None without one),
     ``mlflow_run_id``, ``mlflow_run_url``, ``model_uri`` (the labelling model),
     ``figures`` (artifact name → URI), ``mlflow_experiment``,
-    ``mlflow_tracking_uri`` (password masked), ``timings`` (seconds per stage),
+    ``mlflow_tracking_uri`` (password masked), ``timings`` (seconds per stage: the ``timings`` given,
+    :meth:`~lwec_tasks.tasks.timings.StageClock.seconds`),
     ``executor`` ("in-process" or "dask") and ``dask_scheduler`` (None in-process),
     ``confidence_mean`` (the rows' mean confidence), ``pac`` (the co-association's PAC, None when not
     computed), ``clusters`` (:func:`cluster_lines`), ``label_column`` (as asked, None without),
@@ -60,7 +60,7 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
         "ids_aligned_to": facts.stable.aligned_to, "id_agreement": facts.stable.agreement,
         "mlflow_experiment": request.experiment,
         "mlflow_tracking_uri": mask_uri(resolve_tracking_uri(request.tracking_uri)), "mlflow_run_id": None,
-        "mlflow_run_url": None, "model_uri": None, "figures": {}, "timings": stage_timings(flow_run.id, forget=True),
+        "mlflow_run_url": None, "model_uri": None, "figures": {}, "timings": dict(timings or {}),
         "executor": facts.executor, "dask_scheduler": facts.scheduler,
         "confidence_mean": facts.mean_confidence,
         "pac": facts.coassociation.pac() if facts.coassociation is not None else None,

@@ -1,64 +1,79 @@
-"""Stage timings of a flow run, measured around each pipeline task's body.
+"""Stage timings of a flow run, measured around each pipeline task's body and handed back to the flow.
 
-:func:`timed_stage` wraps a task's function: it adds the seconds the body ran (every attempt, retries
-included) to its flow run's entry, in this process, for the MLflow metrics (``time_<stage>_s``) and the
-summary. It logs nothing, unlike a Prefect state hook, which the engine announces in two log lines per task.
+The flow makes one :class:`StageClock` per run and passes it to each pipeline task (``clock=clock``);
+:func:`timed_stage` wraps a task's function so that the seconds its body ran (every attempt, retries
+included) are added to that clock under the task's stage. The flow then passes :meth:`StageClock.seconds`
+to the MLflow task (metrics ``time_<stage>_s``) and the summary as an argument. Nothing is kept anywhere
+else, and nothing is logged, unlike a Prefect state hook, which the engine announces in two log lines per task.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
+import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from typing import TypeVar
 
 #: The pipeline's stages, in pipeline order: the names in the metrics (``time_<stage>_s``) and the summary.
 STAGES = ("load", "generate", "eci", "consensus", "stable_ids", "evidence", "write", "model")
 
-_SECONDS: dict[str, dict[str, float]] = defaultdict(dict)
-
 Function = TypeVar("Function", bound=Callable)
+
+
+class StageClock:
+    """Seconds one flow run's pipeline tasks ran, by stage; made by the flow, handed to each timed task.
+
+    Prefect passes it to a task as it is (a plain object: not copied, not hashed by the pipeline's tasks,
+    which cache nothing). A task submitted to a thread adds to it from that thread, hence the lock.
+    """
+
+    def __init__(self):
+        self._seconds: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, stage: str, seconds: float) -> None:
+        """Add ``seconds`` to ``stage`` (one of :data:`STAGES`)."""
+        with self._lock:
+            self._seconds[stage] = self._seconds.get(stage, 0.0) + seconds
+
+    def seconds(self) -> dict[str, float]:
+        """Seconds per stage, in pipeline order; only stages that ran are listed (a new dict)."""
+        with self._lock:
+            return {stage: self._seconds[stage] for stage in STAGES if stage in self._seconds}
 
 
 def timed_stage(stage: str) -> Callable[[Function], Function]:
     """Decorator for a pipeline task's function (put it under ``@task``): time the body as ``stage``.
 
-    ``stage`` is one of :data:`STAGES`. Outside a flow run nothing is recorded. The wrapper keeps the
-    function's name, docstring and signature, which Prefect reads for the task's parameters.
+    ``stage`` is one of :data:`STAGES`. The wrapped function takes one more keyword argument, ``clock`` (a
+    :class:`StageClock`, default None: nothing is recorded), and keeps the function's name, docstring and
+    signature (with ``clock`` added), which Prefect reads for the task's parameters.
     """
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; expected one of {STAGES}")
 
     def decorate(function: Function) -> Function:
         @functools.wraps(function)
-        def timed(*args, **kwargs):
+        def timed(*args, clock: StageClock | None = None, **kwargs):
             started = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
-                add_stage_seconds(stage, time.perf_counter() - started)
+                if clock is not None:
+                    clock.add(stage, time.perf_counter() - started)
 
+        timed.__signature__ = _with_clock(inspect.signature(function))
         return timed  # type: ignore[return-value]
 
     return decorate
 
 
-def add_stage_seconds(stage: str, seconds: float) -> None:
-    """Add ``seconds`` to ``stage`` of the flow run of the task running now (outside a task run: nothing)."""
-    from prefect.context import TaskRunContext
-
-    context = TaskRunContext.get()
-    flow_run_id = context.task_run.flow_run_id if context is not None else None
-    if flow_run_id is not None:
-        entry = _SECONDS[str(flow_run_id)]
-        entry[stage] = entry.get(stage, 0.0) + seconds
-
-
-def stage_timings(flow_run_id: str | None, forget: bool = False) -> dict[str, float]:
-    """Seconds the pipeline tasks of flow run ``flow_run_id`` ran, by stage, in pipeline order.
-
-    Only stages that ran are listed. ``forget`` drops the flow run's entry (call it once the run has reported).
-    """
-    seconds = _SECONDS.pop(str(flow_run_id), {}) if forget else _SECONDS.get(str(flow_run_id), {})
-    return {stage: seconds[stage] for stage in STAGES if stage in seconds}
+def _with_clock(signature: inspect.Signature) -> inspect.Signature:
+    """``signature`` with a keyword-only ``clock=None`` (before any ``**kwargs``)."""
+    clock = inspect.Parameter("clock", inspect.Parameter.KEYWORD_ONLY, default=None,
+                              annotation="StageClock | None")
+    parameters = list(signature.parameters.values())
+    at = next((i for i, p in enumerate(parameters) if p.kind is inspect.Parameter.VAR_KEYWORD), len(parameters))
+    return signature.replace(parameters=[*parameters[:at], clock, *parameters[at:]])

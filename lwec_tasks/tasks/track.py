@@ -17,7 +17,6 @@ from lwec_tasks.stages.identities import StableIds
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.tasks.retry import tracking_task
 from lwec_tasks.tasks.stages import ClusterReliability
-from lwec_tasks.tasks.timings import stage_timings
 from lwec_tasks.tracking.dataset import SourceTable
 from lwec_tasks.tracking.limits import database_backend
 from lwec_tasks.tracking.store import mask_uri, resolve_tracking_uri, run_page_url
@@ -195,14 +194,16 @@ def prepare_tracking(tracking_uri: str | None = None) -> None:
 
 
 @tracking_task("log-to-mlflow")
-def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliability: ClusterReliability) -> dict:
+def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliability: ClusterReliability,
+                  timings: dict[str, float] | None = None) -> dict:
     """Log the run as one MLflow run, with the source table as its dataset input.
 
     Raises :class:`~lwec_tasks.tracking.TrackingError` (retried only when ``retryable``, see
     :func:`~lwec_tasks.tasks.retry.retry_if_tracking_unreachable`) when the store is down or refuses a
     write. Returns ``{"run_id", "url" (its page in the MLflow UI), "model_uri" (the labelling model),
     "figures" (artifact URI of each figure), "metrics" (the run's metrics: name → number or None, what the
-    quality gate judges)}``. The run is named after the flow run (``<table>-k<k>-<method>``).
+    quality gate judges)}``. The run is named after the flow run (``<table>-k<k>-<method>``). ``timings``:
+    seconds per stage (:meth:`~lwec_tasks.tasks.timings.StageClock.seconds`), logged as ``time_<stage>_s``.
     """
     from lwec_tasks.tracking.model import active_run_in, log_placement_model
     from lwec_tasks.tracking.runs import run_writer
@@ -230,7 +231,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         params["generators"] = request.generators
     metrics = {
         **facts.quality,
-        **{f"time_{stage}_s": seconds for stage, seconds in stage_timings(flow_run.id).items()},
+        **{f"time_{stage}_s": seconds for stage, seconds in (timings or {}).items()},
         "eci_mean": float(eci.mean()), "eci_median": float(np.median(eci)), "eci_min": float(eci.min()),
         "eci_max": float(eci.max()), "uncertainty_mean_bits": float(cluster_reliability.uncertainty.mean()),
         "n_base_clusters": facts.n_base_clusters, "n_microclusters": facts.n_microclusters,

@@ -1,18 +1,20 @@
-"""Stage times: measured around the task bodies, reported as MLflow metrics and in the summary, without log lines
-of their own."""
+"""Stage times: measured around the task bodies into the flow's clock, handed to the MLflow metrics and the
+summary, without log lines of their own."""
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 
 import pytest
 from mlflow import MlflowClient
 from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
 
 from flows.consensus import consensus_flow
 from helpers.blobs import blobs_run_parameters, write_blobs_table
-from lwec_tasks.tasks.timings import STAGES, stage_timings, timed_stage
+from lwec_tasks.tasks.timings import STAGES, StageClock, timed_stage
 
 
 def test_a_flow_run_logs_no_hook_lines_and_reports_every_stage_time(prefect_server, mlflow_store, sqlite_url,
@@ -37,10 +39,10 @@ def test_a_flow_run_logs_no_hook_lines_and_reports_every_stage_time(prefect_serv
     assert summary["timings"] == pytest.approx(times)
 
 
-def test_retried_attempts_add_up_and_calls_outside_a_flow_run_are_not_recorded(prefect_server):
+def test_retried_attempts_add_up_and_calls_without_a_clock_are_not_recorded(prefect_server):
     attempts = []
 
-    @task(retries=1, retry_delay_seconds=0)
+    @task(retries=1, retry_delay_seconds=0, cache_policy=NO_CACHE)
     @timed_stage("load")
     def flaky():
         attempts.append(1)
@@ -51,16 +53,27 @@ def test_retried_attempts_add_up_and_calls_outside_a_flow_run_are_not_recorded(p
 
     @flow
     def one_stage() -> tuple[int, dict]:
-        from prefect.runtime import flow_run
-
-        return flaky(), stage_timings(flow_run.id, forget=True)
+        clock = StageClock()
+        return flaky(clock=clock), clock.seconds()
 
     result, timings = one_stage()
     assert result == 2
     assert list(timings) == ["load"] and 0.4 <= timings["load"] < 5
 
-    assert flaky.fn() == 3  # the plain function, no task run: timed but not kept
-    assert stage_timings(None) == {}
+    assert flaky.fn() == 3  # no clock: timed but not kept
+    clock = StageClock()
+    assert flaky.fn(clock=clock) == 4 and list(clock.seconds()) == ["load"]
+
+
+def test_a_timed_function_takes_a_keyword_only_clock():
+    @timed_stage("write")
+    def write(table, labels, confidence=None, **options):
+        """Writes."""
+
+    parameters = inspect.signature(write).parameters
+    assert list(parameters) == ["table", "labels", "confidence", "clock", "options"]
+    assert parameters["clock"].kind is inspect.Parameter.KEYWORD_ONLY and parameters["clock"].default is None
+    assert write.__name__ == "write" and write.__doc__ == "Writes."
 
 
 def test_an_unknown_stage_name_is_refused():
