@@ -1,6 +1,7 @@
 """Stopping a run on SIGINT or SIGTERM: nothing is published once the signal has arrived.
 
-:func:`stop_on_signals` (``lwec run``) turns the first SIGINT or SIGTERM into a stop request: it is recorded,
+:func:`stop_on_signals` (``lwec run``) turns the first SIGINT or SIGTERM into a stop request: it is recorded
+in the run's one :class:`~lwec_tasks.run_context.RunContext` (its ``stops``, the only place stop requests live),
 the console's log handlers fall silent, and :class:`KeyboardInterrupt` interrupts the command's thread. A flow
 records stop requests too (:func:`stops_recorded`), before the handler in force when it started (Prefect's own,
 which turns SIGTERM into a cancellation of a deployed run's flow run, or the command's). Work in other threads (a
@@ -17,6 +18,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from lwec_tasks.run_context import StopRequests, current_run, run_context_in_force
+
 #: Signals that stop a run, and the exit status of a command they stopped (128 + the signal's number).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Seconds :func:`stopped_outcome` waits for a publish under way to end (its transaction takes well under a
@@ -29,49 +32,48 @@ class RunStopped(Exception):
     """A publish refused because the run was asked to stop."""
 
 
-class _Stop:
-    def __init__(self):
-        self.changed = threading.Condition()
-        self.signal: int | None = None
-        self.under_way: list[str] = []
-        self.published: list[str] = []
-        self.quiet = False  # whether a stop silences the console (under stop_on_signals)
-
-
-_STOP = _Stop()
+def _stops() -> StopRequests:
+    """The stop requests of the run in force (:func:`lwec_tasks.run_context.current_run`); outside any run an
+    empty record of no one's, which nothing stops."""
+    context = current_run()
+    return context.stops if context is not None else StopRequests()
 
 
 def stop_requested() -> int | None:
-    """The number of the signal that asked this process to stop, or None."""
-    return _STOP.signal
+    """The number of the signal that asked the run in force to stop, or None."""
+    return _stops().signal
 
 
 def request_stop(signum: int) -> None:
-    """Record a stop request (as the first of :data:`STOP_SIGNALS` does); under :func:`stop_on_signals` the
-    console's log handlers fall silent."""
-    with _STOP.changed:
-        if _STOP.signal is None:
-            _STOP.signal = signum
-        _STOP.changed.notify_all()
-    if _STOP.quiet:
+    """Record a stop request in the run in force (as the first of :data:`STOP_SIGNALS` does); under
+    :func:`stop_on_signals` the console's log handlers fall silent."""
+    _record_stop(_stops(), signum)
+
+
+def _record_stop(stops: StopRequests, signum: int) -> None:
+    with stops.changed:
+        if stops.signal is None:
+            stops.signal = signum
+        stops.changed.notify_all()
+    if stops.quiet:
         _silence_console()
 
 
 class Publish:
     """One publish (:func:`publishing`): ``cross()`` is its boundary."""
 
-    def __init__(self, what: str):
-        self.what, self.crossed = what, False
+    def __init__(self, what: str, stops: StopRequests):
+        self.what, self.crossed, self.stops = what, False, stops
 
     def cross(self) -> None:
         """Just before the publishing transaction: raise :class:`RunStopped` when a stop was requested, else mark
         the publish under way (a stop arriving now waits for it, :func:`stopped_outcome`)."""
-        with _STOP.changed:
-            if _STOP.signal is not None:
+        with self.stops.changed:
+            if self.stops.signal is not None:
                 raise RunStopped(f"{self.what} not published: the run was stopped "
-                                 f"({signal.Signals(_STOP.signal).name})")
+                                 f"({signal.Signals(self.stops.signal).name})")
             self.crossed = True
-            _STOP.under_way.append(self.what)
+            self.stops.under_way.append(self.what)
 
 
 @contextmanager
@@ -79,7 +81,8 @@ def publishing(what: str) -> Iterator[Publish]:
     """A publish of ``what`` (e.g. "labels of run key 'x' in table 'y'") in this block, its boundary crossed by
     the returned object's :meth:`Publish.cross` just before the publishing transaction. Leaving the block
     normally after crossing records ``what`` as published; leaving it by an error does not."""
-    publish = Publish(what)
+    stops = _stops()
+    publish = Publish(what, stops)
     try:
         yield publish
         done = publish.crossed
@@ -87,26 +90,27 @@ def publishing(what: str) -> Iterator[Publish]:
         done = False
         raise
     finally:
-        with _STOP.changed:
+        with stops.changed:
             if publish.crossed:
-                _STOP.under_way.remove(what)
+                stops.under_way.remove(what)
                 if done:
-                    _STOP.published.append(what)
-            _STOP.changed.notify_all()
+                    stops.published.append(what)
+            stops.changed.notify_all()
 
 
 def published_so_far(timeout: float = SETTLE_SECONDS) -> tuple[list[str], list[str]]:
-    """(published, still under way): what this process published, once the publishes under way have ended
+    """(published, still under way): what the run in force published, once the publishes under way have ended
     (waiting at most ``timeout`` seconds)."""
-    with _STOP.changed:
-        _STOP.changed.wait_for(lambda: not _STOP.under_way, timeout)
-        return list(_STOP.published), list(_STOP.under_way)
+    stops = _stops()
+    with stops.changed:
+        stops.changed.wait_for(lambda: not stops.under_way, timeout)
+        return list(stops.published), list(stops.under_way)
 
 
 def stopped_outcome(pending: str) -> str:
     """One line: which signal stopped the run, what was published and what was not (``pending``: what the run
     would have published, e.g. "its labels and MLflow run")."""
-    signum = _STOP.signal if _STOP.signal is not None else signal.SIGINT
+    signum = stop_requested() or signal.SIGINT
     published, under_way = published_so_far()
     name = signal.Signals(signum).name
     if under_way:
@@ -120,7 +124,7 @@ def stopped_outcome(pending: str) -> str:
 
 def exit_status() -> int:
     """128 + the number of the signal that stopped the run (130 for SIGINT, 143 for SIGTERM)."""
-    return 128 + (_STOP.signal if _STOP.signal is not None else signal.SIGINT)
+    return 128 + (stop_requested() or signal.SIGINT)
 
 
 def _silence_console() -> None:
@@ -133,56 +137,60 @@ def _silence_console() -> None:
                 handler.setLevel(logging.CRITICAL + 1)
 
 
-_RAISED = threading.Event()  # whether _on_signal raised KeyboardInterrupt already
-
-
-def _on_signal(signum, frame) -> None:
-    request_stop(signum)
-    if not _RAISED.is_set():
-        _RAISED.set()
-        raise KeyboardInterrupt
-
-
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
-    """Within the block (in the main thread), the first SIGINT or SIGTERM requests a stop, silences the
-    console's log handlers and raises :class:`KeyboardInterrupt`; later ones are only recorded. The previous
-    handlers come back after it."""
+    """Within the block (in the main thread), the first SIGINT or SIGTERM requests a stop of the run in force
+    (a new :class:`~lwec_tasks.run_context.RunContext` for the block when none is), silences the console's log
+    handlers and raises :class:`KeyboardInterrupt`; later ones are only recorded. The previous handlers come
+    back after it."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, _on_signal) for signum in STOP_SIGNALS}
-    _STOP.quiet = True
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    with run_context_in_force() as context:
+        stops = context.stops
+
+        def on_signal(signum, frame) -> None:
+            _record_stop(stops, signum)
+            if not stops.raised.is_set():
+                stops.raised.set()
+                raise KeyboardInterrupt
+
+        previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
+        stops.quiet = True
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 @contextmanager
 def stops_recorded() -> Iterator[None]:
-    """Within the block (a flow's body, in the main thread), SIGINT and SIGTERM are recorded as stop requests
-    (:func:`request_stop`) before the handler in force at its start runs as it would have. Elsewhere nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    """Within the block (a flow's body), the run context in force, or a new one for the block
+    (:func:`~lwec_tasks.run_context.run_context_in_force`: where the flow's publishes look for stop requests);
+    in the main thread SIGINT and SIGTERM are recorded in it as stop requests before the handler in force at
+    the block's start runs as it would have."""
+    with run_context_in_force() as context:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        stops = context.stops
+        previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
 
-    def record(signum, frame) -> None:
-        request_stop(signum)
-        handler = previous[signum]
-        if callable(handler):
-            handler(signum, frame)
-        elif handler == signal.SIG_DFL:  # the default: end as the signal would have ended the process
-            signal.signal(signum, signal.SIG_DFL)
-            signal.raise_signal(signum)
+        def record(signum, frame) -> None:
+            _record_stop(stops, signum)
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, frame)
+            elif handler == signal.SIG_DFL:  # the default: end as the signal would have ended the process
+                signal.signal(signum, signal.SIG_DFL)
+                signal.raise_signal(signum)
 
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, record)
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            if handler is not None:
-                signal.signal(signum, handler)
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, record)
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                if handler is not None:
+                    signal.signal(signum, handler)

@@ -52,6 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     """
     as_program = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
+    from lwec_tasks.run_context import RunContext, running_with
+
+    with running_with(RunContext()):  # the command's one run context: where its stop requests are recorded
+        return _command(argv, as_program)
+
+
+def _command(argv: list[str], as_program: bool) -> int:
     from lwec_tasks.stopping import exit_status, stop_on_signals, stop_requested
 
     try:

@@ -4,8 +4,9 @@ Prefect sends a flow run's heartbeats (``prefect.flow-run.heartbeat`` events, by
 notices a run whose process died) from a thread that sleeps in one-second steps, and the run waits for
 that thread when it ends: 0.5 s on average, up to 1 s, after the work is done. ``lwec run`` against a
 lasting Prefect server turns Prefect's thread off (:func:`sent_by_the_flow`) and the flow sends the same
-events at the same frequency (:func:`flow_run_heartbeats`) from a thread that stops at once. Deployed runs
-and flows called from Python keep Prefect's own heartbeats.
+events at the same frequency (:func:`flow_run_heartbeats`) from a thread that stops at once; the frequency
+reaches the flow as the ``heartbeat_seconds`` of the run's :class:`~lwec_tasks.run_context.RunContext`.
+Deployed runs and flows called from Python keep Prefect's own heartbeats.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import contextvars
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import replace
 
-#: Seconds between heartbeats while :func:`sent_by_the_flow` is in force; None: Prefect sends them (or none).
-_FREQUENCY: contextvars.ContextVar[int | None] = contextvars.ContextVar("lwec_heartbeat_seconds", default=None)
+from lwec_tasks.run_context import RunContext, current_run, running_with
 
 HEARTBEAT_EVENT = "prefect.flow-run.heartbeat"
 
@@ -25,7 +26,8 @@ HEARTBEAT_EVENT = "prefect.flow-run.heartbeat"
 def sent_by_the_flow() -> Iterator[None]:
     """Within the block, flow runs started by this thread send their heartbeats through
     :func:`flow_run_heartbeats` instead of Prefect's thread, at Prefect's frequency
-    (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, default 180 s). Nothing changes when that setting is unset (no
+    (``PREFECT_FLOWS_HEARTBEAT_FREQUENCY``, default 180 s): the run context in force (a new one when none is)
+    with that frequency as its ``heartbeat_seconds``. Nothing changes when that setting is unset (no
     heartbeats at all)."""
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
 
@@ -33,12 +35,9 @@ def sent_by_the_flow() -> Iterator[None]:
     if frequency is None:
         yield
         return
-    token = _FREQUENCY.set(frequency)
-    try:
-        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-            yield
-    finally:
-        _FREQUENCY.reset(token)
+    context = replace(current_run() or RunContext(), heartbeat_seconds=frequency)
+    with running_with(context), temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
 
 
 @contextmanager
@@ -48,7 +47,8 @@ def flow_run_heartbeats() -> Iterator[None]:
     Prefect sends them itself."""
     from prefect.context import FlowRunContext
 
-    frequency = _FREQUENCY.get()
+    run = current_run()
+    frequency = run.heartbeat_seconds if run is not None else None
     context = FlowRunContext.get()
     if frequency is None or context is None or context.flow_run is None:
         yield

@@ -9,7 +9,7 @@ import time
 import pytest
 from prefect import flow, tags
 
-from lwec_tasks.tasks import heartbeats
+from lwec_tasks.run_context import RunContext, running_with
 from lwec_tasks.tasks.heartbeats import HEARTBEAT_EVENT, flow_run_heartbeats, sent_by_the_flow
 
 
@@ -70,11 +70,8 @@ def test_under_lwec_run_the_flow_sends_the_heartbeat_prefect_would_and_stops_wit
 
 
 def test_heartbeats_repeat_at_the_period_until_the_flow_ends(prefect_server, sent):
-    token = heartbeats._FREQUENCY.set(0.1)  # the setting itself is at least 30 s
-    try:
+    with running_with(RunContext(heartbeat_seconds=0.1)):  # the setting itself is at least 30 s
         probe(pause=0.55)
-    finally:
-        heartbeats._FREQUENCY.reset(token)
     beats = [e for e in sent if e[0] == "lwec" and e[1] == HEARTBEAT_EVENT]
     assert 4 <= len(beats) <= 8  # at 0, 0.1, ..., 0.5 s
     assert heartbeat_threads() == []

@@ -1,0 +1,52 @@
+"""The run context (:mod:`lwec_tasks.run_context`): stop requests recorded in one run's context reach its
+publishes, in its threads too, and no other run's."""
+
+from __future__ import annotations
+
+import contextvars
+import signal
+import threading
+
+import pytest
+
+from lwec_tasks.run_context import RunContext, current_run, run_context_in_force, running_with
+from lwec_tasks.stopping import RunStopped, exit_status, publishing, request_stop, stop_requested
+
+
+def test_a_stop_requested_in_a_run_refuses_its_publishes_in_a_thread_that_copies_its_context():
+    refused = []
+
+    def publish() -> None:
+        with pytest.raises(RunStopped, match="labels not published: the run was stopped \\(SIGTERM\\)"), \
+                publishing("labels") as boundary:
+            boundary.cross()
+        refused.append(True)
+
+    with running_with(RunContext()) as context:
+        request_stop(signal.SIGTERM)
+        thread = threading.Thread(target=contextvars.copy_context().run, args=(publish,))
+        thread.start()
+        thread.join()
+        assert stop_requested() == signal.SIGTERM and exit_status() == 143
+    assert refused == [True] and context.stops.signal == signal.SIGTERM
+
+
+def test_another_run_and_code_outside_any_run_are_not_stopped():
+    with running_with(RunContext()):
+        request_stop(signal.SIGINT)
+    assert current_run() is None and stop_requested() is None
+    with running_with(RunContext()) as other:
+        with publishing("labels") as boundary:
+            boundary.cross()
+        assert other.stops.published == ["labels"] and stop_requested() is None
+
+
+def test_a_flow_without_a_run_context_gets_one_for_its_block_and_keeps_one_it_is_given():
+    with run_context_in_force() as made:
+        assert current_run() is made
+    assert current_run() is None
+    given = RunContext(heartbeat_seconds=30)
+    with running_with(given), run_context_in_force() as kept:
+        assert kept is given
+    with pytest.raises(AttributeError):
+        given.heartbeat_seconds = 1  # frozen: a context is replaced, never changed
