@@ -20,6 +20,7 @@ from lwec_tasks.core.label_placement import LabelPlacement
 from lwec_tasks.executors import open_executor
 from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, parse_table_name
 from lwec_tasks.io.duckdb_dialect import refuse_other_processes
+from lwec_tasks.io.label_store import open_label_store
 from lwec_tasks.request import non_empty_text, optional_address, optional_column
 from lwec_tasks.tasks.assign import (
     assign_run_key,
@@ -71,12 +72,13 @@ def assign_flow(
     placement = load_model(model_uri)
     columns = check_feature_columns(placement, feature_columns)
     run_key = assign_run_key(placement, table)
-    with flow_run_heartbeats(), open_executor(dask_address) as executor:
-        rows = read_rows_to_label(executor, database_url, table, columns, id_column, output_table,
+    with flow_run_heartbeats(), open_executor(dask_address) as executor, \
+            open_label_store(database_url, output_table) as store:
+        rows = read_rows_to_label(executor, store, table, columns, id_column,
                                   base_columns=isinstance(placement, LabelPlacement),
                                   encoding=getattr(placement, "encoding", None))
         labels, counts = place_rows(placement, rows)
-        written = write_assigned_labels(rows, table, output_table, run_key, placement, labels)
+        written = write_assigned_labels(rows, table, store, run_key, placement, labels)
     get_run_logger().info("Labelled %d rows of table %r (%s) with model %s → table %r, run key %r",
                           written, table, mask_url(database_url), model_uri, output_table, run_key)
     return {

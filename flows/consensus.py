@@ -34,6 +34,7 @@ with imports_without_collections():
     from lwec_tasks.executors import open_executor
     from lwec_tasks.form_types import ClusterCount, OptionalRunCount, OptionalSeed
     from lwec_tasks.io import mask_url
+    from lwec_tasks.io.label_store import open_label_store
     from lwec_tasks.io.source import DEFAULT_CHUNK_SIZE
     from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
     from lwec_tasks.request import ConsensusRequest, document_parameters
@@ -125,18 +126,19 @@ def with_generators(request: ConsensusRequest, n_rows: int) -> ConsensusRequest:
 def run_stages(request: ConsensusRequest) -> dict:
     """The flow's tasks for a checked ``request``, in order; returns the run summary."""
     clock = StageClock()  # each stage's seconds, added by its task (lwec_tasks.tasks.timings)
-    with SystemSampler() as system, open_executor(request.dask_address) as executor:
+    with SystemSampler() as system, open_executor(request.dask_address) as executor, \
+            open_label_store(request.database_url, request.resolved_output_table) as store:
         table = load_features(executor, request, clock=clock)
         request = with_generators(request, table.n_rows)
         ensemble = generate_ensemble(table, request, clock=clock)
         reliability = cluster_reliability(table, ensemble, request.theta, clock=clock)
         labels = consensus(table, ensemble, reliability, request, clock=clock)
-        labels, stable = stable_cluster_ids(table, labels, request, clock=clock)
+        labels, stable = stable_cluster_ids(table, labels, request, store, clock=clock)
         evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta, clock=clock)
         shown = sample_labels(table, labels, ensemble.sample)
         prepare_tracking(request.tracking_uri)
         # The figures are drawn while the labels are written; MLflow is contacted after.
-        writing = write_label_rows.submit(table, labels, request, evidence.confidence, clock=clock)
+        writing = write_label_rows.submit(table, labels, request, store, evidence.confidence, clock=clock)
         try:
             figures = draw_figures(request, reliability, ensemble, labels, shown, evidence)
         finally:

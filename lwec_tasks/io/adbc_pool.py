@@ -69,11 +69,11 @@ class ConnectionPool:
             with suppress(Exception):
                 connection.close()
 
-    def close_idle(self) -> None:
-        """Close every idle connection."""
+    def close_idle(self, uri: str | None = None) -> None:
+        """Close every idle connection (``uri``: only those to it)."""
         with self.lock:
-            connections = [connection for idle in self.idle.values() for _, connection in idle]
-            self.idle.clear()
+            uris = list(self.idle) if uri is None else [uri]
+            connections = [connection for key in uris for _, connection in self.idle.pop(key, [])]
         for connection in connections:
             with suppress(Exception):
                 connection.close()
@@ -94,6 +94,16 @@ os.register_at_fork(after_in_child=PROCESS_POOL.forget_inherited)
 def pooled_connection(uri: str, connect: Callable[[str], Any]):
     """:meth:`ConnectionPool.connection` of the process's pool."""
     return PROCESS_POOL.connection(uri, connect)
+
+
+def close_idle_connections_to(url) -> None:
+    """Close the process's idle connections to the database of the SQLAlchemy ``url`` (a labels store's, when it
+    closes: :meth:`lwec_tasks.io.label_store.LabelStore.close`); nothing for databases ADBC does not pool."""
+    if url.get_backend_name() != "postgresql":
+        return
+    from lwec_tasks.io.bulk_read import postgres_uri
+
+    PROCESS_POOL.close_idle(postgres_uri(url))
 
 
 @atexit.register

@@ -8,8 +8,7 @@ import numpy as np
 
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io.catalog import describe_source
-from lwec_tasks.io.connection import opened_engine
-from lwec_tasks.io.label_storage import StorageNames, storage_names
+from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.consensus import PartitionedLabels
 from lwec_tasks.stages.planning import earlier_run
@@ -29,9 +28,9 @@ class StableIds:
         self.jaccard = jaccard or {}
 
 
-def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table: str | StorageNames,
+def stable_ids(table: PartitionedTable, labels: PartitionedLabels, store: LabelStore,
                source_table: str, run_key: str, log) -> tuple[PartitionedLabels, StableIds]:
-    """Renumber the labels to agree with the source table's latest earlier run in ``output_table``, as the
+    """Renumber the labels to agree with the source table's latest earlier run in ``store``, as the
     library does (:func:`lwec_tasks.core.renumber.match_clusters`), without the ids leaving the partitions.
 
     The flow process finds the earlier run (small queries on the runs table); each worker reads the earlier
@@ -45,11 +44,10 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, output_table:
 
     session = table.session
     k = len(labels.sizes)
-    with opened_engine(table.database_url) as engine:
-        earlier = earlier_run(engine, output_table, source_table, run_key)
-        if earlier is not None:
-            names = storage_names(output_table)
-            stored = describe_source(engine, names.rows if earlier.run is not None else names.view)
+    output_table = store.names
+    earlier = earlier_run(store.engine, output_table, source_table, run_key)
+    if earlier is not None:
+        stored = describe_source(store.engine, output_table.rows if earlier.run is not None else output_table.view)
     if earlier is None:
         log.info("No earlier run of table %r in %r: cluster ids are 0..%d", source_table, output_table, k - 1)
         return labels, StableIds(np.arange(k, dtype=np.int64))

@@ -8,23 +8,19 @@ from functools import partial
 import sqlalchemy as sa
 
 from lwec_tasks.executors.progress import Progress
-from lwec_tasks.io import ensure_latest_view
 from lwec_tasks.io.catalog import describe_source
-from lwec_tasks.io.cleanup import tidy
-from lwec_tasks.io.connection import opened_engine
-from lwec_tasks.io.label_storage import StorageNames, storage_names
+from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.io.run_metadata import RunMetadata
-from lwec_tasks.io.staging import begin_run, prune_unchanged_run, publish_appended, published_run_matching
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stopping import publishing
 
 
-def write_labels(table: PartitionedTable, labels: list, output_table: str | StorageNames, run: RunMetadata, log,
+def write_labels(table: PartitionedTable, labels: list, store: LabelStore, run: RunMetadata, log,
                  keep_runs: int | None = None, confidence: list | None = None) -> int:
     """Each partition's labels (``labels``: one handle of (n_p,) ids per partition; ``confidence``: one handle
     of the rows' (n_p,) confidences per partition, or None) are appended to the labels
-    storage under a new, not yet visible run (:func:`lwec_tasks.io.staging.begin_run`; a wide labels table of
+    storage ``store`` under a new, not yet visible run (:meth:`LabelStore.begin`; a wide labels table of
     an earlier release is converted first); one transaction then publishes it, replacing the earlier run of
     its run key and, with ``keep_runs``, deleting the source table's runs beyond the ``keep_runs`` most recent.
     When any partition fails, the new run's rows are removed and the labels are left as they were.
@@ -37,60 +33,60 @@ def write_labels(table: PartitionedTable, labels: list, output_table: str | Stor
     written, only the pruning of ``keep_runs`` applies, and 0 is returned.
     """
     started = time.perf_counter()
-    names = storage_names(output_table)  # resolved once; every step below takes these names
+    output_table = store.names
     what = f"labels of run key {run.run_key!r} in table {output_table!r}"
-    with opened_engine(table.database_url) as engine, publishing(what) as publish:
-        if labels_already_stored(table, labels, names, run, engine, log):
+    with publishing(what) as publish:
+        if labels_already_stored(table, labels, store, run, log):
             written = 0
             publish.cross()  # nothing is published once the run was asked to stop (lwec_tasks.stopping)
-            pruned = prune_unchanged_run(engine, names, run, keep_runs)
+            pruned = store.prune(run, keep_runs)
             log.info("Labels for run key %r already in table %r; not rewritten (checked in %.2f s)%s", run.run_key,
                      output_table, time.perf_counter() - started, pruned_note(pruned, run, keep_runs))
         else:
-            written, pruned = append_and_publish(table, labels, names, run, engine, log, keep_runs, confidence,
+            written, pruned = append_and_publish(table, labels, store, run, log, keep_runs, confidence,
                                                  before_publish=publish.cross)
             elapsed = time.perf_counter() - started
             log.info("Wrote %d labels to table %r in %.2f s (%.0f rows/s; run key %r, an earlier run of this key "
                      "replaced in one transaction)%s", written, output_table, elapsed,
                      written / max(elapsed, 1e-9), run.run_key, pruned_note(pruned, run, keep_runs))
-        tidy(engine, names, log)
-        view = ensure_latest_view(engine, names)
+        store.tidy(log)
+        view = store.ensure_views()
     log.info("View %r shows the latest run of each source table in %r", view, output_table)
     return written
 
 
-def labels_already_stored(table: PartitionedTable, labels: list, output_table: StorageNames, run: RunMetadata,
-                          engine: sa.Engine, log) -> bool:
-    """Whether the published run of ``run.run_key`` in ``output_table`` holds exactly the partitions' ``labels``
+def labels_already_stored(table: PartitionedTable, labels: list, store: LabelStore, run: RunMetadata,
+                          log) -> bool:
+    """Whether the published run of ``run.run_key`` in ``store`` holds exactly the partitions' ``labels``
     (one handle of (n_p,) ids per partition) with ``run``'s parameters. One small query on the runs table
-    (:func:`lwec_tasks.io.staging.published_run_matching`) decides for a new run key or other parameters;
+    (:meth:`LabelStore.matching_run`) decides for a new run key or other parameters;
     only when they agree does each partition read that run's rows of its id range and compare them
     (:func:`lwec_tasks.stages.partitions.stored_labels_equal`). Changes nothing."""
-    stored_run = published_run_matching(engine, output_table, run, table.n_rows)
+    stored_run = store.matching_run(run, table.n_rows)
     if stored_run is None:
         return False
-    stored = describe_source(engine, output_table.rows)
+    stored = describe_source(store.engine, store.names.rows)
     equal = table.session.map(part.stored_labels_equal, table.specs, table.keys, labels, name="compare-stored",
                               stored=stored, run=stored_run)
     Progress(log, f"compare with the stored labels of run key {run.run_key!r}").wait(equal, rows=table.counts)
     return all(table.session.gather(equal))
 
 
-def append_and_publish(table: PartitionedTable, labels: list, output_table: StorageNames, run: RunMetadata,
-                       engine: sa.Engine, log, keep_runs: int | None,
-                       confidence: list | None = None, before_publish=lambda: None) -> tuple[int, list[str]]:
+def append_and_publish(table: PartitionedTable, labels: list, store: LabelStore, run: RunMetadata, log,
+                       keep_runs: int | None, confidence: list | None = None,
+                       before_publish=lambda: None) -> tuple[int, list[str]]:
     """Append the partitions' ``labels`` under a new run and publish it (:func:`write_labels`); returns (rows
     published, run keys deleted by the pruning). ``before_publish()`` is called once the rows are appended, before
     the publishing transaction (raising stops the publish). On failure the new run is discarded and the error
     raised."""
     session = table.session
     id_type = table.id_type if table.id_type is not None else sa.BigInteger()
-    pending = begin_run(engine, output_table, id_type, run)
+    pending = store.begin(id_type, run)
 
     def append() -> int:
         write = partial(write_with_confidence, table.database_url, pending.target)
         scores = confidence if confidence is not None else [None] * len(labels)
-        if engine.dialect.name == "sqlite":  # one writer at a time: in this process, one partition after another
+        if store.engine.dialect.name == "sqlite":  # one writer at a time: in this process, one partition after another
             writes = [session.submit(write, keys, values, score, pending.append_run, pending.target_columns,
                                      name="write") for keys, values, score in zip(table.keys, labels, scores)]
         else:
@@ -101,7 +97,7 @@ def append_and_publish(table: PartitionedTable, labels: list, output_table: Stor
         before_publish()
         return appended
 
-    return publish_appended(engine, pending, run, table.n_rows, append, keep_runs)
+    return store.publish(pending, run, table.n_rows, append, keep_runs)
 
 
 def write_with_confidence(database_url: str, target: str, keys, labels, confidence, run=None, columns=None) -> int:

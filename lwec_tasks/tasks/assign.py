@@ -18,8 +18,7 @@ from prefect.runtime import flow_run
 
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.placement import Placement
-from lwec_tasks.io import mask_url
-from lwec_tasks.io.connection import opened_engine
+from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.preflight import plan_assign_read
@@ -65,11 +64,10 @@ def load_model(model_uri: str) -> Placement:
 
 
 @database_task("read-rows-to-label")
-def read_rows_to_label(executor, database_url: str, table: str, feature_columns: Sequence[str],
-                       id_column: str | None, output_table: str, base_columns: bool = False,
-                       encoding=None) -> PartitionedTable:
-    """Reflect ``table``, check its columns and ``output_table``, have the executor read the rows in partitions
-    (raw feature values, in the model's column order); nothing is written.
+def read_rows_to_label(executor, store: LabelStore, table: str, feature_columns: Sequence[str],
+                       id_column: str | None, base_columns: bool = False, encoding=None) -> PartitionedTable:
+    """Reflect ``table`` (in ``store``'s database), check its columns and the store's output table, have the
+    executor read the rows in partitions (raw feature values, in the model's column order); nothing is written.
 
     The checks are :func:`lwec_tasks.preflight.plan_assign_read`'s. Columns are resolved as in the consensus
     flow (:func:`~lwec_tasks.io.columns.plan_columns`: id column default the single-column primary key, else
@@ -80,10 +78,9 @@ def read_rows_to_label(executor, database_url: str, table: str, feature_columns:
     """
     started = time.perf_counter()
     log = get_run_logger()
-    with opened_engine(database_url) as engine:
-        planned = plan_assign_read(engine, table, feature_columns, id_column, output_table, base_columns,
-                                   allow_missing=encoding is not None)
-    rows, summaries = read_partitions(executor, database_url, table, planned, DEFAULT_CHUNK_SIZE, False, log,
+    planned = plan_assign_read(store.engine, table, feature_columns, id_column, str(store.names), base_columns,
+                               allow_missing=encoding is not None)
+    rows, summaries = read_partitions(executor, store.database_url, table, planned, DEFAULT_CHUNK_SIZE, False, log,
                                       encoding=encoding, impute=True)
     n_bad = sum(s.n_nonfinite for s in summaries)
     if encoding is not None:
@@ -97,7 +94,7 @@ def read_rows_to_label(executor, database_url: str, table: str, feature_columns:
             f"{n_bad} row(s) of table {table!r} have missing or non-finite values in the feature columns "
             f"{list(planned.columns.feature_columns)}; such rows cannot be labelled — clean them first")
     log.info("Read %d rows × %d features from table %r of %s in %.2f s (%d partitions; id column: %s)", rows.n_rows,
-             len(planned.columns.feature_columns), table, mask_url(database_url), time.perf_counter() - started,
+             len(planned.columns.feature_columns), table, store.masked_url, time.perf_counter() - started,
              rows.n_partitions, planned.columns.id_column or "row position")
     return rows
 
@@ -124,13 +121,13 @@ def place_rows(placement: Placement, rows: PartitionedTable) -> tuple[list, dict
 
 
 @database_task("write-assigned-labels")
-def write_assigned_labels(rows: PartitionedTable, table: str, output_table: str, run_key: str, placement: Placement,
+def write_assigned_labels(rows: PartitionedTable, table: str, store: LabelStore, run_key: str, placement: Placement,
                           labels: list) -> int:
-    """Replace the rows of ``run_key`` in ``output_table`` (one transaction) by the partitions' ``labels``;
+    """Replace the rows of ``run_key`` in ``store`` (one transaction) by the partitions' ``labels``;
     returns the rows labelled. Creates the ``<output_table>_latest`` view if missing, as the consensus flow does.
     """
     run = RunMetadata(run_key=run_key, k=placement.n_clusters, method=placement.method, theta=placement.theta,
                       ensemble_size=placement.ensemble_size, seed=placement.seed, source_table=table,
                       flow_run_id=flow_run.id)
-    write_labels(rows, labels, output_table, run, get_run_logger(), confidence=getattr(rows, "confidence", None))
+    write_labels(rows, labels, store, run, get_run_logger(), confidence=getattr(rows, "confidence", None))
     return rows.n_rows

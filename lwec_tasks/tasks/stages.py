@@ -16,6 +16,7 @@ from prefect.runtime import flow_run
 
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
+from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.base_columns import base_column_ensemble
@@ -79,13 +80,13 @@ def consensus(table: PartitionedTable, ensemble: PartitionedEnsemble, cluster_re
 
 @database_task("stable-cluster-ids")
 @timed_stage("stable_ids")
-def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels,
-                       request: ConsensusRequest) -> tuple[PartitionedLabels, StableIds]:
-    """Renumber the labels to agree with the source table's latest earlier run (unless ``stable_ids`` is off)."""
+def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels, request: ConsensusRequest,
+                       store: LabelStore) -> tuple[PartitionedLabels, StableIds]:
+    """Renumber the labels to agree with the source table's latest earlier run in ``store`` (unless
+    ``stable_ids`` is off)."""
     if not request.stable_ids:
         return labels, StableIds(np.arange(len(labels.sizes), dtype=np.int64))
-    return stable_ids(table, labels, request.storage, request.table, request.run_key,
-                      get_run_logger())
+    return stable_ids(table, labels, store, request.table, request.run_key, get_run_logger())
 
 
 @task(name="row-evidence", cache_policy=NO_CACHE)
@@ -100,17 +101,17 @@ def row_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
 @database_task("write-labels")
 @timed_stage("write")
 def write_label_rows(table: PartitionedTable, labels: PartitionedLabels, request: ConsensusRequest,
-                     confidence: list | None = None) -> int:
-    """Stage the partitions' labels; one transaction replaces the run key's rows and prunes the source table's
-    runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view. Each row's
-    ``confidence`` (one handle per partition, or None) is written beside its label. A gated run
+                     store: LabelStore, confidence: list | None = None) -> int:
+    """Stage the partitions' labels in ``store``; one transaction replaces the run key's rows and prunes the source
+    table's runs beyond ``request.keep_runs`` (nothing changes on failure); then the ``<labels>_latest`` view. Each
+    row's ``confidence`` (one handle per partition, or None) is written beside its label. A gated run
     (``request.promote_if``) is written held: out of ``<labels>_latest`` until its gate promotes it.
     Returns the rows written (0 when the table already held exactly these labels under this run key)."""
     run = RunMetadata(run_key=request.run_key, k=labels.k, method=request.method, theta=request.theta,
                       ensemble_size=request.ensemble_size, seed=request.seed, source_table=request.table,
                       flow_run_id=flow_run.id, held=request.promote_if is not None)
     log = get_run_logger()
-    written = write_labels(table, labels.labels, request.storage, run, log, keep_runs=request.keep_runs,
+    written = write_labels(table, labels.labels, store, run, log, keep_runs=request.keep_runs,
                            confidence=confidence)
     log.info("Labels of run key %r are in table %r of %s", request.run_key, request.resolved_output_table,
              mask_url(request.database_url))

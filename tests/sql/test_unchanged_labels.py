@@ -20,6 +20,7 @@ from helpers.pipeline import drop_labels_table, unique
 from lwec_tasks.executors import InProcess
 from lwec_tasks.io import LabelRows, open_engine, write_labels
 from lwec_tasks.io.label_storage import storage_names
+from lwec_tasks.io.label_store import open_label_store
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.io.staging import published_run_matching
 from lwec_tasks.request import ConsensusRequest
@@ -110,8 +111,9 @@ class Source:
 
     def write(self, changed_id=None, keep_runs=None, **changes) -> int:
         labels = self.table.session.map(labels_of, self.table.keys, name="labels", changed_id=changed_id)
-        return write_stage(self.table, labels, self.output_table, dataclasses.replace(self.run, **changes),
-                           logging.getLogger("test"), keep_runs=keep_runs)
+        with open_label_store(self.url, self.output_table) as store:
+            return write_stage(self.table, labels, store, dataclasses.replace(self.run, **changes),
+                               logging.getLogger("test"), keep_runs=keep_runs)
 
     def runs(self) -> list:
         runs = storage_names(self.output_table).runs.name
