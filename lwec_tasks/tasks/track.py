@@ -205,7 +205,8 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
     quality gate judges)}``. The run is named after the flow run (``<table>-k<k>-<method>``). ``timings``:
     seconds per stage (:meth:`~lwec_tasks.tasks.timings.StageClock.seconds`), logged as ``time_<stage>_s``.
     """
-    from lwec_tasks.tracking.model import active_run_in, log_placement_model
+    from lwec_tasks.tracking.fluent import active_run_in
+    from lwec_tasks.tracking.model import log_placement_model
     from lwec_tasks.tracking.runs import run_writer
 
     tracking_uri = resolve_tracking_uri(request.tracking_uri)

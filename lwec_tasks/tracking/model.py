@@ -5,7 +5,7 @@
 (``placement.npz`` + ``placement.json``); the model's code is
 ``model_code.py`` (MLflow "models from code"), so nothing is pickled.
 
-* :func:`log_placement_model` logs it in the active MLflow run as model ``model``
+* :func:`log_placement_model` logs it in the active MLflow run (:func:`active_run_in`) as model ``model``
   (signature: the feature columns as double in, long out; the input example;
   explicit pip requirements) and optionally registers it;
 * :func:`load_placement_model` gets the :class:`Placement` back from any model URI
@@ -15,10 +15,7 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 import mlflow
@@ -32,8 +29,9 @@ from lwec_tasks.core.label_placement import LabelPlacement, load_placement
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.masking import scrub
 from lwec_tasks.tracking.failures import first_line
+from lwec_tasks.tracking.fluent import FLUENT_LOCK, using_tracking_uri
 from lwec_tasks.tracking.limits import limit_mlflow_requests
-from lwec_tasks.tracking.store import TRACKING_URI_ENV, mask_uri, resolve_tracking_uri
+from lwec_tasks.tracking.store import mask_uri, resolve_tracking_uri
 
 #: Name (artifact path) of the model in a run.
 MODEL_NAME = "model"
@@ -43,9 +41,6 @@ PLACEMENT_ARTIFACT = "placement"
 MODEL_CODE = Path(__file__).with_name("model_code.py")
 #: Run tag holding the logged model's URI.
 MODEL_URI_TAG = "lwec.model_uri"
-
-# MLflow's model logging reads the process-wide tracking URI and active run.
-_FLUENT_LOCK = threading.RLock()
 
 
 class PlacementModel(mlflow.pyfunc.PythonModel):
@@ -138,13 +133,12 @@ def prepare_model_logging() -> None:
     quick: read the run context (the command's git information) and map the installed distributions (the
     model's requirements are checked against them; a scan of every installed distribution). Contacts no store."""
     from mlflow.tracking.context.registry import resolve_tags
+    from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
 
     resolve_tags()
-    try:  # MLflow's own cache, kept for the process; without it the model log scans the distributions itself
-        from mlflow.utils.requirements_utils import _init_modules_to_packages_map
-    except ImportError:
-        return
-    _init_modules_to_packages_map()
+    # Checking one requirement fills MLflow's map of the installed distributions, kept for the process;
+    # without it the model log scans them itself. MLflow is installed: the check itself never warns.
+    warn_dependency_requirement_mismatches([f"mlflow=={mlflow.__version__}"])
 
 
 def model_uri(run_id: str) -> str:
@@ -185,6 +179,9 @@ def log_placement_model(placement: Placement, input_example: pd.DataFrame | None
                         registered_model_name: str | None = None) -> str:
     """Log ``placement`` in the active MLflow run as model ``model``; return ``runs:/<run id>/model``.
 
+    Call it inside :func:`~lwec_tasks.tracking.fluent.active_run_in` (MLflow's model logging has no client
+    form: :mod:`lwec_tasks.tracking.fluent` says why).
+
     The returned URI and the logged model's ``models:/<model id>`` both resolve.
     ``input_example`` is a DataFrame holding at least the feature columns (others
     are dropped; default :func:`example_frame`). With ``registered_model_name`` a new version of that
@@ -213,7 +210,7 @@ def log_placement_model(placement: Placement, input_example: pd.DataFrame | None
                                   if base_column_type(values) == "double"})
     with tempfile.TemporaryDirectory(prefix="lwec-model-") as scratch:
         stored = placement.save(Path(scratch, PLACEMENT_ARTIFACT))
-        with _FLUENT_LOCK:
+        with FLUENT_LOCK:
             mlflow.pyfunc.log_model(
                 name=MODEL_NAME,
                 python_model=str(MODEL_CODE),  # models from code: nothing pickled
@@ -226,40 +223,8 @@ def log_placement_model(placement: Placement, input_example: pd.DataFrame | None
                 await_registration_for=0,
             )
     uri = model_uri(run.info.run_id)
-    mlflow.MlflowClient().set_tag(run.info.run_id, MODEL_URI_TAG, uri)
+    mlflow.MlflowClient(tracking_uri=mlflow.get_tracking_uri()).set_tag(run.info.run_id, MODEL_URI_TAG, uri)
     return uri
-
-
-@contextmanager
-def active_run_in(tracking_uri: str, run_id: str):
-    """Make ``run_id`` of the store at ``tracking_uri`` the active MLflow run for the block.
-
-    The process-wide tracking URI is restored afterwards; the run is ended
-    (FINISHED, or FAILED when the block raises).
-    """
-    with _FLUENT_LOCK, _using_tracking_uri(tracking_uri), mlflow.start_run(run_id=run_id) as run:
-        yield run
-
-
-@contextmanager
-def _using_tracking_uri(tracking_uri: str):
-    """MLflow's process-wide tracking URI set to ``tracking_uri`` for the block, then restored.
-
-    Restores both MLflow's setting and ``$MLFLOW_TRACKING_URI`` (MLflow's own
-    helper would unset a variable the user had set).
-    """
-    from mlflow.tracking._tracking_service import utils
-
-    previous, environment = utils._tracking_uri, os.environ.get(TRACKING_URI_ENV)
-    mlflow.set_tracking_uri(tracking_uri)
-    try:
-        yield
-    finally:
-        mlflow.set_tracking_uri(previous)
-        if environment is None:
-            os.environ.pop(TRACKING_URI_ENV, None)
-        else:
-            os.environ[TRACKING_URI_ENV] = environment
 
 
 def load_placement_model(model_uri: str, tracking_uri: str | None = None) -> Placement:
@@ -274,7 +239,7 @@ def load_placement_model(model_uri: str, tracking_uri: str | None = None) -> Pla
     if not isinstance(model_uri, str) or not model_uri.strip():
         raise LwecInputError(f"model_uri must be a non-empty string, got {model_uri!r}")
     try:
-        with _FLUENT_LOCK, _using_tracking_uri(tracking_uri):
+        with using_tracking_uri(tracking_uri):
             loaded = mlflow.pyfunc.load_model(model_uri)
     except Exception as error:  # noqa: BLE001 - every way of not resolving is the same input error
         raise LwecInputError(scrub(

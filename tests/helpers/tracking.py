@@ -10,7 +10,8 @@ def log_model_run(tracking_uri: str, experiment: str, placement=None, input_exam
     """One MLflow run with ``params``/``metrics``, an ECI table and, given a Placement, the labelling model
     ``model`` (as :func:`lwec_tasks.tasks.track.log_to_mlflow` logs it); returns the run id."""
     from lwec_tasks.tracking import run_writer
-    from lwec_tasks.tracking.model import active_run_in, log_placement_model
+    from lwec_tasks.tracking.fluent import active_run_in
+    from lwec_tasks.tracking.model import log_placement_model
 
     with run_writer(tracking_uri, experiment) as writer:
         run_id = writer.start_run(None, params=params or {"method": "lwea"}, metrics=metrics or {}, tags={})

@@ -18,9 +18,9 @@ from lwec_tasks.core.base_clusterings import fit_base_clusterings
 from lwec_tasks.core.eci import eci as cluster_eci
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.placement import Standardisation
+from lwec_tasks.tracking.fluent import active_run_in
 from lwec_tasks.tracking.model import (
     MODEL_URI_TAG,
-    active_run_in,
     load_placement_model,
     log_placement_model,
     predict_frame,
