@@ -30,6 +30,7 @@ from lwec_tasks.tasks.assign import (
     read_rows_to_label,
     write_assigned_labels,
 )
+from lwec_tasks.tasks.credentials import register_block_resolvers
 from lwec_tasks.tasks.error_logs import log_errors_once
 from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
 
@@ -67,6 +68,7 @@ def assign_flow(
             placed and written by its workers (default: in this process, a thread per core).
     """
     _check_parameters(database_url, table, model_uri, id_column, dask_address)
+    register_block_resolvers()  # block: and secret: URLs, resolved once by the run's labels store
     table = str(parse_table_name(table))
     output_table = check_new_table_name(output_table) if output_table is not None else default_output_table(table)
     placement = load_model(model_uri)

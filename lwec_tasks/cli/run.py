@@ -155,7 +155,8 @@ def run_after_checks(load_flow: Callable[[], Callable[..., dict]], parameters: d
         # A lasting server gets heartbeats that stop with the work; the temporary one none (it dies with us).
         with served_flow(server), sent_by_the_flow():
             if resolved_by_prefect:
-                import lwec_tasks.tasks.credentials  # noqa: F401 - resolves block: and secret: references
+                from lwec_tasks.tasks.credentials import register_block_resolvers
+                register_block_resolvers()  # block: and secret: references, for the checks
 
                 check_inputs()
             return flow(**credentials_out_of_parameters(parameters))

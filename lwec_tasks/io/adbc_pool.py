@@ -96,14 +96,10 @@ def pooled_connection(uri: str, connect: Callable[[str], Any]):
     return PROCESS_POOL.connection(uri, connect)
 
 
-def close_idle_connections_to(url) -> None:
-    """Close the process's idle connections to the database of the SQLAlchemy ``url`` (a labels store's, when it
-    closes: :meth:`lwec_tasks.io.label_store.LabelStore.close`); nothing for databases ADBC does not pool."""
-    if url.get_backend_name() != "postgresql":
-        return
-    from lwec_tasks.io.bulk_read import postgres_uri
-
-    PROCESS_POOL.close_idle(postgres_uri(url))
+def close_idle_connections_to(uri: str) -> None:
+    """Close the process's idle connections to ``uri`` (a labels store's database, when the store closes:
+    :meth:`lwec_tasks.io.label_store.LabelStore.close`)."""
+    PROCESS_POOL.close_idle(uri)
 
 
 @atexit.register

@@ -135,9 +135,11 @@ class LabelStore:
         if engine is None:
             return
         try:
-            from lwec_tasks.io.adbc_pool import close_idle_connections_to
+            if engine.url.get_backend_name() == "postgresql":  # the only database ADBC connections are pooled for
+                from lwec_tasks.io.adbc_pool import close_idle_connections_to
+                from lwec_tasks.io.bulk_read import postgres_uri
 
-            close_idle_connections_to(engine.url)
+                close_idle_connections_to(postgres_uri(engine.url))
         finally:
             engine.dispose()
 

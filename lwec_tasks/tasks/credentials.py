@@ -4,9 +4,10 @@
   connection info (a URL or driver/host/user/password components) gives the URL.
 * ``secret:NAME`` — a Prefect ``Secret`` block whose value is the URL.
 
-Importing this module registers both with :mod:`lwec_tasks.io.connection`, so
-every task that opens the database accepts them. The URL is resolved inside the
-task that connects and is never logged or stored with the flow run.
+:func:`register_block_resolvers` registers both with :mod:`lwec_tasks.io.connection`; a run calls it where it
+starts (the flows' bodies, the command line before its checks), and its labels store
+(:class:`~lwec_tasks.io.label_store.LabelStore`) then resolves the reference once, in the first task that
+connects. The URL is never logged or stored with the flow run.
 """
 
 from __future__ import annotations
@@ -46,5 +47,8 @@ def url_from_secret_block(name: str) -> str:
     return value
 
 
-register_url_resolver("block", url_from_connector_block)
-register_url_resolver("secret", url_from_secret_block)
+def register_block_resolvers() -> None:
+    """From now on in this process, resolve ``block:NAME`` and ``secret:NAME`` database URLs through Prefect's
+    blocks (:func:`url_from_connector_block`, :func:`url_from_secret_block`). Calling it again changes nothing."""
+    register_url_resolver("block", url_from_connector_block)
+    register_url_resolver("secret", url_from_secret_block)
