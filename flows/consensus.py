@@ -126,30 +126,32 @@ def with_generators(request: ConsensusRequest, n_rows: int) -> ConsensusRequest:
 
 
 def run_stages(request: ConsensusRequest) -> dict:
-    """The flow's tasks for a checked ``request``, in order; returns the run summary."""
+    """The flow's tasks for a checked ``request``, in order; returns the run summary. The run's labels store
+    (:func:`~lwec_tasks.io.label_store.open_label_store`) is open from the first stage until the gate has promoted
+    or held the run."""
     clock = StageClock()  # each stage's seconds, added by its task (lwec_tasks.tasks.timings)
-    with SystemSampler() as system, open_executor(request.dask_address) as executor, \
-            open_label_store(request.database_url, request.resolved_output_table) as store:
-        table = load_features(executor, request, clock=clock)
-        request = with_generators(request, table.n_rows)
-        ensemble = generate_ensemble(table, request, clock=clock)
-        reliability = cluster_reliability(table, ensemble, request.theta, clock=clock)
-        labels = consensus(table, ensemble, reliability, request, clock=clock)
-        labels, stable = stable_cluster_ids(table, labels, request, store, clock=clock)
-        evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta, clock=clock)
-        shown = sample_labels(table, labels, ensemble.sample)
-        prepare_tracking(request.tracking_uri)
-        # The figures are drawn while the labels are written; MLflow is contacted after.
-        writing = write_label_rows.submit(table, labels, request, store, evidence.confidence, clock=clock)
-        try:
-            figures = draw_figures(request, reliability, ensemble, labels, shown, evidence)
-        finally:
-            writing.wait()
-        written = writing.result()
-        model = build_labelling_model(table, ensemble, labels, reliability, request, evidence, clock=clock)
-        system.stop()
-        facts = RunFacts(executor, table, ensemble, labels, stable, model, figures, evidence, system.series())
-    timings = clock.seconds()
-    tracked = log_to_mlflow(request, facts, reliability, timings, return_state=True)
-    summary = publish_summary(request, facts, written, allow_failure(tracked), timings)
-    return settle_run(request, summary, tracked.result())
+    with open_label_store(request.database_url, request.resolved_output_table) as store:
+        with SystemSampler() as system, open_executor(request.dask_address) as executor:
+            table = load_features(executor, request, clock=clock)
+            request = with_generators(request, table.n_rows)
+            ensemble = generate_ensemble(table, request, clock=clock)
+            reliability = cluster_reliability(table, ensemble, request.theta, clock=clock)
+            labels = consensus(table, ensemble, reliability, request, clock=clock)
+            labels, stable = stable_cluster_ids(table, labels, request, store, clock=clock)
+            evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta, clock=clock)
+            shown = sample_labels(table, labels, ensemble.sample)
+            prepare_tracking(request.tracking_uri)
+            # The figures are drawn while the labels are written; MLflow is contacted after.
+            writing = write_label_rows.submit(table, labels, request, store, evidence.confidence, clock=clock)
+            try:
+                figures = draw_figures(request, reliability, ensemble, labels, shown, evidence)
+            finally:
+                writing.wait()
+            written = writing.result()
+            model = build_labelling_model(table, ensemble, labels, reliability, request, evidence, clock=clock)
+            system.stop()
+            facts = RunFacts(executor, table, ensemble, labels, stable, model, figures, evidence, system.series())
+        timings = clock.seconds()
+        tracked = log_to_mlflow(request, facts, reliability, store, timings, return_state=True)
+        summary = publish_summary(request, facts, written, allow_failure(tracked), timings)
+        return settle_run(request, summary, tracked.result(), store)

@@ -14,7 +14,7 @@ import inspect
 import json
 import re
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
@@ -36,9 +36,6 @@ from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
 from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.methods import PIPELINE_METHODS, describe_pipeline_methods, pipeline_method
-
-if TYPE_CHECKING:
-    from lwec_tasks.io.label_storage import StorageNames
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.:{}-]{1,64}")
 #: Placeholders a run name may hold, filled from the flow run's scheduled start time (UTC).
@@ -294,14 +291,6 @@ class ConsensusRequest(BaseModel):
     def resolved_output_table(self) -> str:
         """``output_table``, or ``<table>_lwec_labels``."""
         return self.output_table or default_output_table(self.table)
-
-    @property
-    def storage(self) -> StorageNames:
-        """The names of the labels storage of :attr:`resolved_output_table` (view, runs and rows tables, latest
-        view, per-run tables), resolved here once for the stages to pass down."""
-        from lwec_tasks.io.label_storage import storage_names
-
-        return storage_names(self.resolved_output_table)
 
     @property
     def gate(self) -> tuple:

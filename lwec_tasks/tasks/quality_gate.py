@@ -16,16 +16,19 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from lwec_tasks.gate import RunHeld, Verdict, judge
+from lwec_tasks.io.label_storage import StorageNames
+from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.events import COMPLETED, HELD, PROMOTED, emit_run_event
 
 
 @task(name="quality-gate", cache_policy=NO_CACHE)
-def settle_run(request: ConsensusRequest, summary: dict, logged: dict) -> dict:
+def settle_run(request: ConsensusRequest, summary: dict, logged: dict, store: LabelStore) -> dict:
     """Judge the run on ``logged["metrics"]`` (what :func:`~lwec_tasks.tasks.track.log_to_mlflow` returned),
-    promote or hold it (module docstring) and return ``summary`` with ``gate``: None without ``promote_if``,
-    else ``{"promote_if", "outcome": "promoted", "not_applied": [conditions over unmeasured metrics],
-    "model_alias_uri": "models:/<name>@<alias>" or None}``. Raises :class:`RunHeld` for a held run."""
+    promote or hold it in the labels ``store`` (module docstring) and return ``summary`` with ``gate``: None
+    without ``promote_if``, else ``{"promote_if", "outcome": "promoted", "not_applied": [conditions over
+    unmeasured metrics], "model_alias_uri": "models:/<name>@<alias>" or None}``. Raises
+    :class:`RunHeld` for a held run."""
     metrics = logged.get("metrics", {})
     if request.promote_if is None:
         emit_run_event(COMPLETED, request, summary, metrics)
@@ -40,26 +43,20 @@ def settle_run(request: ConsensusRequest, summary: dict, logged: dict) -> dict:
     if not verdict.promoted:
         emit_run_event(COMPLETED, request, summary, metrics, {**gate, "outcome": "held"})
         emit_run_event(HELD, request, summary, metrics, {**gate, "outcome": "held"})
-        raise RunHeld(held_message(request, verdict))
-    alias_uri = promote(request, logged)
+        raise RunHeld(held_message(request, verdict, store.names))
+    alias_uri = promote(request, logged, store)
     log.info("Quality gate %r passed: run key %r promoted to view %r%s", request.promote_if, request.run_key,
-             str(request.storage.latest), f"; {alias_uri}" if alias_uri else "")
+             str(store.names.latest), f"; {alias_uri}" if alias_uri else "")
     gate.update(outcome="promoted", model_alias_uri=alias_uri)
     emit_run_event(COMPLETED, request, summary, metrics, gate)
     emit_run_event(PROMOTED, request, summary, metrics, gate)
     return {**summary, "gate": gate}
 
 
-def promote(request: ConsensusRequest, logged: dict) -> str | None:
-    """Clear the run's ``held`` mark in the labels table; with ``register_model``, move ``model_alias`` to the
+def promote(request: ConsensusRequest, logged: dict, store: LabelStore) -> str | None:
+    """Clear the run's ``held`` mark in the labels ``store``; with ``register_model``, move ``model_alias`` to the
     run's model version. Returns ``models:/<name>@<alias>``, or None without ``register_model``."""
-    from lwec_tasks.io import open_engine, promote_run
-
-    engine = open_engine(request.database_url)
-    try:
-        promote_run(engine, request.resolved_output_table, request.run_key)
-    finally:
-        engine.dispose()
+    store.promote(request.run_key)
     if not request.register_model:
         return None
     from lwec_tasks.tracking import resolve_tracking_uri
@@ -69,9 +66,10 @@ def promote(request: ConsensusRequest, logged: dict) -> str | None:
                       request.model_alias)
 
 
-def held_message(request: ConsensusRequest, verdict: Verdict) -> str:
-    """One line for a held run: each failed condition and its figure, where its labels are, what did not move."""
-    unmoved = f"view {str(request.storage.latest)!r}"
+def held_message(request: ConsensusRequest, verdict: Verdict, names: StorageNames) -> str:
+    """One line for a held run: each failed condition and its figure, where its labels are (``names``: the labels
+    storage's), what did not move."""
+    unmoved = f"view {str(names.latest)!r}"
     if request.register_model:
         unmoved += f" and alias {request.model_alias!r} of model {request.register_model!r}"
     return (f"run key {request.run_key!r} held by promote_if {request.promote_if!r}: {verdict.describe()}; its "

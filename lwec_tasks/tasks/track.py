@@ -10,6 +10,7 @@ from prefect.runtime import deployment, flow_run
 from lwec_tasks.core.k_criterion import SELECTION_SAMPLE
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
+from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.consensus import PartitionedLabels
 from lwec_tasks.stages.generate import PartitionedEnsemble
@@ -195,8 +196,9 @@ def prepare_tracking(tracking_uri: str | None = None) -> None:
 
 @tracking_task("log-to-mlflow")
 def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliability: ClusterReliability,
-                  timings: dict[str, float] | None = None) -> dict:
-    """Log the run as one MLflow run, with the source table as its dataset input.
+                  store: LabelStore, timings: dict[str, float] | None = None) -> dict:
+    """Log the run as one MLflow run, with the source table as its dataset input, and note the MLflow run in the
+    run's labels ``store``.
 
     Raises :class:`~lwec_tasks.tracking.TrackingError` (retried only when ``retryable``, see
     :func:`~lwec_tasks.tasks.retry.retry_if_tracking_unreachable`) when the store is down or refuses a
@@ -273,7 +275,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
             uri = log_placement_model(facts.placement, facts.input_example(), request.register_model)
         writer.finish(run_id)
         run_info = writer.client.get_run(run_id).info  # where its artifacts went, its experiment
-    _record_in_labels_table(request, run_id)
+    _record_in_labels_table(store, request, run_id)
     get_run_logger().info("Logged MLflow run %s in experiment %r at %s (%d params, %d metrics, %d figures; "
                           "labelling model %s)", run_id, request.experiment, mask_uri(tracking_uri), len(params),
                           len(metrics), len(figures), uri)
@@ -302,21 +304,17 @@ def column_params(facts: RunFacts) -> dict:
     }
 
 
-def _record_in_labels_table(request: ConsensusRequest, run_id: str) -> None:
+def _record_in_labels_table(store: LabelStore, request: ConsensusRequest, run_id: str) -> None:
     """Note the MLflow run in the labels table's runs table (``mlflow_run_id``); a failure is logged, not
     raised: the labels and the MLflow run both exist, only the link between them is missing."""
     from lwec_tasks.core.errors import LwecInputError
-    from lwec_tasks.io import open_engine, record_mlflow_run
     from lwec_tasks.io.errors import DatabaseUnreachableError
 
-    engine = open_engine(request.database_url)
     try:
-        record_mlflow_run(engine, request.resolved_output_table, request.run_key, run_id)
+        store.record_mlflow_run(request.run_key, run_id)
     except (LwecInputError, DatabaseUnreachableError) as error:
         get_run_logger().warning("MLflow run %s not recorded in table %r: %s", run_id,
                                  request.resolved_output_table, error)
-    finally:
-        engine.dispose()
 
 
 def flow_run_page() -> str | None:
