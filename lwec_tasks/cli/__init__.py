@@ -92,11 +92,12 @@ def _command(argv: list[str], as_program: bool) -> int:
 def exit_promptly(code: int) -> None:
     """End the process with ``code`` now: run its exit handlers (Prefect sends its pending logs and events),
     flush the output, and skip the interpreter's teardown of the modules a flow loads (about 2 s)."""
-    import atexit
     import logging
     import os
 
-    atexit._run_exitfuncs()
+    from lwec_tasks.frameworks import run_exit_handlers
+
+    run_exit_handlers()
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()

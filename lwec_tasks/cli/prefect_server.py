@@ -141,13 +141,11 @@ def served_flow(server: TemporaryServer | None) -> Iterator[None]:
 
 
 def drain_prefect_workers() -> None:
-    """Send the log lines and events Prefect still holds to its API (waiting at most :data:`DRAIN_SECONDS` each)."""
-    from prefect.events.worker import EventsWorker
-    from prefect.logging.handlers import APILogWorker
+    """Send the log lines and events Prefect still holds to its API (waiting at most :data:`DRAIN_SECONDS` each;
+    :func:`lwec_tasks.frameworks.drain_prefect_workers`)."""
+    from lwec_tasks import frameworks
 
-    for worker in (APILogWorker, EventsWorker):
-        with suppress(Exception):  # an undelivered log line must not hide the outcome
-            worker.drain_all(timeout=DRAIN_SECONDS)
+    frameworks.drain_prefect_workers(DRAIN_SECONDS)
 
 
 def _free_port() -> int:

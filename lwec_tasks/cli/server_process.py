@@ -1,9 +1,9 @@
 """The process of a command's temporary Prefect API server: ``python -m lwec_tasks.cli.server_process PORT``.
 
-It serves Prefect's REST API (no UI, no background services: :func:`prefect.server.api.server.create_app` with
-``ephemeral=True``) on ``127.0.0.1:PORT`` with uvicorn, and ends as soon as its standard input reaches end of
-file: the command that started it holds the other end of that pipe, which the kernel closes however the
-command ends, ``kill -9`` included.
+It serves Prefect's REST API (no UI, no background services: :func:`lwec_tasks.frameworks.prefect_api_app`)
+on ``127.0.0.1:PORT`` with uvicorn, and ends as soon as its standard input reaches end of file: the command
+that started it holds the other end of that pipe, which the kernel closes however the command ends,
+``kill -9`` included.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ def main(argv: list[str]) -> None:
     (port,) = argv
     threading.Thread(target=exit_when_input_ends, name="parent-watch", daemon=True).start()
     import uvicorn
-    from prefect.server.api.server import create_app
 
-    uvicorn.run(create_app(ephemeral=True, final=True), host="127.0.0.1", port=int(port), log_level="error",
+    from lwec_tasks.frameworks import prefect_api_app
+
+    uvicorn.run(prefect_api_app(), host="127.0.0.1", port=int(port), log_level="error",
                 lifespan="on")
 
 

@@ -78,15 +78,12 @@ def adopted(env: dict[str, str], cwd: str) -> Iterator[None]:
     Prefect read them from the warm process's environment when it was imported; a job's ``env`` (an API URL, a
     logging level) must win, as it does for a flow run Prefect starts in a subprocess of its own.
     """
-    from prefect.context import SettingsContext, get_settings_context
-    from prefect.logging.configuration import setup_logging
-    from prefect.settings import Settings
+    from lwec_tasks.frameworks import prefect_settings_from_environment
 
     os.environ.clear()
     os.environ.update(env)
     os.chdir(cwd)
-    with SettingsContext(profile=get_settings_context().profile, settings=Settings()):
-        setup_logging()  # an update of the levels and handlers set up at Prefect's import
+    with prefect_settings_from_environment():
         yield
 
 
