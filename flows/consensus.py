@@ -132,7 +132,7 @@ def run_stages(request: ConsensusRequest) -> dict:
     clock = StageClock()  # each stage's seconds, added by its task (lwec_tasks.tasks.timings)
     with open_label_store(request.database_url, request.resolved_output_table) as store:
         with SystemSampler() as system, open_executor(request.dask_address) as executor:
-            table = load_features(executor, request, clock=clock)
+            table = load_features(executor, request, store, clock=clock)
             request = with_generators(request, table.n_rows)
             ensemble = generate_ensemble(table, request, clock=clock)
             reliability = cluster_reliability(table, ensemble, request.theta, clock=clock)

@@ -9,6 +9,7 @@ read as one partition sorted by every column read; its ids are the row positions
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,9 +18,9 @@ import numpy as np
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io import check_label_table, id_key_type, mask_url
-from lwec_tasks.io.connection import opened_engine, resolve_database_url
 from lwec_tasks.io.duckdb_dialect import refuse_other_processes
 from lwec_tasks.io.features import useless_columns_message
+from lwec_tasks.io.label_store import LabelStore, open_label_store
 from lwec_tasks.preflight import plan_consensus_read
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition_count
@@ -80,8 +81,9 @@ class PartitionedTable:
         return len(self.specs)
 
 
-def load_table(session, request, log) -> PartitionedTable:
-    """Check the table and the output table, plan the partitions, have the executor read them.
+def load_table(session, request, log, store: LabelStore | None = None) -> PartitionedTable:
+    """Check the table and the output table, plan the partitions, have the executor read them, through the run's
+    labels ``store`` (default None: one opened for the read, on ``request``'s database and output table).
 
     Nothing is written. Raises :class:`LwecInputError` on bad input (missing columns, text in a feature
     column, a feature column without a finite value, non-finite values unless ``drop_nonfinite``,
@@ -89,11 +91,12 @@ def load_table(session, request, log) -> PartitionedTable:
     """
     started = time.perf_counter()
     k_min = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
-    with opened_engine(request.database_url) as engine:
-        planned = plan_consensus_read(engine, request)
-    encoding = feature_encoding(planned.columns, planned.levels)
-    table, summaries = read_partitions(session, request.database_url, request.table, planned, request.chunk_size,
-                                       request.drop_nonfinite, log, encoding)
+    with nullcontext(store) if store is not None else \
+            open_label_store(request.database_url, request.resolved_output_table) as store:
+        planned = plan_consensus_read(store.engine, request)
+        encoding = feature_encoding(planned.columns, planned.levels)
+        table, summaries = read_partitions(session, store, request.table, planned, request.chunk_size,
+                                           request.drop_nonfinite, log, encoding)
     plan = planned.columns
     names = list(encoding.encoded_names)
     _refuse_unusable(summaries, names, request.table, table.n_read)
@@ -187,19 +190,19 @@ def _log_encoding(log, table_name: str, encoding, summaries, table: PartitionedT
                  "confidence is scaled down by the share of their features imputed", table_name, listed)
 
 
-def read_partitions(session, database_url: str, table_name: str, planned, chunk_size: int, drop_nonfinite: bool,
+def read_partitions(session, store: LabelStore, table_name: str, planned, chunk_size: int, drop_nonfinite: bool,
                     log, encoding=None, impute: bool = False) -> tuple[PartitionedTable, list]:
-    """Plan id-range partitions of the checked table (``planned``, a :class:`~lwec_tasks.preflight.ReadPlan`)
-    and have the executor read them; returns the table (without standardisation) and the summaries of its
+    """Plan id-range partitions of the checked table (``planned``, a :class:`~lwec_tasks.preflight.ReadPlan`) in
+    the database of ``store`` (whose output table the labels go to) and have the executor read them (given the
+    store's resolved URL); returns the table (without standardisation) and the summaries of its
     non-empty partitions. The labels' id type is settled here, before any computation."""
     plan = planned.columns
     n_partitions = partition_count(planned.n_rows, session.n_threads) if plan.id_column else 1
     bounds = [(None, None)]
     if n_partitions > 1:
-        with opened_engine(database_url) as engine:
-            bounds = id_bounds(engine, planned.source, plan.id_column, planned.n_rows, planned.id_low,
-                               planned.id_high, n_partitions)
-    url = absolute_sqlite_url(resolve_database_url(database_url))
+        bounds = id_bounds(store.engine, planned.source, plan.id_column, planned.n_rows, planned.id_low,
+                           planned.id_high, n_partitions)
+    url = absolute_sqlite_url(store.database_url)
     refuse_other_processes(url, session.address)
     specs = [part.PartitionSpec(p, url, table_name, plan.id_column, plan.label_column, plan.feature_columns,
                                 low, high, chunk_size, drop_nonfinite, source=planned.source,
@@ -221,8 +224,7 @@ def read_partitions(session, database_url: str, table_name: str, planned, chunk_
         # its values, and the labels table's ids must be of the same kind.
         id_type = id_key_type(np.concatenate([summaries[p].id_example for p in kept]), planned.id_type)
         if planned.source.kinds.get(plan.id_column) == "untyped":
-            with opened_engine(database_url) as engine:
-                check_label_table(engine, planned.output_table, table_name, id_type=id_type, id_column=plan.id_column)
+            check_label_table(store.engine, planned.output_table, table_name, id_type=id_type, id_column=plan.id_column)
     counts = np.array([summaries[p].n_rows for p in kept], dtype=np.int64)
     kept_rows = [rows[p] for p in kept]
     table = PartitionedTable(

@@ -80,7 +80,7 @@ def read_rows_to_label(executor, store: LabelStore, table: str, feature_columns:
     log = get_run_logger()
     planned = plan_assign_read(store.engine, table, feature_columns, id_column, str(store.names), base_columns,
                                allow_missing=encoding is not None)
-    rows, summaries = read_partitions(executor, store.database_url, table, planned, DEFAULT_CHUNK_SIZE, False, log,
+    rows, summaries = read_partitions(executor, store, table, planned, DEFAULT_CHUNK_SIZE, False, log,
                                       encoding=encoding, impute=True)
     n_bad = sum(s.n_nonfinite for s in summaries)
     if encoding is not None:

@@ -42,14 +42,15 @@ class ClusterReliability:
 
 @database_task("load-features")
 @timed_stage("load")
-def load_features(executor, request: ConsensusRequest) -> PartitionedTable:
-    """Check the table and have the executor read it in partitions (kept in its memory).
+def load_features(executor, request: ConsensusRequest, store: LabelStore) -> PartitionedTable:
+    """Check the table (in the database of the run's labels ``store``) and have the executor read it in partitions
+    (kept in its memory).
 
     The checks are :func:`lwec_tasks.preflight.plan_consensus_read`'s (the command line runs them before
     Prefect starts). Nothing is written. Raises :class:`~lwec_tasks.core.errors.LwecInputError` on bad input
     and :class:`~lwec_tasks.io.DatabaseUnreachableError` (retried) when the database does not answer.
     """
-    return load_table(executor, request, get_run_logger())
+    return load_table(executor, request, get_run_logger(), store)
 
 
 @task(name="generate-base-clusterings", cache_policy=NO_CACHE)
