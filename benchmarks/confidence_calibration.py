@@ -162,8 +162,9 @@ def row_terms(Z: np.ndarray, base: np.ndarray, labels: np.ndarray) -> dict[str, 
     shares = base_shares(overlap, sizes)
     out = {"margin": centre_margin(Z, labels, sums.means, sums.counts > 0),
            "share": ensemble_share(codes, labels, shares), "labels": labels,
-           "posterior": gaussian_posterior(Z, labels, sums, spherical=False),
-           "posterior_sph": gaussian_posterior(Z, labels, sums, spherical=True)}
+           "posterior_sph": gaussian_posterior(Z, labels, sums, spherical=True)[0]}
+    out["posterior"], own_is_likeliest = gaussian_posterior(Z, labels, sums, spherical=False)
+    out["gaussian_fit"] = float(own_is_likeliest.mean())
     majority = np.zeros_like(shares)
     majority[np.arange(len(overlap)), overlap.argmax(axis=1)] = 1.0
     out["vote"] = ensemble_share(codes, labels, majority)  # fraction of base clusters whose majority is the row's
@@ -171,10 +172,12 @@ def row_terms(Z: np.ndarray, base: np.ndarray, labels: np.ndarray) -> dict[str, 
     return out
 
 
-def gaussian_posterior(Z: np.ndarray, labels: np.ndarray, sums, spherical: bool, block: int = 8192) -> np.ndarray:
+def gaussian_posterior(Z: np.ndarray, labels: np.ndarray, sums, spherical: bool,
+                       block: int = 8192) -> tuple[np.ndarray, np.ndarray]:
     """(n,) each row's posterior probability of its own cluster under a mixture of Gaussians fitted to the
     clusters by their sums alone: weights the cluster shares, means, and per-feature (or, ``spherical``, one
-    mean) variance of each cluster's rows, floored at 1e-3 of the whole table's."""
+    mean) variance of each cluster's rows, floored at 1e-3 of the whole table's; and (n,) bool whether the
+    row's own cluster is the likeliest under that mixture."""
     counts = sums.counts.astype(np.float64)
     present = counts > 0
     means = sums.means
@@ -186,6 +189,7 @@ def gaussian_posterior(Z: np.ndarray, labels: np.ndarray, sums, spherical: bool,
     log_weight = np.where(present, np.log(np.maximum(counts, 1) / counts.sum()), -np.inf)
     constant = log_weight - 0.5 * np.log(variances).sum(axis=1)
     out = np.empty(len(Z))
+    likeliest = np.empty(len(Z), bool)
     for start in range(0, len(Z), block):
         rows = Z[start:start + block]
         scores = constant[None, :] - 0.5 * np.einsum("nkd,kd->nk", (rows[:, None, :] - means[None]) ** 2,
@@ -194,7 +198,8 @@ def gaussian_posterior(Z: np.ndarray, labels: np.ndarray, sums, spherical: bool,
         probabilities = np.exp(scores)
         probabilities /= probabilities.sum(axis=1, keepdims=True)
         out[start:start + block] = probabilities[np.arange(len(rows)), labels[start:start + block]]
-    return out
+        likeliest[start:start + block] = probabilities.argmax(axis=1) == labels[start:start + block]
+    return out, likeliest
 
 
 def run_terms(overlap: np.ndarray, n_columns: int) -> dict[str, float]:

@@ -49,7 +49,7 @@ def candidates(Z: np.ndarray, base: np.ndarray, labels: np.ndarray) -> dict[str,
     """Every candidate confidence of the rows of the z-scored Z (n, d) with consensus ``labels`` (n,)."""
     k = int(labels.max()) + 1
     sums = ClusterSums.of(Z, labels, k)
-    posterior = gaussian_posterior(Z, labels, sums, spherical=True)
+    posterior = gaussian_posterior(Z, labels, sums, spherical=True)[0]
     d2 = ((Z[:, None, :] - sums.means[None]) ** 2).sum(axis=2)
     own = np.sqrt(d2[np.arange(len(Z)), labels])
     d2[np.arange(len(Z)), labels] = np.inf

@@ -126,7 +126,9 @@ class Placement:
         the consensus centres in the normalised embedding;
         either, for the row confidence (:mod:`lwec_tasks.core.confidence`; absent from models of earlier
         releases): ``confidence_shares`` (n_c, k) each base cluster's share in each consensus cluster and
-        ``confidence_centres`` (k, d) the consensus clusters' centres in the standardised space
+        ``confidence_centres`` (k, d) the consensus clusters' centres in the standardised space and, when the
+        run took the confidence's level from its clusters' Gaussians, ``confidence_levels`` (LEVEL_BINS + 1,)
+        its level map (:mod:`lwec_tasks.core.confidence_level`)
     n_clusters : the k the run asked for
     seed : the run's seed (metadata only)
     """
@@ -258,6 +260,7 @@ class Placement:
         the model keeps no confidence state): the run's definition (:mod:`lwec_tasks.core.confidence`) with the
         run's centres and base-cluster shares."""
         from lwec_tasks.core.confidence import row_confidence
+        from lwec_tasks.core.confidence_level import levelled
 
         if not self.has_confidence:
             return self.predict(X), None
@@ -271,9 +274,10 @@ class Placement:
             labels = self.consensus_of_codes(codes)
             ids[start:start + len(chunk)] = self.cluster_ids[labels]
             standard = self.standardisation
-            confidence[start:start + len(chunk)] = row_confidence(
-                chunk, codes.T, labels, centres, self.state["confidence_shares"],
-                mean=None if standard is None else standard.mean, scale=None if standard is None else standard.scale)
+            score = row_confidence(chunk, codes.T, labels, centres, self.state["confidence_shares"],
+                                   mean=None if standard is None else standard.mean,
+                                   scale=None if standard is None else standard.scale)
+            confidence[start:start + len(chunk)] = levelled(score, self.state.get("confidence_levels"))
         return ids, confidence
 
     def base_codes(self, X) -> np.ndarray:

@@ -30,6 +30,7 @@ import pandas as pd
 from lwec_tasks.core.coassociation_cdf import CoassociationDistribution, coassociation_distribution
 from lwec_tasks.core.cohesion import cluster_cohesion
 from lwec_tasks.core.confidence import base_shares
+from lwec_tasks.core.confidence_level import ClusterGaussians, LevelCounts
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
 from lwec_tasks.core.k_criterion import KSelection, selection_sample
 from lwec_tasks.core.k_curve import curve_sample
@@ -65,7 +66,10 @@ class RunEvidence:
     beyond :data:`COASSOCIATION_MICROCLUSTERS` microclusters); ``seconds`` per part; ``k_curve`` the automatic
     choice's criterion over k (:class:`~lwec_tasks.core.k_criterion.KSelection`) on ``k_curve_rows`` rows, for a
     run whose k was given (None otherwise, or when it could not be computed); ``label_table`` the cluster × label
-    table (:func:`~lwec_tasks.core.label_table.cluster_label_table`) of a run given ``label_column``, else None."""
+    table (:func:`~lwec_tasks.core.label_table.cluster_label_table`) of a run given ``label_column``, else None;
+    ``level_map`` the confidence's level (:meth:`~lwec_tasks.core.confidence_level.LevelCounts.level_map`, None
+    when the map's values are kept) and ``gaussian_fit`` the share of rows the clusters' Gaussians fit (None
+    without features)."""
 
     confidence: list
     profiles: pd.DataFrame
@@ -80,6 +84,8 @@ class RunEvidence:
     k_curve_rows: int = 0
     label_table: pd.DataFrame | None = None
     label_column: str | None = None
+    level_map: np.ndarray | None = None
+    gaussian_fit: float | None = None
 
     def for_figures(self) -> dict:
         """The small, picklable part the figures are drawn from (no per-row handles)."""
@@ -110,9 +116,17 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
     present = sums.counts > 0
     centres = (sums.means - table.mean) / table.scale if has_features else None
     shares = base_shares(overlap, ensemble.cluster_sizes)
-    confidence = session.map(parts.partition_confidence, rows, ensemble.codes, labels.labels, name="confidence",
-                             offsets=ensemble.offsets, mean=table.mean, scale=table.scale, centres=centres,
-                             present=present, shares=session.share(shares))
+    scores = session.map(parts.partition_confidence, rows, ensemble.codes, labels.labels, name="confidence",
+                         offsets=ensemble.offsets, mean=table.mean, scale=table.scale, centres=centres,
+                         present=present, shares=session.share(shares))
+    level_map, gaussian_fit = None, None
+    if has_features:
+        counts = tree_reduce(session, session.map(parts.partition_level_counts, rows, labels.labels, scores,
+                                                  name="confidence-level", gaussians=ClusterGaussians.of(sums)),
+                             add_level_counts, "confidence-level-sum").result()
+        level_map, gaussian_fit = counts.level_map(), counts.gaussian_fit
+    confidence = session.map(parts.levelled_confidence, rows, scores, name="confidence-levelled",
+                             level_map=level_map)
     by_label = np.sum(session.gather(session.map(parts.confidence_sums, labels.labels, confidence,
                                                  name="confidence-sums", k=k)), axis=0)
     histogram = np.sum(session.gather(session.map(confidence_histogram, confidence, name="confidence-histogram")),
@@ -154,13 +168,18 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
         k_curve, k_curve_rows = given_k_curve(table, ensemble, method, theta, seed, log)
         seconds["k_curve"] = time.perf_counter() - started
     evidence = RunEvidence(confidence, profiles, features, overlap, centres, histogram, coassociation, seconds,
-                           pair_rows, k_curve, k_curve_rows, label_table, label_column)
+                           pair_rows, k_curve, k_curve_rows, label_table, label_column, level_map, gaussian_fit)
     pac = (f"consensus CDF not computed (more than {COASSOCIATION_MAX_COLUMNS} base clusterings)"
            if coassociation is None else f"PAC (co-association in (0.1, 0.9)) {coassociation.pac():.4f} over the "
            f"pairs of {'all' if pair_rows == table.n_rows else 'a seeded sample of'} {pair_rows} rows "
            f"({seconds['coassociation']:.2f} s)")
-    log.info("Row confidence: mean %.3f, %.1f%% of rows below 0.5 (%.2f s); %s", evidence.mean_confidence,
-             100 * histogram[:CONFIDENCE_BINS // 2].sum() / max(histogram.sum(), 1), seconds["confidence"], pac)
+    level = ("no features: the map's level" if gaussian_fit is None
+             else f"level from the clusters' Gaussian posterior (it fits {gaussian_fit:.1%} of rows)"
+             if level_map is not None else
+             f"the map's level (the clusters' Gaussians fit only {gaussian_fit:.1%} of rows)")
+    log.info("Row confidence: mean %.3f, %.1f%% of rows below 0.5, %s (%.2f s); %s", evidence.mean_confidence,
+             100 * histogram[:CONFIDENCE_BINS // 2].sum() / max(histogram.sum(), 1), level, seconds["confidence"],
+             pac)
     return evidence
 
 
@@ -189,6 +208,14 @@ def given_k_curve(table: PartitionedTable, ensemble: PartitionedEnsemble, method
     log.info("k curve on a seeded sample of %d rows: the criterion (%s) is highest at k=%d", len(positions),
              curve.criterion, curve.k)
     return curve, len(positions)
+
+
+def add_level_counts(*counts: LevelCounts) -> LevelCounts:
+    """The sum of partitions' :class:`~lwec_tasks.core.confidence_level.LevelCounts`."""
+    total = counts[0]
+    for more in counts[1:]:
+        total = total + more
+    return total
 
 
 def confidence_histogram(confidence: np.ndarray) -> np.ndarray:

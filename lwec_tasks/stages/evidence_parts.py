@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from lwec_tasks.core.confidence import ClusterSums, row_confidence
+from lwec_tasks.core.confidence_level import ClusterGaussians, LevelCounts, gaussian_posterior, levelled
 
 
 def evidence_sums(rows, codes_t: np.ndarray, labels: np.ndarray, k: int, offsets: np.ndarray) -> list:
@@ -35,12 +36,26 @@ def _overlap(codes_t, offsets, labels, n_clusters_total, k):
 def partition_confidence(rows, codes_t: np.ndarray, labels: np.ndarray, offsets: np.ndarray, mean: np.ndarray,
                          scale: np.ndarray, centres: np.ndarray | None, present: np.ndarray,
                          shares: np.ndarray) -> np.ndarray:
-    """(n,) float32 confidence of each row (:func:`lwec_tasks.core.confidence.row_confidence`): features
-    standardised by ``mean``/``scale`` as they were clustered, ``centres`` (k, d) in that space (None: no
-    features), ``present`` (k,) the ids some row has, ``shares`` (n_c, k) of the base clusters."""
+    """(n,) float32 the map's value for each row (:func:`lwec_tasks.core.confidence.row_confidence`), before
+    its level (:func:`partition_level_counts`, :func:`levelled_confidence`): features standardised by
+    ``mean``/``scale`` as they were clustered, ``centres`` (k, d) in that space (None: no features),
+    ``present`` (k,) the ids some row has, ``shares`` (n_c, k) of the base clusters."""
     X = rows.X if rows is not None and centres is not None and rows.X.shape[1] > 0 else None
-    confidence = row_confidence(X, codes_t, labels, centres, shares, present, offsets[:-1], mean, scale)
-    return observed_share_scaled(confidence, rows)
+    return row_confidence(X, codes_t, labels, centres, shares, present, offsets[:-1], mean, scale)
+
+
+def partition_level_counts(rows, labels: np.ndarray, score: np.ndarray, gaussians: ClusterGaussians) -> LevelCounts:
+    """The partition's part of the level's histograms (:class:`~lwec_tasks.core.confidence_level.LevelCounts`):
+    its rows' map values ``score`` (n,) and their posteriors under ``gaussians`` (fitted to the raw features'
+    sums)."""
+    posterior, own_likeliest = gaussian_posterior(rows.X, labels, gaussians)
+    return LevelCounts.of(score, posterior, own_likeliest)
+
+
+def levelled_confidence(rows, score: np.ndarray, level_map: np.ndarray | None) -> np.ndarray:
+    """(n,) float32 each row's confidence: its map value ``score`` through the run's ``level_map`` (None: as it
+    is), scaled by the share of its features observed (:func:`observed_share_scaled`)."""
+    return observed_share_scaled(levelled(score, level_map), rows)
 
 
 def observed_share_scaled(confidence: np.ndarray, rows) -> np.ndarray:

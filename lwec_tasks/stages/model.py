@@ -123,10 +123,13 @@ def _labels_given_back(table: PartitionedTable, ensemble: PartitionedEnsemble, l
 def confidence_state(evidence, ensemble: PartitionedEnsemble, cluster_ids: np.ndarray) -> dict[str, np.ndarray]:
     """The labelling model's state for the confidence of new rows (consensus cluster j = ``cluster_ids[j]``):
     ``confidence_shares`` (n_c, k) the base clusters' shares and, with features, ``confidence_centres`` (k, d)
-    the clusters' centres in the clustered space."""
+    the clusters' centres in the clustered space and, when the run took its level from the clusters' Gaussians,
+    ``confidence_levels`` (LEVEL_BINS + 1,) its level map."""
     from lwec_tasks.core.confidence import base_shares
 
     state = {"confidence_shares": base_shares(evidence.overlap[:, cluster_ids], ensemble.cluster_sizes)}
     if evidence.centres is not None:
         state["confidence_centres"] = np.ascontiguousarray(evidence.centres[cluster_ids])
+    if evidence.level_map is not None:
+        state["confidence_levels"] = np.asarray(evidence.level_map, dtype=np.float64)
     return state
