@@ -20,7 +20,9 @@ base-by-consensus overlap counts (:func:`run_terms`).
 
 Kept: ``logit(m),logit(s)`` (with features) and ``no features: logit(s)`` (runs on base label columns), fixed
 maps whose constants, fitted on every data set, are :data:`lwec_tasks.core.confidence.CALIBRATION` and
-``SHARE_CALIBRATION``; the ``shipped`` column scores those constants (in sample, for checking the code path).
+``SHARE_CALIBRATION``; the ``shipped`` column scores those constants (in sample, for checking the code path);
+``levelled`` is what a run stores: the shipped map given the posteriors' level
+(:mod:`lwec_tasks.core.confidence_level`) when the mixture fits, its fit floor chosen held out too.
 
 Validation: leave one data set out (both methods' rows), fit a candidate's constants on every other data set of
 both families (each data set × method weighted alike), score the held-out one. Printed: per data set and
@@ -378,7 +380,9 @@ def main() -> None:
                     scores[family, name, method][candidate] = (ece(value, terms["good"]), auc(value, terms["good"]))
                     if candidate == CHOSEN:
                         held_out[family, name, method] = value
-    names = ["old", *RAW, *CANDIDATES, "shipped"]
+    for key, value in levelled_held_out(cases).items():
+        scores[key]["levelled"] = (ece(value, cases[key]["good"]), auc(value, cases[key]["good"]))
+    names = ["old", *RAW, *CANDIDATES, "shipped", "levelled"]
     for family in families:
         print(f"\n## {family}: held-out ECE / AUC (leave one data set out)\n")
         print("| data set | method | agree | " + " | ".join(names) + " |")
@@ -433,6 +437,47 @@ def reliability_figure(cases: dict, held_out: dict, families: list[str], path: P
         axis.legend(fontsize=7, loc="lower right")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+
+
+#: The fit floors the level's held-out choice picks from (the largest of equally good ones: the map as it is
+#: unless the posterior's level does better).
+FIT_FLOORS = (1.01, 0.97, 0.95, 0.93, 0.9, 0.87, 0.85, 0.8, 0.7, 0.5, 0.0)
+
+
+def levelled(terms: dict, fit_floor: float) -> np.ndarray:
+    """The shipped map's values matched to the posteriors' distribution
+    (:mod:`lwec_tasks.core.confidence_level`) when the mixture fits ``fit_floor`` of the rows."""
+    from lwec_tasks.core.confidence_level import LevelCounts
+    from lwec_tasks.core.confidence_level import levelled as through_level
+
+    score = shipped(terms)
+    likeliest = np.arange(len(score)) < round(terms["gaussian_fit"] * len(score))
+    counts = LevelCounts.of(score, terms["posterior"], likeliest)
+    return through_level(score, counts.level_map(fit_floor)).astype(np.float64)
+
+
+def levelled_held_out(cases: dict) -> dict:
+    """(family, name, method) → the levelled confidence with the fit floor chosen on the other data sets (mean
+    ECE per family, families alike); prints the floors chosen."""
+    values = {(floor, key): levelled(terms, floor) for floor in FIT_FLOORS for key, terms in cases.items()}
+    errors = {(floor, key): ece(values[floor, key], cases[key]["good"]) for floor, key in values}
+    names = sorted({(family, name) for family, name, _ in cases})
+    out, chosen = {}, []
+
+    def training_ece(floor, left_out):
+        per_family: dict[str, list[float]] = {}
+        for key in cases:
+            if key[1] != left_out:
+                per_family.setdefault(key[0], []).append(errors[floor, key])
+        return np.mean([np.mean(v) for v in per_family.values()])
+
+    for family, name in names:
+        floor = min(FIT_FLOORS, key=lambda f: training_ece(f, name))
+        chosen.append(floor)
+        for method in ("lwea", "lwgp"):
+            out[family, name, method] = values[floor, (family, name, method)]
+    print("fit floors chosen held out: " + ", ".join(f"{f} in {chosen.count(f)} folds" for f in sorted(set(chosen))))
+    return out
 
 
 def shipped(terms: dict) -> np.ndarray:

@@ -108,10 +108,11 @@ class LevelCounts:
         """The share of rows whose own cluster is the mixture's likeliest (1.0 without rows)."""
         return self.own_likeliest / self.rows if self.rows else 1.0
 
-    def level_map(self) -> np.ndarray | None:
+    def level_map(self, fit_floor: float = GAUSSIAN_FIT_FLOOR) -> np.ndarray | None:
         """(LEVEL_BINS + 1,) the confidence at each bin edge of the map's values (edges 0, 1/LEVEL_BINS, …, 1),
-        non-decreasing: Q_post(F_map(edge)); None when the mixture does not fit (the map's values are kept)."""
-        if not self.rows or self.gaussian_fit < GAUSSIAN_FIT_FLOOR:
+        non-decreasing: Q_post(F_map(edge)); None when the mixture fits fewer than ``fit_floor`` of the rows
+        (the map's values are kept)."""
+        if not self.rows or self.gaussian_fit < fit_floor:
             return None
         edges = np.linspace(0.0, 1.0, LEVEL_BINS + 1)
         score_cdf = np.concatenate([[0.0], np.cumsum(self.scores)]) / self.scores.sum()
