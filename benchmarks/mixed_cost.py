@@ -12,7 +12,8 @@ Both runs are the run's defaults (method, generators) with k = 20, M = 10 and se
 started for them and one MLflow store: the mixed run reads every column lwec uses by default (the 12 numerics
 and the 4 categorical columns); the numeric run names the 12 numerics with ``--features``; both are given
 ``--label-column target``, which keeps the truth out of the features. Printed: each run's
-wall time and NMI against ``target``, the medians, and mixed / numeric. Target: ≤ 1.3×.
+wall time, NMI against ``target`` and stage times (MLflow ``time_<stage>_s``), the medians per stage and of the
+whole runs, and mixed / numeric. Target: ≤ 1.3× (the guard's ``mixed-cost-10m``, :func:`measure`).
 """
 
 from __future__ import annotations
@@ -120,35 +121,70 @@ def run_command(url: str, table: str, output_table: str, tracking_uri: str, nume
             "--run-name", output_table, "--tracking-uri", tracking_uri, "--label-column", "target", *features]
 
 
+def measure(url: str, rows: int, pairs: int, log=log) -> dict[str, list[dict]]:
+    """The alternated runs on ``mixed_<rows>``: kind ("mixed", "numeric") → one dict per pair (``seconds``,
+    ``nmi``, ``stages``: the run's MLflow ``time_<stage>_s`` by stage)."""
+    table = ensure_table(url, rows)
+    truth = read_column(url, table, "target")
+    runs: dict[str, list[dict]] = {"mixed": [], "numeric": []}
+    with tempfile.TemporaryDirectory(prefix="lwec-mixed-cost-") as directory:
+        workdir = Path(directory)
+        tracking_uri = f"sqlite:///{workdir / 'mlflow.db'}"
+        with prefect_server(workdir) as (api_url, _server):
+            env = prefect_environment(workdir / "prefect-server", api_url)
+            for pair in range(pairs):
+                for kind in ("mixed", "numeric") if pair % 2 == 0 else ("numeric", "mixed"):
+                    output = f"{table}_{kind}_{pair}"
+                    measured = measure_process(run_command(url, table, output, tracking_uri, kind == "numeric"), env,
+                                               workdir, workdir / f"{output}.log")
+                    if measured["returncode"] != 0:
+                        raise SystemExit((workdir / f"{output}.log").read_text()[-3000:])
+                    score = nmi_against(truth, read_column(url, output, "label"))
+                    stages = stage_times(tracking_uri, output)
+                    runs[kind].append({"seconds": measured["seconds"], "nmi": score, "stages": stages})
+                    log(f"pair {pair + 1} {kind:>7}: {measured['seconds']:.1f} s, NMI {score:.4f}; stages "
+                        + ", ".join(f"{name} {value:.1f}" for name, value in stages.items()))
+    return runs
+
+
+def stage_times(tracking_uri: str, run_key: str) -> dict[str, float]:
+    """The ``time_<stage>_s`` metrics of the run tagged ``lwec.run_key = run_key`` in the ``lwec`` experiment (the
+    runs' default), by stage in the flow's order; {} when not found."""
+    from mlflow import MlflowClient
+
+    from benchmarks.executors import STAGES
+
+    client = MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name("lwec")
+    found = [] if experiment is None else client.search_runs(
+        [experiment.experiment_id], filter_string=f"tags.`lwec.run_key` = '{run_key}'")
+    metrics = found[0].data.metrics if found else {}
+    return {stage: metrics[f"time_{stage}_s"] for stage in STAGES if f"time_{stage}_s" in metrics}
+
+
+def summary(runs: dict[str, list[dict]]) -> dict:
+    """Medians: ``mixed``, ``numeric`` (seconds), ``ratio`` (mixed / numeric) and ``stages``: stage → (mixed,
+    numeric) median seconds, for the stages both kinds report."""
+    mixed = statistics.median(r["seconds"] for r in runs["mixed"])
+    numeric = statistics.median(r["seconds"] for r in runs["numeric"])
+    names = [name for name in runs["mixed"][0]["stages"]
+             if all(name in r["stages"] for kind in runs for r in runs[kind])]
+    stages = {name: tuple(statistics.median(r["stages"][name] for r in runs[kind]) for kind in ("mixed", "numeric"))
+              for name in names}
+    return {"mixed": mixed, "numeric": numeric, "ratio": mixed / numeric, "stages": stages}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--database-url", required=True, help="PostgreSQL URL (SQLAlchemy, psycopg)")
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--pairs", type=int, default=3, help="alternated pairs (default 3)")
     args = parser.parse_args(argv)
-    table = ensure_table(args.database_url, args.rows)
-    truth = read_column(args.database_url, table, "target")
-    seconds: dict[str, list[float]] = {"mixed": [], "numeric": []}
-    with tempfile.TemporaryDirectory(prefix="lwec-mixed-cost-") as directory:
-        workdir = Path(directory)
-        tracking_uri = f"sqlite:///{workdir / 'mlflow.db'}"
-        with prefect_server(workdir) as (api_url, _server):
-            env = prefect_environment(workdir / "prefect-server", api_url)
-            for pair in range(args.pairs):
-                for kind in ("mixed", "numeric") if pair % 2 == 0 else ("numeric", "mixed"):
-                    output = f"{table}_{kind}_{pair}"
-                    measured = measure_process(run_command(args.database_url, table, output, tracking_uri,
-                                                           kind == "numeric"), env, workdir,
-                                               workdir / f"{output}.log")
-                    if measured["returncode"] != 0:
-                        raise SystemExit((workdir / f"{output}.log").read_text()[-3000:])
-                    labels = read_column(args.database_url, output, "label")
-                    score = nmi_against(truth, labels)
-                    seconds[kind].append(measured["seconds"])
-                    log(f"pair {pair + 1} {kind:>7}: {measured['seconds']:.1f} s, NMI {score:.4f}")
-    mixed, numeric = statistics.median(seconds["mixed"]), statistics.median(seconds["numeric"])
-    log(f"median: mixed {mixed:.1f} s, numeric {numeric:.1f} s, mixed / numeric {mixed / numeric:.2f}× "
-        f"(target ≤ 1.3×)")
+    found = summary(measure(args.database_url, args.rows, args.pairs))
+    log("median stages (mixed / numeric): " + ", ".join(f"{name} {a:.1f} / {b:.1f} s"
+                                                        for name, (a, b) in found["stages"].items()))
+    log(f"median: mixed {found['mixed']:.1f} s, numeric {found['numeric']:.1f} s, mixed / numeric "
+        f"{found['ratio']:.2f}× (target ≤ 1.3×)")
 
 
 if __name__ == "__main__":

@@ -164,6 +164,9 @@ TARGETS: list[Target] = [
     Target("lwea-lwgp-10m", "whole `lwec run --method lwea` / `--method lwgp`, run default mix, 10M rows",
            "LWEA ≤ 1.5× LWGP whole run", at_most(1.5), runs.whole_run_ratio("lwea default", "lwgp default"), 14,
            (DATABASE,), figure_format=RATIO, shares="whole-10m"),
+    Target("mixed-cost-10m", "`lwec run` on 12 numeric + 4 text/boolean columns / on its 12 numerics, 10M rows, "
+           "3 alternated pairs", "mixed table ≤ 1.3× its numeric-only run", at_most(1.3), runs.mixed_cost_10m, 15,
+           (DATABASE, PREFECT_SERVER), figure_format=RATIO),
     Target("evidence-share-10m", "evidence stage (row confidence, k curve) / whole run, 10M rows",
            "evidence within 10 % of a 10M run", at_most(10.0), runs.evidence_share_10m, 14, (DATABASE,),
            figure_format=PERCENT, shares="whole-10m"),

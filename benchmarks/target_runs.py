@@ -122,6 +122,19 @@ def evidence_share_10m(context: Context) -> Measured:
     return Measured(values)
 
 
+def mixed_cost_10m(context: Context) -> Measured:
+    """:func:`benchmarks.mixed_cost.measure` at 10M rows, :data:`WHOLE_RUN_REPEATS` alternated pairs: the median
+    mixed run over the median numeric-only run, with the load stage of each."""
+    from benchmarks import mixed_cost
+
+    runs = context.once("mixed-10m", lambda: mixed_cost.measure(context.database_url, TEN_MILLION,
+                                                                WHOLE_RUN_REPEATS, log=context.log))
+    found = mixed_cost.summary(runs)
+    load = found["stages"].get("load")
+    return Measured({"": found["ratio"]}, f"mixed {found['mixed']:.1f} s, numeric {found['numeric']:.1f} s"
+                    + (f"; load {load[0]:.1f} / {load[1]:.1f} s" if load else ""))
+
+
 # ---------------------------------------------------------------------------------- 1M rows: served, auto k
 
 def served_1m(context: Context) -> Measured:

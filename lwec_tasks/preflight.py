@@ -158,13 +158,17 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     columns = _plan_consensus_columns(source, request)
     counted = [*columns.feature_columns, *([columns.id_column] if columns.id_column else [])]
     bounds_of = _bounded_id(source, columns.id_column)
-    counts = count_values(engine, source, counted, any_null_of=columns.feature_columns, bounds_of=bounds_of)
+    candidates = None
+    if request.feature_columns is None:
+        # every candidate's stats, with its non-NULL rows, which count_values then need not count again
+        candidates = column_stats(engine, source, columns.feature_columns)
+    counts = count_values(engine, source, counted, any_null_of=columns.feature_columns, bounds_of=bounds_of,
+                          known_non_null={name: s.non_null for name, s in (candidates or {}).items()})
     _check_not_empty(request.table, counts.rows)
     all_null = [name for name in columns.feature_columns if counts.non_null[name] == 0]
     stats = None
-    if request.feature_columns is None:
-        usable_candidates = [name for name in columns.feature_columns if name not in all_null]
-        stats = column_stats(engine, source, usable_candidates)
+    if candidates is not None:
+        stats = {name: candidates[name] for name in columns.feature_columns if name not in all_null}
     elif columns.categorical_features:
         stats = column_stats(engine, source, [n for n in columns.categorical_features if source.kinds.get(n) == "text"])
     if all_null or stats:
@@ -184,7 +188,7 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     output = request.resolved_output_table
     check_label_table(engine, output, request.table, id_type=_id_type(source, columns.id_column),
                       id_column=columns.id_column)
-    levels = level_counts(engine, source, columns.categorical_features) if columns.categorical_features else {}
+    levels = level_counts(engine, source, columns.categorical_features, stats) if columns.categorical_features else {}
     return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high, levels)
 
 

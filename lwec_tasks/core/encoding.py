@@ -246,9 +246,9 @@ class TableEncoding:
         """
         numeric = numeric or numeric_values
         n = len(frame)
-        X = np.zeros((n, self.width))
         imputed = np.zeros(n, dtype=np.int32)
         missing = np.zeros(n, dtype=bool)
+        numeric_columns, indicators = [], []
         for code, start in zip(self.columns, self.starts):
             series = frame[code.name]
             if code.kind == NUMERIC:
@@ -259,13 +259,15 @@ class TableEncoding:
                     if impute:
                         values = np.where(bad, code.fill, values)
                         imputed += bad
-                X[:, start] = values
+                numeric_columns.append((start, values))
                 continue
             positions, absent = level_positions(series, code.source_kind, self._index[code.name])
             missing |= absent
             seen = positions >= 0
-            X[np.flatnonzero(seen), start + positions[seen]] = 1.0
             imputed += ~seen
+            indicators.append((start, positions))
+        return fill_matrix(n, self.width, numeric_columns, indicators), imputed, missing
+
         return X, imputed, missing
 
     # ---- persistence ---------------------------------------------------------------------------------
@@ -289,6 +291,41 @@ class TableEncoding:
 
     def digest_text(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True)
+
+
+#: Bytes of the encoded matrix filled at a time (every column's values for a block of rows), small enough for the
+#: block to stay in the processor's cache while each column writes into it.
+FILL_BLOCK_BYTES = 1 << 20
+
+
+def fill_matrix(n: int, width: int, numeric_columns: Sequence[tuple[int, np.ndarray]],
+                indicators: Sequence[tuple[int, np.ndarray]]) -> np.ndarray:
+    """The (n, width) float64 matrix with each of ``numeric_columns`` ((matrix column, (n,) float64 values)) in
+    its column and, for each of ``indicators`` ((first matrix column, (n,) level positions, −1: none)), a 1.0 at
+    column first + position of each row with a position, every other value 0.
+
+    Filled a block of rows at a time, every column's part of a block before the next block, so the block stays in
+    cache (column after column would write every cache line of the matrix once per column)."""
+    X = np.empty((n, width))
+    covered = np.zeros(width, dtype=bool)
+    for start, _ in numeric_columns:
+        covered[start] = True
+    uncovered = np.flatnonzero(~covered)
+    rest = slice(int(uncovered[0]), int(uncovered[-1]) + 1) if len(uncovered) and \
+        uncovered[-1] - uncovered[0] + 1 == len(uncovered) else uncovered  # one slice when contiguous
+    block_rows = max(1, FILL_BLOCK_BYTES // max(1, 8 * width))
+    for first in range(0, n, block_rows):
+        last = min(n, first + block_rows)
+        block = X[first:last]
+        if len(uncovered):
+            block[:, rest] = 0.0
+        for start, values in numeric_columns:
+            block[:, start] = values[first:last]
+        for start, positions in indicators:
+            part = positions[first:last]
+            rows = np.flatnonzero(part >= 0)
+            block[rows, start + part[rows]] = 1.0
+    return X
 
 
 def category_code(name: str, source_kind: str, level_counts: Sequence[tuple], weighting: str = DEFAULT_WEIGHTING,
@@ -323,8 +360,13 @@ def association_sums(X: np.ndarray, encoding: TableEncoding) -> list[np.ndarray]
     I = X[:, mask]
     N = X[:, encoding.numeric_positions]
     finite = np.isfinite(N)
-    values = np.where(finite, N, 0.0)
-    return [I.T @ I, I.T @ finite.astype(np.float64), I.T @ values, I.T @ (values * values)]
+    if finite.all():  # the usual case (gaps are rare): every level's rows count for every numeric column
+        counts = np.repeat(I.sum(axis=0)[:, None], N.shape[1], axis=1)  # whole numbers, exact either way
+        values = N
+    else:
+        counts = I.T @ finite.astype(np.float64)
+        values = np.where(finite, N, 0.0)
+    return [I.T @ I, counts, I.T @ values, I.T @ (values * values)]
 
 
 def column_relevance(sums: Sequence[np.ndarray], encoding: TableEncoding) -> dict[str, float]:

@@ -15,8 +15,9 @@
 All return exactly what the portable path (``pandas.read_sql`` in chunks,
 :func:`lwec_tasks.io.source.read_rows` with ``LWEC_SQL_FAST_PATH=0``) returns — the same values,
 dtypes and row order — or None when they cannot promise that, and the caller
-then reads the portable way: column types they do not handle (booleans,
-dates, ...), an empty result, a driver error other than a lost connection, or
+then reads the portable way: column types they do not handle (dates, ...;
+booleans everywhere but PostgreSQL), an empty result, a driver error other than
+a lost connection, or
 a column that is NULL throughout one of the portable path's chunks (pandas
 would give that chunk ``object`` dtype). The ``SELECT`` is always compiled by
 SQLAlchemy from the reflected table, identifiers quoted and the ``where``
@@ -91,7 +92,7 @@ def read_fast(
         return None
     dialect = engine.dialect
     if dialect.name == "postgresql" and dialect.driver == "psycopg":
-        plan = _postgres_columns(table, columns, exact)
+        plan = _postgres_columns(table, columns, exact, booleans=True)
         if plan is None:
             return None
         expressions, uuids = plan
@@ -183,6 +184,8 @@ def _frame(arrow, columns: Sequence[str], uuids: Collection[str], chunk_size: in
                                    dtype=object)
         elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
             data[name] = column.to_pandas()
+        elif pa.types.is_boolean(kind):
+            data[name] = boolean_values(column)
         elif pa.types.is_integer(kind) or pa.types.is_float64(kind):
             values = column.to_pandas().to_numpy()  # integers with NULLs: float64 with NaN, as pandas reads them
             # int64 columns as they are (no second copy), narrower ones widened as pandas reads them
@@ -190,6 +193,19 @@ def _frame(arrow, columns: Sequence[str], uuids: Collection[str], chunk_size: in
         else:
             return None
     return pd.DataFrame(data, copy=False)
+
+
+def boolean_values(column) -> pd.Series:
+    """An Arrow ``bool`` column as ``pandas.read_sql`` gives it: ``bool`` dtype without NULLs, else ``object``
+    values ``True``/``False``/``None`` (each chunk with a NULL is ``object``, and ``bool`` and ``object`` chunks
+    concatenate to ``object``; a chunk NULL throughout is declined by :func:`_frame` before this)."""
+    values = column.combine_chunks() if hasattr(column, "combine_chunks") else column
+    if not values.null_count:
+        return pd.Series(values.to_numpy(zero_copy_only=False).astype(bool, copy=False), copy=False)
+    flags = values.fill_null(False).to_numpy(zero_copy_only=False).astype(bool, copy=False)
+    out = np.where(flags, True, False).astype(object)  # the Python bools, as psycopg returns them
+    out[values.is_null().to_numpy(zero_copy_only=False)] = None
+    return pd.Series(out, dtype=object, copy=False)
 
 
 def adbc_connector(engine: sa.Engine, *, read_only: bool) -> Callable[[], Any] | None:
@@ -233,16 +249,20 @@ def postgres_uri(url: sa.URL) -> str:
 
 
 def _postgres_columns(table: sa.Table, columns: Sequence[str], exact: Collection[str] = (),
-                      real_through_text: bool = True):
+                      real_through_text: bool = True, booleans: bool = False):
     """(select expressions, names of the uuid columns), or None when a column type is not handled.
 
     ``real_through_text``: single-precision floats are converted through their text as psycopg reads them
-    (PostgreSQL); False: cast to ``DOUBLE`` as they are, as DuckDB's Python client reads them."""
+    (PostgreSQL); False: cast to ``DOUBLE`` as they are, as DuckDB's Python client reads them. ``booleans``:
+    ``boolean`` columns are selected as they are (Arrow ``bool``, :func:`_frame` gives them pandas' dtype); False:
+    declined."""
     expressions, uuids = [], []
     for name in columns:
         column = table.c[name]
         kind = column.type
-        if name in exact and exact_expression(column) is not None:
+        if booleans and isinstance(kind, sa.Boolean) and not isinstance(kind, sa.Enum):
+            expressions.append(column)
+        elif name in exact and exact_expression(column) is not None:
             expressions.append(exact_expression(column))
         elif isinstance(kind, sa.Uuid) and getattr(kind, "as_uuid", True):
             uuids.append(name)  # sent as text, returned as uuid.UUID objects

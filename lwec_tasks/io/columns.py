@@ -51,11 +51,13 @@ MAX_EXPLICIT_LEVELS = 1000
 class ColumnStats:
     """What the planning query learnt about a column: ``distinct`` values (NULL not counted; None: not counted),
     ``non_null`` rows, ``constant``: at most one distinct value (a NULL counting as a value of a text or boolean
-    column)."""
+    column); ``levels``: a text or boolean column's [(value, rows)] (NULL as None) when the query found them (see
+    :func:`lwec_tasks.io.levels.column_stats`), else None."""
 
     distinct: int | None = None
     non_null: int | None = None
     constant: bool = False
+    levels: tuple | None = field(default=None, compare=False, repr=False)
 
 
 def high_cardinality(stats: ColumnStats | None) -> bool:

@@ -253,6 +253,48 @@ def test_postgres_real_numeric_and_narrow_integers_match_psycopg():
             sa.Table(name, sa.MetaData()).drop(connection)
 
 
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), st.booleans()), min_size=1, max_size=40), chunk_size=st.integers(1, 12),
+       pieces=st.integers(1, 3))
+def test_boolean_values_equal_pandas_reading_python_bools_chunk_by_chunk(values, chunk_size, pieces):
+    """An Arrow bool column (in ``pieces`` Arrow chunks) as pandas' chunked read of psycopg's True/False/None
+    builds it: each chunk a Series of Python values, concatenated (chunks NULL throughout are declined first)."""
+    import pyarrow as pa
+
+    from lwec_tasks.io.bulk_read import boolean_values
+
+    chunks = [values[start:start + chunk_size] for start in range(0, len(values), chunk_size)]
+    if any(all(v is None for v in chunk) for chunk in chunks):
+        return  # _frame declines the read before converting
+    expected = pd.concat([pd.Series(chunk) for chunk in chunks], ignore_index=True)
+    cut = max(1, len(values) // pieces)
+    arrow = pa.chunked_array([pa.array(values[i:i + cut], type=pa.bool_()) for i in range(0, len(values), cut)])
+    got = boolean_values(arrow)
+    pd.testing.assert_series_equal(got, expected, check_dtype=True, check_exact=True)
+    assert [type(v) for v in got] == [type(v) for v in expected]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("chunk_size", [4, 50_000])
+def test_postgres_booleans_match_psycopg(chunk_size):
+    """Boolean columns come through Arrow: ``bool`` without NULLs, ``object`` True/False/None with them, also when
+    only some of the portable path's chunks hold a NULL."""
+    engine = open_engine(postgres_url_or_skip())
+    name = unique("pgbool")
+    records = [{"id": i, "ok": i % 3 == 0, "maybe": None if i in (5, 17) else i % 2 == 1, "t": f"t{i % 4}"}
+               for i in range(40)]
+    make_table(engine, name, [sa.Column("id", sa.Integer, primary_key=True), sa.Column("ok", sa.Boolean),
+                              sa.Column("maybe", sa.Boolean), sa.Column("t", sa.Text)], shuffled(records))
+    try:
+        frame = assert_fast_read_matches(engine, name, ["id", "ok", "maybe", "t"], "id", chunk_size)
+        assert frame["ok"].dtype == bool and frame["maybe"].dtype == object
+        assert frame["maybe"].tolist() == [r["maybe"] for r in records]
+        assert all(type(v) is bool for v in frame["maybe"] if v is not None)
+    finally:
+        with engine.begin() as connection:
+            sa.Table(name, sa.MetaData()).drop(connection)
+
+
 @pytest.mark.postgres
 def test_postgres_types_it_does_not_decode_are_read_the_portable_way():
     engine = open_engine(postgres_url_or_skip())
@@ -262,7 +304,7 @@ def test_postgres_types_it_does_not_decode_are_read_the_portable_way():
                [{"id": 1, "ok": True, "at": dt.datetime(2024, 1, 1, tzinfo=dt.UTC), "d": decimal.Decimal("1e400")}])
     source = describe_source(engine, name)
     try:
-        for columns in (["id", "ok"], ["id", "at"], ["id", "d"]):  # 1e400 does not fit a double
+        for columns in (["id", "at"], ["id", "d"]):  # 1e400 does not fit a double
             assert read_fast(engine, source.table, columns, ["id"], 10) is None
             pd.testing.assert_frame_equal(read_rows(engine, source, columns, order_by="id"),
                                           read_rows_portable(engine, source, columns, order_by="id"))

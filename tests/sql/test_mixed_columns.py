@@ -214,3 +214,113 @@ def test_level_positions_equal_normalising_value_by_value(values, kind, only_tex
     positions, missing = level_positions(series, kind, index)
     assert positions.tolist() == [index.get(level, -1) for level in expected]
     assert missing.tolist() == [level is None for level in expected]
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), n=st.integers(0, 40), block_bytes=st.sampled_from([8, 64, 1 << 20]))
+def test_fill_matrix_equals_column_by_column_filling(data, n, block_bytes):
+    """The blockwise fill gives the matrix that writing one column after the other into zeros gives."""
+    import lwec_tasks.core.encoding as encoding
+
+    widths = data.draw(st.lists(st.one_of(st.just(0), st.integers(1, 4)), min_size=1, max_size=6))  # 0: numeric
+    numeric, indicators, start = [], [], 0
+    floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
+    for width in widths:
+        if width == 0:
+            numeric.append((start, np.array(data.draw(st.lists(floats, min_size=n, max_size=n)), dtype=np.float64)))
+            start += 1
+        else:
+            positions = data.draw(st.lists(st.integers(-1, width - 1), min_size=n, max_size=n))
+            indicators.append((start, np.array(positions, dtype=np.int64)))
+            start += width
+    expected = np.zeros((n, start))
+    for column, values in numeric:
+        expected[:, column] = values
+    for first, positions in indicators:
+        for row, position in enumerate(positions):
+            if position >= 0:
+                expected[row, first + position] = 1.0
+    saved = encoding.FILL_BLOCK_BYTES
+    encoding.FILL_BLOCK_BYTES = block_bytes
+    try:
+        X = encoding.fill_matrix(n, start, numeric, indicators)
+    finally:
+        encoding.FILL_BLOCK_BYTES = saved
+    assert X.shape == (n, start)
+    np.testing.assert_array_equal(X, expected)
+
+
+@pytest.mark.postgres
+def test_postgres_levels_of_one_grouped_scan_equal_a_group_by_per_column():
+    """column_stats' one scan (joint GROUP BY, then GROUPING SETS) gives each text and boolean column the distinct
+    values and levels that count(DISTINCT ...) and a GROUP BY per column give, and level_counts reuses them."""
+    import sqlalchemy as sa
+
+    import lwec_tasks.io.levels as levels
+    from helpers.pipeline import postgres_url_or_skip, unique
+    from lwec_tasks.io import describe_source, open_engine
+
+    engine = open_engine(postgres_url_or_skip())
+    name = unique("pglevels")
+    rng = np.random.default_rng(3)
+    n = 3000
+    records = [{"id": i, "colour": [None, "red", "blue", "été", ""][int(c)], "ok": None if b == 2 else bool(b),
+                "code": f"c{i}", "flat": "same", "empty": None, "x": float(x)}
+               for i, (c, b, x) in enumerate(zip(rng.integers(0, 5, n), rng.integers(0, 3, n), rng.normal(size=n)))]
+    table = sa.Table(name, sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True), sa.Column("colour", sa.Text),
+                     sa.Column("ok", sa.Boolean), sa.Column("code", sa.Text), sa.Column("flat", sa.Text),
+                     sa.Column("empty", sa.Text), sa.Column("x", sa.Double))
+    with engine.begin() as connection:
+        table.create(connection)
+        connection.execute(sa.insert(table), records)
+    try:
+        source = describe_source(engine, name)
+        columns = ["colour", "ok", "code", "flat", "empty", "x"]
+        stats = levels.column_stats(engine, source, columns)
+        found = levels.level_counts(engine, source, ["colour", "ok", "flat", "empty"], stats)
+        assert stats["code"].levels is None and stats["colour"].levels is not None
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(levels, "grouping_sets_supported", lambda engine: False)
+            plain = levels.column_stats(engine, source, columns)
+            per_column = levels.level_counts(engine, source, ["colour", "ok", "flat", "empty"])
+        assert stats == plain  # distinct, non-NULL rows, constant (levels are not compared)
+        assert stats["code"].distinct == n and stats["empty"].distinct == 0 and stats["flat"].constant
+        assert {k: sorted(v, key=repr) for k, v in found.items()} == \
+            {k: sorted(v, key=repr) for k, v in per_column.items()}
+        assert sum(count for _, count in found["ok"]) == n
+        with engine.begin() as connection:  # an empty table: no combinations at all
+            connection.execute(sa.delete(table))
+        empty = levels.column_stats(engine, source, columns)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(levels, "grouping_sets_supported", lambda engine: False)
+            assert empty == levels.column_stats(engine, source, columns)
+        assert empty["colour"].distinct == 0 and empty["x"].constant
+    finally:
+        with engine.begin() as connection:
+            table.drop(connection)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), n=st.integers(0, 30), gaps=st.booleans())
+def test_association_sums_equal_the_cross_products_of_their_definition(data, n, gaps):
+    """[IᵀI, Iᵀ·finite, Iᵀ·values, Iᵀ·values²] (gaps as 0) of a matrix of numerics and one-hot blocks, exactly: the
+    whole-number sums taken as column sums when no numeric value is missing, the others by the same products."""
+    from lwec_tasks.core.encoding import association_sums
+
+    encoding = TableEncoding((numeric_code("a"), category_code("c", "text", [("x", 1), ("y", 1), (None, 1)]),
+                              numeric_code("b"), category_code("d", "boolean", [(True, 1), (False, 1)])))
+    numbers = st.floats(-1e6, 1e6, allow_nan=False) if not gaps else \
+        st.one_of(st.floats(-1e6, 1e6, allow_nan=False), st.just(float("nan")), st.just(float("inf")))
+    X = np.zeros((n, encoding.width))
+    for row in range(n):
+        X[row, 0], X[row, 4] = data.draw(numbers), data.draw(numbers)
+        X[row, 1 + data.draw(st.integers(0, 2))] = 1.0
+        level = data.draw(st.integers(-1, 1))  # −1: an unseen value, all zeros
+        if level >= 0:
+            X[row, 5 + level] = 1.0
+    I, N = X[:, [1, 2, 3, 5, 6]], X[:, [0, 4]]
+    finite = np.isfinite(N)
+    values = np.where(finite, N, 0.0)
+    expected = [I.T @ I, I.T @ finite.astype(np.float64), I.T @ values, I.T @ (values * values)]
+    for got, want in zip(association_sums(X, encoding), expected):
+        np.testing.assert_array_equal(got, want)

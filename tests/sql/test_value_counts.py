@@ -71,3 +71,19 @@ def test_without_null_checks_every_column_is_counted_in_one_pass(tmp_path):
         engine.dispose()
     assert counts.non_null == {"f0": 2, "f1": 0, "id": 3} and counts.rows == 3 and selects == 1
     assert counts.rows_with_null == 0 and (counts.low, counts.high) == (None, None)
+
+
+def test_non_null_rows_counted_already_are_not_counted_again(tmp_path):
+    """With every feature's non-NULL rows given (column_stats counted them), a table with NULLs takes one pass."""
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'counts.db'}")
+    frame = pd.DataFrame({"id": [1, 2, 3], "f0": [1.0, None, 2.0], "f1": [None] * 3, "f2": np.ones(3)})
+    try:
+        write(engine, frame)
+        source = describe_source(engine, "t")
+        known = {name: int(frame[name].notna().sum()) for name in FEATURES}
+        counts, selects = counted_statements(engine, lambda: count_values(
+            engine, source, [*FEATURES, "id"], any_null_of=FEATURES, bounds_of="id", known_non_null=known))
+        plain = count_values(engine, source, [*FEATURES, "id"], any_null_of=FEATURES, bounds_of="id")
+    finally:
+        engine.dispose()
+    assert selects == 1 and counts == plain and counts.rows_with_null == 3
