@@ -268,8 +268,6 @@ class TableEncoding:
             indicators.append((start, positions))
         return fill_matrix(n, self.width, numeric_columns, indicators), imputed, missing
 
-        return X, imputed, missing
-
     # ---- persistence ---------------------------------------------------------------------------------
 
     def to_json(self) -> list[dict]:

@@ -10,7 +10,8 @@ hashed, parallel ``GROUP BY`` of all of them, then ``GROUPING SETS`` over its co
 ``count(DISTINCT ...)`` sorts each column), which also hands back the levels and rows of every column with at most
 :data:`LEVELS_KEPT` levels; :func:`level_counts` takes those rather than scanning again. (A column of many
 distinct values makes the combinations as many, at worst one per row: about what sorting it for
-``count(DISTINCT ...)`` cost.) Other databases: ``count(DISTINCT ...)`` in the aggregate query, one ``GROUP BY`` per column.
+``count(DISTINCT ...)`` cost.) Other databases: ``count(DISTINCT ...)`` in the aggregate query, one ``GROUP BY``
+per column.
 """
 
 from __future__ import annotations
