@@ -348,8 +348,9 @@ def script_command(url: str, table: str, output_table: str) -> list[str]:
 
 
 def lwec_command(url: str, table: str, output_table: str, tracking_uri: str, run_key: str,
-                 generators: str = "kmeans", method: str = METHOD) -> list[str]:
-    mix = ["--generators", generators]  # always given: the run's own default is another mix
+                 generators: str | None = "kmeans", method: str = METHOD) -> list[str]:
+    """The ``lwec run`` command line; ``generators`` None leaves the mix to the run (its default by table size)."""
+    mix = [] if generators is None else ["--generators", generators]
     return [sys.executable, "-m", "lwec_tasks", "run", "--database-url", url, "--table", table,
             "-k", str(K), "--method", method, "-M", str(ENSEMBLE_SIZE), "--seed", str(SEED),
             "--features", ",".join(FEATURES), "--output-table", output_table, "--run-name", run_key,
@@ -367,8 +368,10 @@ def run_script(url: str, table: str, output_table: str, workdir: Path) -> dict:
 
 
 def run_lwec(url: str, table: str, output_table: str, workdir: Path, tracking_uri: str, setting: str,
-             api_url: str | None = None, server=None, generators: str = "kmeans", method: str = METHOD) -> dict:
-    """One ``lwec run`` process (``method``, default LWGP): ``temporary`` with a fresh ``PREFECT_HOME`` and no
+             api_url: str | None = None, server=None, generators: str | None = "kmeans",
+             method: str = METHOD) -> dict:
+    """One ``lwec run`` process (``method``, default LWGP; ``generators`` None: the run's default mix):
+    ``temporary`` with a fresh ``PREFECT_HOME`` and no
     ``PREFECT_API_URL``, ``temporary-warm`` with the ``PREFECT_HOME`` of the warm-up (its server database already
     made), ``server-up`` with ``PREFECT_API_URL`` = ``api_url``."""
     run_key = output_table

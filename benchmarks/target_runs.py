@@ -66,8 +66,6 @@ def whole_runs_10m(context: Context) -> dict[str, list[dict]]:
     def measure() -> dict:
         from benchmarks import competent
         from benchmarks.executors import drop_labels
-        from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
-
         url, folder = context.database_url, workdir(context, "whole-10m")
         tracking_uri = f"sqlite:///{folder / 'mlflow.db'}"
         table = competent.ensure_table(url, TEN_MILLION)
@@ -83,7 +81,7 @@ def whole_runs_10m(context: Context) -> dict[str, list[dict]]:
                 else:
                     method, mix = plan
                     result = competent.run_lwec(url, table, output, folder, tracking_uri, "temporary-warm",
-                                                generators=RUN_DEFAULT_MIX if mix == "default" else mix,
+                                                generators=None if mix == "default" else mix,
                                                 method=method)
                 drop_labels(url, output)
                 if "error" in result:
@@ -172,9 +170,9 @@ def auto_k_share_1m(context: Context) -> Measured:
     table = competent.ensure_table(url, ONE_MILLION)
     output, run_key = f"{table}_guard_auto_k", "guard-auto-k"
     drop_labels(url, output)
-    command = competent.lwec_command(url, table, output, f"sqlite:///{folder / 'mlflow.db'}", run_key)
+    command = competent.lwec_command(url, table, output, f"sqlite:///{folder / 'mlflow.db'}", run_key,
+                                     generators=None)
     command[command.index("-k") + 1] = "auto"
-    command = command[:command.index("--generators")]  # the run's own default mix
     (folder / "prefect-home").mkdir(exist_ok=True)
     env = competent.prefect_environment(folder / "prefect-home", None)
     log_file = folder / "auto_k.log"

@@ -161,7 +161,7 @@ def calibrated(margin: np.ndarray | None, share: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-z))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _label_sums(X, labels, k):
     n, d = X.shape
     counts = np.zeros(k, np.int64)
@@ -177,7 +177,7 @@ def _label_sums(X, labels, k):
     return counts, sums, squares
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _share(codes, offsets, labels, shares):
     n_columns, n = codes.shape
     out = np.zeros(n)
@@ -187,7 +187,7 @@ def _share(codes, offsets, labels, shares):
     return out / max(n_columns, 1)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _margins(X, labels, centres, present, mean, scale):
     """Blocks of rows transposed (features × rows) so that each centre's squared distances are summed over
     contiguous rows: the exact differences, no ‖x‖² − 2x·c + ‖c‖² cancellation."""

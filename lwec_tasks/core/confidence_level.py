@@ -148,7 +148,7 @@ def _quantiles(cdf: np.ndarray, edges: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.where(u <= 0.0, start, x)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _posterior(X, labels, means, inverse_variances, log_norms):
     n, d = X.shape
     k = means.shape[0]

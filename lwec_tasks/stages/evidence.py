@@ -21,6 +21,8 @@ The features are released from the partitions afterwards.
 
 from __future__ import annotations
 
+import functools
+import operator
 import time
 from dataclasses import dataclass
 
@@ -212,10 +214,7 @@ def given_k_curve(table: PartitionedTable, ensemble: PartitionedEnsemble, method
 
 def add_level_counts(*counts: LevelCounts) -> LevelCounts:
     """The sum of partitions' :class:`~lwec_tasks.core.confidence_level.LevelCounts`."""
-    total = counts[0]
-    for more in counts[1:]:
-        total = total + more
-    return total
+    return functools.reduce(operator.add, counts)
 
 
 def confidence_histogram(confidence: np.ndarray) -> np.ndarray:

@@ -24,7 +24,7 @@ def evidence_sums(rows, codes_t: np.ndarray, labels: np.ndarray, k: int, offsets
             _overlap(codes_t, np.asarray(offsets, dtype=np.int64), labels, int(offsets[-1]), k)]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _overlap(codes_t, offsets, labels, n_clusters_total, k):
     out = np.zeros((n_clusters_total, k), np.int64)
     for m in range(codes_t.shape[0]):

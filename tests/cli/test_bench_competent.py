@@ -214,6 +214,9 @@ def test_mixes_are_timed_as_their_own_lwec_runs():
     assert command[command.index("--generators") + 1] == "kmeans:1,genie:1"
     command = competent.lwec_command("sqlite:///x.db", "t", "out", "sqlite:///m.db", "key")
     assert command[command.index("--generators") + 1] == "kmeans"  # explicitly: lwec run's default differs
+    # the guard's "default" runs leave the mix to the run, which takes its default by the table's size
+    command = competent.lwec_command("sqlite:///x.db", "t", "out", "sqlite:///m.db", "key", None)
+    assert "--generators" not in command and command[command.index("--table") + 1] == "t"
     assert competent.run_label("server-up", "kmeans:1,genie:1") == "lwec server-up [kmeans:1,genie:1]"
     with pytest.raises(SystemExit):
         build_parser().parse_args(["competent", "--database-url", "sqlite:///x.db", "--generators", "nope"])

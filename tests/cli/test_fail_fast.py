@@ -15,7 +15,7 @@ import time
 import pytest
 
 from helpers.pipeline import blobs_frame, free_port, table_exists, write_frame
-from helpers.processes import processes_in_group
+from helpers.processes import left_running
 from lwec_tasks.tracking.store import sqlite_store_whole
 
 #: Bad input is reported in about 2.5 s on an idle 2-core machine (most of it importing the numeric core);
@@ -153,7 +153,7 @@ def test_a_failure_met_while_reading_is_the_last_line_and_the_temporary_server_i
     lines = output.strip().splitlines()
     assert lines[-1].startswith("lwec run: error: ") and "duplicate id" in lines[-1], lines[-5:]
     assert "Traceback" not in output
-    assert processes_in_group(done.pid) == []  # the temporary server started for the run is gone with it
+    assert left_running(done.pid) == []  # the temporary server started for the run is gone with it
 
 
 def test_an_mlflow_file_store_the_installed_mlflow_refuses_is_reported_before_prefect_starts(blobs, tmp_path):

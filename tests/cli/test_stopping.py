@@ -26,7 +26,7 @@ from helpers.pipeline import (
     unique,
     write_frame,
 )
-from helpers.processes import processes_in_group
+from helpers.processes import left_running
 from lwec_tasks.io.cleanup import run_tables_of
 from lwec_tasks.io.connection import APPLICATION_NAME
 from lwec_tasks.io.label_storage import storage_names
@@ -98,14 +98,6 @@ def without_api(tmp_path: Path) -> dict:
     return {**environment, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONPATH": os.pathsep.join(sys.path)}
 
 
-def gone(group: int, timeout: float = 10) -> list:
-    """The processes of ``group`` still alive after waiting up to ``timeout`` seconds for them to end."""
-    deadline = time.monotonic() + timeout
-    while (left := processes_in_group(group)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return left
-
-
 @pytest.fixture
 def blobs(sqlite_url):
     write_frame(sqlite_url, "blobs", blobs_frame(n=300))
@@ -121,7 +113,7 @@ def check_stopped(process: subprocess.Popen, status: int, timeout: float = 120) 
     lines = err.strip().splitlines()
     assert lines and lines[-1].startswith("lwec run: Stopped ("), err[-3000:]
     assert sum("Stopped (" in line for line in (out + err).splitlines()) == 1
-    assert gone(process.pid) == []
+    assert left_running(process.pid) == []
     return lines[-1]
 
 
@@ -167,7 +159,7 @@ def test_ctrl_c_at_any_moment_ends_the_run_in_one_line(blobs, tmp_path, prefect_
             continue
         assert process.returncode == 130, err[-3000:]
         assert "Stopped (SIGINT)" in err.strip().splitlines()[-1], err[-3000:]
-        assert gone(process.pid) == []
+        assert left_running(process.pid) == []
         outcomes.append("stopped")
     assert outcomes[0] in ("stopped", "done before the signal"), outcomes
 
@@ -207,7 +199,7 @@ def test_kill_9_leaves_no_process_behind(blobs, tmp_path, marker, delay):
     env = {**without_api(tmp_path), "PREFECT_LOGGING_LEVEL": "INFO"}
     process = start_lwec(run_arguments(blobs, "blobs", unique("killed"), tmp_path), env, tmp_path)
     kill_when(process, marker, delay)
-    assert gone(process.pid) == []
+    assert left_running(process.pid) == []
 
 
 def backends(url: str) -> int:
@@ -243,7 +235,7 @@ def test_postgres_kill_9_leaves_no_process_nor_connection(postgres_blobs, tmp_pa
     env = {**prefect_api.env, "PYTHONPATH": os.pathsep.join(sys.path), "PREFECT_LOGGING_LEVEL": "INFO"}
     process = start_lwec(run_arguments(url, table, unique("killed"), tmp_path), env, tmp_path)
     kill_when(process, marker, delay)
-    assert gone(process.pid) == []
+    assert left_running(process.pid) == []
     deadline = time.monotonic() + 10
     while backends(url) > before and time.monotonic() < deadline:
         time.sleep(0.2)

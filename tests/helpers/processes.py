@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 
@@ -21,3 +22,15 @@ def processes_in_group(group: int) -> list[tuple[int, str]]:
         if int(pgrp) == group and state != "Z" and int(entry.name) != os.getpid():
             found.append((int(entry.name), command))
     return found
+
+
+def left_running(group: int, timeout: float = 10) -> list[tuple[int, str]]:
+    """The processes of ``group`` still alive after waiting up to ``timeout`` seconds for them to end.
+
+    A child that ends on its own once its parent is gone (GitPython's ``git cat-file``, which MLflow starts to
+    tag a logged model with the source's commit, ends when its stdin closes) may outlive the command by a moment.
+    """
+    deadline = time.monotonic() + timeout
+    while (left := processes_in_group(group)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return left

@@ -15,7 +15,7 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterKey
 
 from helpers.pipeline import expected_labels, read_labels
-from helpers.processes import processes_in_group
+from helpers.processes import left_running
 from lwec_tasks.cli import main as lwec_main
 
 
@@ -77,4 +77,4 @@ def test_demo_as_a_program_prints_its_whole_outcome_and_leaves_no_server_behind(
     assert printed[0].startswith("Built table 'iris'") and printed[-1].strip().endswith(".png")
     assert any(line.strip().startswith("dendrogram.png: ") for line in printed)
     assert Path(printed[-1].split(": ", 1)[1]).is_file()
-    assert processes_in_group(process.pid) == []  # the temporary server is gone with the command
+    assert left_running(process.pid) == []  # the temporary server is gone with the command

@@ -235,3 +235,67 @@ def test_the_cluster_label_figure_writes_each_count_and_each_majority():
     majority = right.get_yticklabels()
     assert [t.get_text() for t in majority] == ["3: 54%", "1: 99%"]
     assert majority[0].get_color() == FLAG_COLOUR and majority[1].get_color() != FLAG_COLOUR
+
+
+def _texts_outside(figure) -> list[str]:
+    """The drawn texts of ``figure`` whose extent leaves its canvas (by more than a pixel)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    width, height = canvas.get_width_height()
+    undrawn = set()  # labels of ticks outside the view, which are not drawn
+    for axes in figure.axes:
+        for axis in (axes.xaxis, axes.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            slack = 1e-9 * max(1.0, abs(high))
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if not low - slack <= tick.get_loc() <= high + slack:
+                    undrawn.update((id(tick.label1), id(tick.label2)))
+    outside = []
+    for text in figure.findobj(Text):
+        if not text.get_visible() or not text.get_text() or id(text) in undrawn:
+            continue
+        box = text.get_window_extent(renderer)
+        if box.x0 < -1 or box.y0 < -1 or box.x1 > width + 1 or box.y1 > height + 1:
+            outside.append(f"{text.get_text()!r} at x {box.x0:.0f}..{box.x1:.0f}, y {box.y0:.0f}..{box.y1:.0f} "
+                           f"of {width} × {height}")
+    return outside
+
+
+def test_the_figures_keep_their_longest_texts_on_the_canvas():
+    """Most margins are set without measuring the text: texts as long as runs make them (four-digit ids, 30
+    clusters, six-digit microcluster numbers and merge heights just below 1, ten million rows, a criterion of three
+    lines) all stay drawn."""
+    from lwec_tasks.core.coassociation_cdf import coassociation_distribution
+    from lwec_tasks.tracking.figures import (
+        confidence_histogram_figure,
+        consensus_cdf_figure,
+        eci_figure,
+        k_curve_figure,
+    )
+
+    rng = np.random.default_rng(3)
+    ids = 1000 + np.arange(30) * 300  # four-digit ids, as stable ids reach after many runs
+    sizes = np.zeros(ids.max() + 1, dtype=np.int64)
+    sizes[ids] = rng.integers(100_000, 900_000, len(ids))
+    labels = rng.choice(ids, 2000)
+    # a chain over 200,000 microclusters: its top leaves are six-digit numbers beside one "(199971)" subtree
+    n = 200_000
+    Z = np.column_stack([np.r_[0, n + np.arange(n - 2)], np.arange(1, n), np.arange(1, n) / n, np.arange(2, n + 1)])
+    criterion = "NMI(LWGP cut, LWEA cut at k*=15); k* by mean LWCA modularity (γ=0.6) + 0.15·NMI(LWEA, LWGP) " * 2
+    ks = np.arange(2, 51)
+    codes = rng.integers(0, 20, size=(500, 10))
+    figures = {
+        "eci": eci_figure(rng.random(5000), 0.4),
+        "sizes": cluster_size_bars(sizes, "lwgp"),
+        "map": cluster_map_figure(rng.normal(size=(2000, 6)) * 100, labels, "lwgp"),
+        "dendrogram": dendrogram_figure(Z, 25),
+        "k selection": k_selection_figure(ks, rng.random(len(ks)), 15, criterion, "lwea"),
+        "k curve": k_curve_figure(ks, rng.random(len(ks)), 20, 15, criterion, "lwgp", 5000),
+        "confidence": confidence_histogram_figure(rng.integers(0, 10_000_000, 20), "lwgp"),
+        "cdf": consensus_cdf_figure(coassociation_distribution(codes, rng.integers(1, 20_000, 500))),
+    }
+    assert {name: _texts_outside(figure) for name, figure in figures.items()} == {name: [] for name in figures}
