@@ -150,31 +150,47 @@ def _quantiles(cdf: np.ndarray, edges: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 @numba.njit(cache=True, nogil=True)
 def _posterior(X, labels, means, inverse_variances, log_norms):
+    """Blocks of rows transposed (features × rows), as in :func:`~lwec_tasks.core.confidence._margins`, so that
+    each cluster's weighted squared distances are summed over contiguous rows (vectorised across rows); each
+    row's sum runs over its features in the same order as a row-by-row loop, so the values are the same."""
     n, d = X.shape
     k = means.shape[0]
+    block = 512
+    rows = np.empty((d, block))
+    scores = np.empty((k, block))
     posterior = np.empty(n)
     own_likeliest = np.empty(n, np.bool_)
-    scores = np.empty(k)
-    for i in range(n):
-        best = -np.inf
-        best_cluster = -1
-        for c in range(k):
-            if log_norms[c] == -np.inf:
-                scores[c] = -np.inf
-                continue
-            total = 0.0
+    for start in range(0, n, block):
+        size = min(block, n - start)
+        for i in range(size):
             for j in range(d):
-                difference = X[i, j] - means[c, j]
-                total += difference * difference * inverse_variances[c, j]
-            scores[c] = log_norms[c] - 0.5 * total
-            if scores[c] > best:
-                best = scores[c]
-                best_cluster = c
-        normaliser = 0.0
+                rows[j, i] = X[start + i, j]
         for c in range(k):
-            if scores[c] > -np.inf:
-                normaliser += np.exp(scores[c] - best)
-        own = labels[i]
-        posterior[i] = np.exp(scores[own] - best) / normaliser if scores[own] > -np.inf else 0.0
-        own_likeliest[i] = best_cluster == own
+            total = scores[c]
+            if log_norms[c] == -np.inf:
+                total[:size] = -np.inf
+                continue
+            total[:size] = 0.0
+            for j in range(d):
+                centre = means[c, j]
+                weight = inverse_variances[c, j]
+                for i in range(size):
+                    difference = rows[j, i] - centre
+                    total[i] += difference * difference * weight
+            for i in range(size):
+                total[i] = log_norms[c] - 0.5 * total[i]
+        for i in range(size):
+            best = -np.inf
+            best_cluster = -1
+            for c in range(k):
+                if scores[c, i] > best:
+                    best = scores[c, i]
+                    best_cluster = c
+            normaliser = 0.0
+            for c in range(k):
+                if scores[c, i] > -np.inf:
+                    normaliser += np.exp(scores[c, i] - best)
+            own = labels[start + i]
+            posterior[start + i] = np.exp(scores[own, i] - best) / normaliser if scores[own, i] > -np.inf else 0.0
+            own_likeliest[start + i] = best_cluster == own
     return posterior, own_likeliest
