@@ -59,6 +59,31 @@ def test_scaling_a_feature_leaves_the_posterior_as_it_is():
     np.testing.assert_allclose(first, second, rtol=1e-6, atol=1e-9)
 
 
+def plain_posterior(X: np.ndarray, labels: np.ndarray, gaussians: ClusterGaussians) -> tuple[np.ndarray, np.ndarray]:
+    """The posterior of each row's own cluster and whether it is the likeliest, with numpy over the whole (n, k)
+    log-density table at once."""
+    with np.errstate(invalid="ignore"):
+        squares = (((X[:, None, :] - gaussians.means[None]) ** 2) * gaussians.inverse_variances[None]).sum(axis=2)
+    scores = np.where(np.isfinite(gaussians.log_norms)[None], gaussians.log_norms[None] - 0.5 * squares, -np.inf)
+    best = scores.max(axis=1)
+    own = scores[np.arange(len(X)), labels]
+    return np.exp(own - best) / np.exp(scores - best[:, None]).sum(axis=1), scores.argmax(axis=1) == labels
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 1_600), st.integers(1, 5), st.integers(1, 6))
+def test_the_posterior_over_blocks_of_rows_is_the_plain_posterior_of_every_row(seed, n, d, k):
+    """Any number of rows (the kernel works in blocks of 512), features and clusters, one cluster left empty."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.1, 10.0, d) + rng.normal(size=d) * 5
+    labels = rng.integers(0, k, n)
+    gaussians = ClusterGaussians.of(ClusterSums.of(X, labels, k + 1))  # cluster k has no rows
+    posterior, own_likeliest = gaussian_posterior(X, labels, gaussians)
+    expected, expected_likeliest = plain_posterior(X, labels, gaussians)
+    np.testing.assert_allclose(posterior, expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(own_likeliest, expected_likeliest)
+
+
 def sort_matched(score: np.ndarray, target: np.ndarray) -> np.ndarray:
     """The exact quantile matching: the row with the r-th smallest score gets the r-th smallest target."""
     out = np.empty(len(score))
