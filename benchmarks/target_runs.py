@@ -174,7 +174,8 @@ def auto_k_share_1m(context: Context) -> Measured:
                                      generators=None)
     command[command.index("-k") + 1] = "auto"
     (folder / "prefect-home").mkdir(exist_ok=True)
-    env = competent.prefect_environment(folder / "prefect-home", None)
+    # the choice's own log line is INFO: kept whatever level the calling shell sets
+    env = {**competent.prefect_environment(folder / "prefect-home", None), "PREFECT_LOGGING_LEVEL": "INFO"}
     log_file = folder / "auto_k.log"
     context.log("# lwec run -k auto, 1M rows")
     measured = competent.measure_process(command, env, folder, log_file)
