@@ -144,6 +144,11 @@ def principal_components(X: np.ndarray, n_components: int = 2) -> tuple[np.ndarr
     return points, explained
 
 
+#: Most clusters named in the cluster map's legend, in two columns above half as many (one column of 30 was taller
+#: than the figure).
+LEGEND_CLUSTERS = 30
+
+
 def cluster_map_figure(X: np.ndarray, labels: np.ndarray, method: str) -> Figure:
     """Scatter of a sample of rows on their first two principal components, coloured by cluster id.
 
@@ -167,11 +172,6 @@ def cluster_map_figure(X: np.ndarray, labels: np.ndarray, method: str) -> Figure
         axes.legend(title="cluster id", markerscale=2.5, fontsize="small", loc="center left",
                     bbox_to_anchor=(1.01, 0.5), ncols=legend_columns)
     return figure
-
-
-#: Most clusters named in the cluster map's legend, in two columns above half as many (one column of 30 was taller
-#: than the figure).
-LEGEND_CLUSTERS = 30
 
 
 def _cluster_colours(n: int) -> list:
