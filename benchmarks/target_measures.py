@@ -251,7 +251,8 @@ def mixed_tables(context: Context) -> list[dict]:
 def mixed_structured_nmi(context: Context) -> Measured:
     rows = [row for row in mixed_tables(context) if row["family"] == "structured"]
     worst = min(rows, key=lambda row: row["shipped"])
-    return Measured({"lowest": worst["shipped"]}, f"{worst['table']}; {len(rows)} tables")
+    return Measured({"lowest": worst["shipped"]},
+                    f"{worst['table']}, whose Bayes classifier reaches {worst['bayes']:.3f}; {len(rows)} tables")
 
 
 def mixed_structured_against_competent(context: Context) -> Measured:
