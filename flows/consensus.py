@@ -113,14 +113,21 @@ def consensus_flow(
         return run_stages(request)
 
 
-def with_generators(request: ConsensusRequest, n_rows: int) -> ConsensusRequest:
-    """``request`` with its mix filled in for a table of ``n_rows`` rows when none was given
+def with_generators(request: ConsensusRequest, n_rows: int, weighted_categories: tuple[str, ...] = ()
+                    ) -> ConsensusRequest:
+    """``request`` with its mix filled in for a table of ``n_rows`` rows whose text or boolean columns
+    ``weighted_categories`` move the rows, when none was given
     (:meth:`~lwec_tasks.request.ConsensusRequest.for_rows`), logged with the run key it gives."""
-    resolved = request.for_rows(n_rows)
+    resolved = request.for_rows(n_rows, bool(weighted_categories))
     if request.base_columns is not None:
         how = "the table's label columns"
+    elif request.generators is not None:
+        how = resolved.generators
+    elif weighted_categories:
+        how = f"{resolved.generators} (the default where text or boolean columns move the rows: " \
+              f"{', '.join(weighted_categories)})"
     else:
-        how = resolved.generators + ("" if request.generators is not None else f" (the default for {n_rows:,} rows)")
+        how = f"{resolved.generators} (the default for {n_rows:,} rows)"
     get_run_logger().info("Run key %r; base clusterings: %s", resolved.run_key, how)
     return resolved
 
@@ -133,7 +140,8 @@ def run_stages(request: ConsensusRequest) -> dict:
     with open_label_store(request.database_url, request.resolved_output_table) as store:
         with SystemSampler() as system, open_executor(request.dask_address) as executor:
             table = load_features(executor, request, store, clock=clock)
-            request = with_generators(request, table.n_rows)
+            request = with_generators(request, table.n_rows,
+                                      table.encoding.weighted_categories if table.encoding is not None else ())
             ensemble = generate_ensemble(table, request, clock=clock)
             reliability = cluster_reliability(table, ensemble, request.theta, clock=clock)
             labels = consensus(table, ensemble, reliability, request, clock=clock)

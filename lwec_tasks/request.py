@@ -312,14 +312,15 @@ class ConsensusRequest(BaseModel):
         name = _PLACEHOLDER.sub(lambda m: when.strftime(RUN_NAME_PLACEHOLDERS[m.group(1)]), self.run_name)
         return self.model_copy(update={"run_name": name})
 
-    def for_rows(self, n_rows: int) -> ConsensusRequest:
+    def for_rows(self, n_rows: int, weighted_categories: bool = False) -> ConsensusRequest:
         """This request with ``generators`` filled in when none was given: the default mix for a table of
-        ``n_rows`` rows (:func:`~lwec_tasks.core.mixes.run_default_mix`; with ``base_columns``, which generate
-        nothing, :data:`~lwec_tasks.core.mixes.RUN_DEFAULT_MIX`, so their run keys stay as they were). The flow
-        calls it once the table is read, so that the run key and the run's parameters record the mix used."""
+        ``n_rows`` rows, with or without ``weighted_categories`` (text or boolean columns that move the rows;
+        :func:`~lwec_tasks.core.mixes.run_default_mix`; with ``base_columns``, which generate nothing,
+        :data:`~lwec_tasks.core.mixes.RUN_DEFAULT_MIX`, so their run keys stay as they were). The flow calls it once
+        the table is read, so that the run key and the run's parameters record the mix used."""
         if self.generators is not None:
             return self
-        mix = RUN_DEFAULT_MIX if self.base_columns is not None else run_default_mix(n_rows)
+        mix = RUN_DEFAULT_MIX if self.base_columns is not None else run_default_mix(n_rows, weighted_categories)
         return self.model_copy(update={"generators": mix})
 
     @property

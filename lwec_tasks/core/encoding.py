@@ -14,9 +14,9 @@ a row alike:
 
 The indicators are raw 0/1 values; how much a categorical column counts in the distances is its ``weight``,
 applied by the run's standardisation (the indicator's scale is 1 / weight, its mean 0): the
-``one_numeric`` weight of :func:`column_weight` (the column counts like one z-scored numeric column) times
-:func:`relevance_factor` of its :func:`column_relevance` (how much it goes with the other columns; noise gets
-0), chosen by held-out validation (``benchmarks/mixed_types.py``, docs/pipeline.md). Numpy and pandas only.
+``even`` weight of :func:`column_weight` (each indicator z-scored as if the column's levels were equally common)
+times :func:`relevance_factor` of its :func:`column_relevance` (how much it goes with the other columns; noise
+gets 0), chosen by held-out validation (``benchmarks/mixed_types.py``, docs/pipeline.md). Numpy and pandas only.
 """
 
 from __future__ import annotations
@@ -32,14 +32,14 @@ import pandas as pd
 from lwec_tasks.core.errors import LwecInputError
 
 NUMERIC, CATEGORY = "numeric", "category"
-#: How a categorical column's weight is chosen (:func:`column_weight`): ``"one_numeric"`` (default, with the
-#: relevance factor; chosen by ``benchmarks/mixed_types.py``), ``"plain"``, ``"scaled"``, ``"even"``.
-DEFAULT_WEIGHTING = "one_numeric"
-#: ``one_numeric`` weight multiplier (see :func:`column_weight`), chosen by held-out validation.
+#: How a categorical column's weight is chosen (:func:`column_weight`): ``"even"`` (default, with the relevance
+#: factor; chosen by ``benchmarks/mixed_types.py``), ``"one_numeric"``, ``"plain"``, ``"scaled"``.
+DEFAULT_WEIGHTING = "even"
+#: Weight multiplier of ``one_numeric`` and ``even`` (see :func:`column_weight`), chosen by held-out validation.
 DEFAULT_WEIGHT_FACTOR = 1.0
-#: How a categorical column's relevance scales its weight (:func:`relevance_factor`): ``"sqrt"`` (default,
-#: chosen by ``benchmarks/mixed_types.py``), ``"linear"``, ``"none"`` (every column its full weight).
-DEFAULT_RELEVANCE = "sqrt"
+#: How a categorical column's relevance scales its weight (:func:`relevance_factor`): ``"linear"`` (default,
+#: chosen by ``benchmarks/mixed_types.py``), ``"sqrt"``, ``"none"`` (every column its full weight).
+DEFAULT_RELEVANCE = "linear"
 #: Relevance up to this is taken for chance (the largest of several chance-corrected statistics of independent
 #: columns still reaches a few hundredths): the factor uses (r − gate) / (1 − gate), at least 0.
 DEFAULT_RELEVANCE_GATE = 0.1
@@ -192,6 +192,11 @@ class TableEncoding:
             out.append(start)
             start += code.width
         return out
+
+    @property
+    def weighted_categories(self) -> tuple[str, ...]:
+        """The categorical columns whose indicators have a weight above 0 (they move the rows)."""
+        return tuple(code.name for code in self.columns if code.kind == CATEGORY and any(w > 0 for w in code.weight))
 
     def category_mask(self) -> np.ndarray:
         """(width,) bool: which matrix columns are indicators."""

@@ -27,12 +27,23 @@ RUN_DEFAULT_MIX = "genie:1,spectral:2,gmm:1"
 RUN_DEFAULT_MIX_LARGE = "kmeans:2,genie:1,spectral:1"
 #: Rows above which a run given no mix uses :data:`RUN_DEFAULT_MIX_LARGE`.
 RUN_LARGE_TABLE_ROWS = 20_000
+#: The mix of a consensus run given none, on a table with a weighted text or boolean column: k-means follows
+#: the numeric and the categorical columns together, where Genie, the spectral generator and the Gaussian
+#: mixture follow the few combinations of levels.
+RUN_DEFAULT_MIX_CATEGORICAL = "kmeans"
 
 
-def run_default_mix(n_rows: int) -> str:
+def run_default_mix(n_rows: int, weighted_categories: bool = False) -> str:
     """The mix of a consensus run given none, for a table of ``n_rows`` rows: :data:`RUN_DEFAULT_MIX` up to
     :data:`RUN_LARGE_TABLE_ROWS` rows, :data:`RUN_DEFAULT_MIX_LARGE` above. Chosen by leaving one table out across
-    the benchmark battery, the authors' pools and large synthetic tables (docs/generators.md)."""
+    the benchmark battery, the authors' pools and large synthetic tables (docs/generators.md).
+
+    ``weighted_categories``: the table has a text or boolean column with a weight above 0
+    (:attr:`~lwec_tasks.core.encoding.TableEncoding.weighted_categories`); its run uses
+    :data:`RUN_DEFAULT_MIX_CATEGORICAL` at any size (chosen on generated mixed tables, ``benchmarks/mixed_types.py``,
+    docs/pipeline.md)."""
+    if weighted_categories:
+        return RUN_DEFAULT_MIX_CATEGORICAL
     return RUN_DEFAULT_MIX if n_rows <= RUN_LARGE_TABLE_ROWS else RUN_DEFAULT_MIX_LARGE
 
 

@@ -253,11 +253,13 @@ def test_the_request_checks_the_mix_and_keeps_old_run_keys():
         ConsensusRequest(**common, generators="wobble")
 
 
-def test_the_run_default_mix_follows_the_tables_size():
+def test_the_run_default_mix_follows_the_tables_size_and_its_weighted_text_columns():
     small, large, rows = mixes.RUN_DEFAULT_MIX, mixes.RUN_DEFAULT_MIX_LARGE, mixes.RUN_LARGE_TABLE_ROWS
     assert [mixes.run_default_mix(n) for n in (2, rows - 1, rows, rows + 1, 10**8)] == [
         small, small, small, large, large]
-    assert all(mixes.canonical_mix(mix) == mix for mix in (small, large))
+    categorical = mixes.RUN_DEFAULT_MIX_CATEGORICAL
+    assert [mixes.run_default_mix(n, True) for n in (2, rows, rows + 1, 10**8)] == [categorical] * 4
+    assert all(mixes.canonical_mix(mix) == mix for mix in (small, large, categorical))
 
 
 def test_a_request_given_no_mix_takes_the_default_for_its_rows_and_keys_by_it():
@@ -267,8 +269,11 @@ def test_a_request_given_no_mix_takes_the_default_for_its_rows_and_keys_by_it():
     assert above.generators == mixes.RUN_DEFAULT_MIX_LARGE
     assert above.run_key == ConsensusRequest(**common, generators=mixes.RUN_DEFAULT_MIX_LARGE).run_key
     assert above.run_key != given_none.for_rows(mixes.RUN_LARGE_TABLE_ROWS).run_key
+    weighted = given_none.for_rows(100, weighted_categories=True)
+    assert weighted.generators == mixes.RUN_DEFAULT_MIX_CATEGORICAL
+    assert weighted.run_key == ConsensusRequest(**common, generators=mixes.RUN_DEFAULT_MIX_CATEGORICAL).run_key
     chosen = ConsensusRequest(**common, generators="genie")
-    assert chosen.for_rows(10**8) == chosen  # a mix given is kept
+    assert chosen.for_rows(10**8) == chosen == chosen.for_rows(100, weighted_categories=True)  # a mix given is kept
     # base label columns generate nothing: their runs keep the keys they had
     labelled = ConsensusRequest(**common, base_columns=["a", "b"])
     assert labelled.for_rows(10**8).generators == mixes.RUN_DEFAULT_MIX

@@ -13,6 +13,8 @@ from flows.assign import assign_flow
 from flows.consensus import consensus_flow
 from helpers.mixed import mixed_frame, write_mixed
 from helpers.pipeline import read_labels, unique
+from lwec_tasks.core.encoding import DEFAULT_RELEVANCE_GATE
+from lwec_tasks.core.mixes import RUN_DEFAULT_MIX_CATEGORICAL
 from lwec_tasks.preflight import check_assign_request
 
 pytestmark = pytest.mark.slow
@@ -36,6 +38,9 @@ def run_and_assign(url: str, store: str, table: str, monkeypatch):
     assert summary["categorical_columns"]["colour"]["null_rows"] == int(frame["colour"].isna().sum())
     assert summary["nmi"] > 0.8
     params = MlflowClient(store).get_run(summary["mlflow_run_id"]).data.params
+    # a text column that goes with the clusters moves the rows, so the run given no mix takes k-means
+    assert summary["categorical_columns"]["colour"]["relevance"] > DEFAULT_RELEVANCE_GATE
+    assert params["generators"] == RUN_DEFAULT_MIX_CATEGORICAL
     for name, reason in LEFT_OUT.items():
         assert f"{name}: {reason}" in params["columns_left_out"]
     assert params["imputed_values"] == f"amount (€): {int(frame['amount (€)'].isna().sum())}"

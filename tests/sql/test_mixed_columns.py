@@ -57,8 +57,8 @@ def test_a_text_column_is_left_out_exactly_when_it_is_constant_or_high_cardinali
 
 def reference_encoding(frame: pd.DataFrame, numeric, categorical, relevance=None):
     """Straightforward: numerics with NaN/inf → mean of the finite values, z-scored; each text/boolean column
-    one-hot over its sorted levels (NULL last, as a level), every indicator × 1/sqrt(1 − Σ p²)
-    (× √((relevance − 0.1) / 0.9), at least 0)."""
+    one-hot over its sorted levels (NULL last, as a level), every indicator × 1/sqrt(q (1 − q)), q = Σ p²
+    (× (relevance − 0.1) / 0.9, at least 0)."""
     blocks, names = [], []
     for name in numeric:
         values = frame[name].to_numpy(dtype=float)
@@ -73,7 +73,8 @@ def reference_encoding(frame: pd.DataFrame, numeric, categorical, relevance=None
             levels.append(None)
         shares = np.array([np.mean([(v is None if lv is None else v == lv) for v in column]) for lv in levels])
         gated = 1.0 if relevance is None else max(0.0, relevance[name] - 0.1) / 0.9  # relevance ≤ 0.1 is chance
-        weight = 1.0 / np.sqrt(1.0 - np.sum(shares ** 2)) * np.sqrt(gated)
+        q = np.sum(shares ** 2)
+        weight = 1.0 / np.sqrt(q * (1.0 - q)) * gated
         for level in levels:
             blocks.append(np.array([(v is None if level is None else v == level) for v in column],
                                    dtype=float)[:, None] * weight)
@@ -171,12 +172,12 @@ def test_unseen_categories_and_nulls_of_new_rows_are_encoded_not_refused():
     assert imputed.tolist() == [3, 0]  # a gap, an unseen colour, an unseen NULL in 'active'
 
 
-def test_weights_make_each_categorical_column_count_like_one_numeric_column():
+def test_one_numeric_weights_make_each_categorical_column_count_like_one_numeric_column():
     for shares in ([0.5, 0.5], [0.1, 0.9], [1 / 30] * 30):
         p = np.array(shares)
-        w = column_weight(p)
+        w = column_weight(p, "one_numeric")
         assert 2 * w**2 * (1 - np.sum(p**2)) == pytest.approx(2.0)  # E‖a − b‖² of a z-scored column
-    assert column_weight([1.0]) == 0.0  # constant: no weight
+    assert column_weight([1.0], "one_numeric") == 0.0  # constant: no weight
 
 
 def test_the_read_stage_encodes_text_and_booleans_imputes_numerics_and_keeps_every_row(tmp_path):
