@@ -161,11 +161,12 @@ def drop_labels(url: str, labels: str) -> None:
     so that the next run writes into an empty table."""
     import sqlalchemy as sa
 
+    from lwec_tasks.io.names import parse_table_name
     from lwec_tasks.io.storage_setup import drop_storage
 
     engine = sa.create_engine(url)
     with engine.begin() as connection:
-        drop_storage(connection, labels)
+        drop_storage(connection, parse_table_name(labels))
         sa.Table(labels, sa.MetaData()).drop(connection, checkfirst=True)
     engine.dispose()
 

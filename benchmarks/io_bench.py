@@ -93,12 +93,13 @@ def drop_tables(url: str, *names: str) -> None:
     """Drop tables, and labels storage (its views, runs and rows tables) under those names."""
     import sqlalchemy as sa
 
+    from lwec_tasks.io.names import parse_table_name
     from lwec_tasks.io.storage_setup import drop_storage
 
     engine = sa.create_engine(url)
     with engine.begin() as connection:
         for name in names:
-            drop_storage(connection, name)
+            drop_storage(connection, parse_table_name(name))
             if name in sa.inspect(connection).get_table_names():
                 sa.Table(name, sa.MetaData()).drop(connection)
     engine.dispose()
@@ -148,11 +149,12 @@ def run_case(url: str, operation: str, path: str, repeats: int) -> dict:
     import sqlalchemy as sa
 
     from lwec_tasks.io import LabelRows, describe_source
+    from lwec_tasks.io.names import parse_table_name
     from lwec_tasks.io.source import read_rows
     from lwec_tasks.io.staging import write_labels
 
     engine = sa.create_engine(url)
-    source = describe_source(engine, FEATURES_TABLE)
+    source = describe_source(engine, parse_table_name(FEATURES_TABLE))
     columns = list(source.columns)
     times, info, extra, peaks = [], {}, [], []
     for _ in range(repeats):

@@ -75,6 +75,7 @@ def main(argv=None) -> None:
     from lwec_tasks.io import LabelRows, describe_source, open_engine, read_rows, write_labels
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from helpers.wide_labels import label_table_schema, replace_run_key  # the write of earlier releases
+    from lwec_tasks.io.names import parse_table_name
     from lwec_tasks.io.staging import append_to, create_staging_table, drop_table_quietly
     from lwec_tasks.io.storage_setup import drop_storage
 
@@ -84,7 +85,7 @@ def main(argv=None) -> None:
     table = sa.Table(name, sa.MetaData(), sa.Column("id", sa.BigInteger, primary_key=True),
                      *(sa.Column(c, sa.Double) for c in columns[1:]))
     with engine.begin() as connection:
-        drop_storage(connection, out)
+        drop_storage(connection, parse_table_name(out))
         for drop in (name, out, old_out):
             sa.Table(drop, sa.MetaData()).drop(connection, checkfirst=True)
         table.create(connection)
@@ -93,7 +94,7 @@ def main(argv=None) -> None:
             sa.func.generate_series(1, args.rows).alias("g"))))  # the series' column is named g too
     with engine.connect() as connection:
         connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(f"VACUUM ANALYZE {name}")
-    source = describe_source(engine, name)
+    source = describe_source(engine, parse_table_name(name))
     print(f"table: {args.rows:,} rows x {len(columns)} columns (id bigint + {args.features} float8), "
           f"PostgreSQL {engine.dialect.server_version_info}; best of {args.repeat}")
 
@@ -120,12 +121,12 @@ def main(argv=None) -> None:
 
         def new_ingest():
             staging = "bench_io_drivers_stage"
-            drop_table_quietly(engine, staging)
-            create_staging_table(engine, staging, sa.BigInteger())
+            drop_table_quietly(engine, parse_table_name(staging))
+            create_staging_table(engine, parse_table_name(staging), sa.BigInteger())
             try:
-                return append_to(engine, staging, ids, labels)
+                return append_to(engine, parse_table_name(staging), ids, labels)
             finally:
-                drop_table_quietly(engine, staging)
+                drop_table_quietly(engine, parse_table_name(staging))
 
         def old_copy_only():
             with engine.begin() as connection:
@@ -138,7 +139,7 @@ def main(argv=None) -> None:
         t_old_copy, _ = best(args.repeat, old_copy_only)
         t_new_ingest, _ = best(args.repeat, new_ingest)
         t_old_write, _ = best(args.repeat, old_write_labels)
-        t_new_write, _ = best(args.repeat, lambda: write_labels(engine, out, rows))
+        t_new_write, _ = best(args.repeat, lambda: write_labels(engine, parse_table_name(out), rows))
         with engine.connect() as connection:
             counted = [connection.execute(sa.text(f"select count(*), sum(id), sum(label) from {t}")).one()
                        for t in (old_out, out)]
@@ -152,7 +153,7 @@ def main(argv=None) -> None:
     ):
         print(f"{case:<52}{old:>9.3f}{new:>9.3f}{old / new:>9.2f}")
     with engine.begin() as connection:
-        drop_storage(connection, out)
+        drop_storage(connection, parse_table_name(out))
         for drop in (name, out, old_out):
             sa.Table(drop, sa.MetaData()).drop(connection, checkfirst=True)
     engine.dispose()

@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from lwec_tasks.io import bulk_read
 from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.io.features import feature_matrix
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.stages import partitions
 from lwec_tasks.stages.sums import Moments
 
@@ -61,14 +62,15 @@ def partition_specs(url: str, table: str, rows: int, n_partitions: int, features
     """``n_partitions`` consecutive id ranges of ``rows`` ids each, from the table's smallest id."""
     engine = sa.create_engine(url)
     try:
-        source = describe_source(engine, table)  # reflected once, as the flow hands it to every partition
+        # reflected once, as the flow hands it to every partition
+        source = describe_source(engine, parse_table_name(table))
         with engine.connect() as connection:
             low = connection.execute(sa.select(sa.func.min(source.table.c.id))).scalar_one()
     finally:
         engine.dispose()
     if features is None:
         features = [name for name in source.columns if re.fullmatch(r"f\d+", name)]
-    return [partitions.PartitionSpec(p, url, table, "id", "target", tuple(features), low + p * rows,
+    return [partitions.PartitionSpec(p, url, parse_table_name(table), "id", "target", tuple(features), low + p * rows,
                                      low + (p + 1) * rows, 50_000, drop_nonfinite=False, source=source)
             for p in range(n_partitions)]
 

@@ -18,7 +18,7 @@ from prefect import flow, get_run_logger
 
 from lwec_tasks.core.label_placement import LabelPlacement
 from lwec_tasks.executors import open_executor
-from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, parse_table_name
+from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, table_name
 from lwec_tasks.io.duckdb_dialect import refuse_other_processes
 from lwec_tasks.io.label_store import open_label_store
 from lwec_tasks.request import non_empty_text, optional_address, optional_column
@@ -69,18 +69,19 @@ def assign_flow(
     """
     _check_parameters(database_url, table, model_uri, id_column, dask_address)
     register_block_resolvers()  # block: and secret: URLs, resolved once by the run's labels store
-    table = str(parse_table_name(table))
-    output_table = check_new_table_name(output_table) if output_table is not None else default_output_table(table)
+    source = table_name("table", table)
+    output = check_new_table_name(output_table) if output_table is not None else default_output_table(source)
+    table, output_table = str(source), str(output)
     placement = load_model(model_uri)
     columns = check_feature_columns(placement, feature_columns)
     run_key = assign_run_key(placement, table)
     with flow_run_heartbeats(), open_executor(dask_address) as executor, \
-            open_label_store(database_url, output_table) as store:
-        rows = read_rows_to_label(executor, store, table, columns, id_column,
+            open_label_store(database_url, output) as store:
+        rows = read_rows_to_label(executor, store, source, columns, id_column,
                                   base_columns=isinstance(placement, LabelPlacement),
                                   encoding=getattr(placement, "encoding", None))
         labels, counts = place_rows(placement, rows)
-        written = write_assigned_labels(rows, table, store, run_key, placement, labels)
+        written = write_assigned_labels(rows, source, store, run_key, placement, labels)
     get_run_logger().info("Labelled %d rows of table %r (%s) with model %s → table %r, run key %r",
                           written, table, mask_url(database_url), model_uri, output_table, run_key)
     return {

@@ -137,7 +137,7 @@ def run_stages(request: ConsensusRequest) -> dict:
     (:func:`~lwec_tasks.io.label_store.open_label_store`) is open from the first stage until the gate has promoted
     or held the run."""
     clock = StageClock()  # each stage's seconds, added by its task (lwec_tasks.tasks.timings)
-    with open_label_store(request.database_url, request.resolved_output_table) as store:
+    with open_label_store(request.database_url, request.output_name) as store:
         with SystemSampler() as system, open_executor(request.dask_address) as executor:
             table = load_features(executor, request, store, clock=clock)
             request = with_generators(request, table.n_rows,

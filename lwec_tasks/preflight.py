@@ -43,7 +43,7 @@ from lwec_tasks.io.columns import ColumnPlan, plan_columns, require_columns, res
 from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 from lwec_tasks.io.levels import column_stats, level_counts
-from lwec_tasks.io.names import parse_table_name
+from lwec_tasks.io.names import TableName, table_name
 
 if TYPE_CHECKING:
     from lwec_tasks.request import ConsensusRequest
@@ -59,14 +59,14 @@ class ReadPlan:
     columns : the column roles; ``columns.feature_columns`` is empty for an
         assign check made without the model's feature columns
     n_rows : rows of the table when it was checked
-    output_table : the labels table, canonical spelling (``table`` or ``schema.table``)
+    output_table : the labels table
     id_low, id_high : the smallest and largest id then (None without an id column)
     """
 
     source: SourceTable
     columns: ColumnPlan
     n_rows: int
-    output_table: str
+    output_table: TableName
     id_low: object = None
     id_high: object = None
     #: categorical feature column → [(level, rows)] over the whole table (:func:`lwec_tasks.io.levels.level_counts`)
@@ -101,12 +101,12 @@ def _passes_without_counting(engine: sa.Engine, request: ConsensusRequest) -> bo
     """
     if request.base_columns is not None:
         return False
-    source = describe_source(engine, request.table)
+    source = describe_source(engine, request.source_name)
     columns = _plan_consensus_columns(source, request)
     if not values_seen_early(engine, source, columns.feature_columns, columns.id_column,
                              needed_rows=2 * _smallest_k(request)):
         return False
-    check_label_table(engine, request.resolved_output_table, request.table,
+    check_label_table(engine, request.output_name, request.source_name,
                       id_type=_id_type(source, columns.id_column), id_column=columns.id_column)
     return True
 
@@ -132,13 +132,14 @@ def check_assign_request(
             raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
     if model_uri is not None and (not isinstance(model_uri, str) or not model_uri.strip()):
         raise LwecInputError(f"model_uri must be a non-empty string, got {model_uri!r}")
-    if output_table is not None:
-        check_new_table_name(output_table)  # its name and the names beside it fit, before connecting
+    output = None if output_table is None else check_new_table_name(output_table)  # fits, before connecting
     engine = _engine(database_url)
     if engine is None:
         return
     try:
-        plan_assign_read(engine, table, feature_columns, id_column, output_table, allow_missing=True)
+        source = table_name("table", table)
+        plan_assign_read(engine, source, feature_columns, id_column, output or default_output_table(source),
+                         allow_missing=True)
     finally:
         engine.dispose()
 
@@ -152,7 +153,7 @@ def _engine(database_url: str) -> sa.Engine | None:
 
 def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPlan:
     """The checks of :func:`check_consensus_request` on ``engine``; the resulting :class:`ReadPlan`."""
-    source = describe_source(engine, request.table)
+    source = describe_source(engine, request.source_name)
     if request.base_columns is not None:
         return _plan_base_columns_read(engine, request, source)
     columns = _plan_consensus_columns(source, request)
@@ -185,8 +186,8 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
             else ""
         raise LwecInputError(f"table {request.table!r} has only {usable} usable rows{nulls}, but n_clusters={k} "
                              f"needs at least 2·k = {2 * k} rows")
-    output = request.resolved_output_table
-    check_label_table(engine, output, request.table, id_type=_id_type(source, columns.id_column),
+    output = request.output_name
+    check_label_table(engine, output, request.source_name, id_type=_id_type(source, columns.id_column),
                       id_column=columns.id_column)
     levels = level_counts(engine, source, columns.categorical_features, stats) if columns.categorical_features else {}
     return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high, levels)
@@ -233,9 +234,9 @@ def _plan_base_columns_read(engine: sa.Engine, request: ConsensusRequest, source
     if counts.rows < 2 * k:
         raise LwecInputError(f"table {table!r} has only {counts.rows} rows, but n_clusters={k} needs at least "
                              f"2·k = {2 * k} rows")
-    check_label_table(engine, request.resolved_output_table, table, id_type=_id_type(source, id_column),
-                      id_column=id_column)
-    return ReadPlan(source, columns, counts.rows, request.resolved_output_table, counts.low, counts.high)
+    output = request.output_name
+    check_label_table(engine, output, request.source_name, id_type=_id_type(source, id_column), id_column=id_column)
+    return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high)
 
 
 def missing_labels_message(table: str, nulls: dict[str, int]) -> str:
@@ -245,18 +246,19 @@ def missing_labels_message(table: str, nulls: dict[str, int]) -> str:
             f"missing_labels='own_cluster' (CLI: --missing-labels own_cluster) to give each its own cluster")
 
 
-def plan_assign_read(engine: sa.Engine, table: str, feature_columns: Sequence[str] | None, id_column: str | None,
-                     output_table: str | None, base_columns: bool = False, allow_missing: bool = False) -> ReadPlan:
-    """The checks of :func:`check_assign_request` on ``engine``; the resulting :class:`ReadPlan`.
+def plan_assign_read(engine: sa.Engine, source_table: TableName, feature_columns: Sequence[str] | None,
+                     id_column: str | None, output: TableName, base_columns: bool = False,
+                     allow_missing: bool = False) -> ReadPlan:
+    """The checks of :func:`check_assign_request` on ``engine`` for the rows of ``source_table`` and their labels
+    table ``output``; the resulting :class:`ReadPlan`.
 
     Rows with a NULL feature are refused (the model cannot place them) unless ``allow_missing`` (a model with
     typed columns fills them in). With ``base_columns`` the
     ``feature_columns`` are a label model's base columns, read as labels (NULLs allowed: the model places
     such rows by their other columns).
     """
-    table = str(parse_table_name(table))
-    output = check_new_table_name(output_table) if output_table is not None else default_output_table(table)
-    source = describe_source(engine, table)
+    table = str(source_table)
+    source = describe_source(engine, source_table)
     if base_columns:
         require_columns(source.columns, list(feature_columns), "base_columns", table)
         id_column = resolve_id_column(source.columns, source.primary_key, id_column, table)
@@ -278,7 +280,8 @@ def plan_assign_read(engine: sa.Engine, table: str, feature_columns: Sequence[st
             f"{counts.rows_with_null} row(s) of table {table!r} have missing or non-finite values in the feature "
             f"columns {list(columns.feature_columns)}; such rows cannot be labelled — clean them first"
         )
-    check_label_table(engine, output, table, id_type=_id_type(source, columns.id_column), id_column=columns.id_column)
+    check_label_table(engine, output, source_table, id_type=_id_type(source, columns.id_column),
+                      id_column=columns.id_column)
     return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high)
 
 

@@ -34,7 +34,7 @@ from lwec_tasks.core.validation import check_integer, check_theta
 from lwec_tasks.gate import canonical_gate
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table, latest_view_name
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
-from lwec_tasks.io.names import parse_table_name
+from lwec_tasks.io.names import TableName, table_name
 from lwec_tasks.methods import PIPELINE_METHODS, describe_pipeline_methods, pipeline_method
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.:{}-]{1,64}")
@@ -77,7 +77,7 @@ _flag = _must_be("true or false", lambda value: isinstance(value, bool))
 
 def _table(name: str, value):
     """A table name in its canonical spelling (``schema.table``; see :mod:`lwec_tasks.io.names`)."""
-    return str(parse_table_name(non_empty_text(name, value), name))
+    return str(table_name(name, value))
 
 
 def _columns(name: str, value):
@@ -122,7 +122,7 @@ def _theta(name: str, value):
 
 
 def _output_table(name: str, value):
-    return None if value is None else check_new_table_name(value, name)
+    return None if value is None else str(check_new_table_name(value, name))
 
 
 def _run_name(name: str, value):
@@ -271,7 +271,7 @@ class ConsensusRequest(BaseModel):
 
     @model_validator(mode="after")
     def _latest_view_name_fits(self) -> ConsensusRequest:
-        latest_view_name(self.resolved_output_table)  # the view beside the labels table must be nameable
+        latest_view_name(self.output_name)  # the view beside the labels table must be nameable
         return self
 
     @model_validator(mode="after")
@@ -288,9 +288,21 @@ class ConsensusRequest(BaseModel):
             raise LwecInputError(_first_problem(error)) from None
 
     @property
+    def source_name(self) -> TableName:
+        """``table`` as a :class:`~lwec_tasks.io.names.TableName`."""
+        return table_name("table", self.table)
+
+    @property
+    def output_name(self) -> TableName:
+        """The :class:`~lwec_tasks.io.names.TableName` of ``output_table``, or of ``<table>_lwec_labels``."""
+        if self.output_table is None:
+            return default_output_table(self.source_name)
+        return check_new_table_name(self.output_table)
+
+    @property
     def resolved_output_table(self) -> str:
-        """``output_table``, or ``<table>_lwec_labels``."""
-        return self.output_table or default_output_table(self.table)
+        """``output_table``, or ``<table>_lwec_labels``: :attr:`output_name` in its canonical spelling."""
+        return self.output_table if self.output_table is not None else str(default_output_table(self.source_name))
 
     @property
     def gate(self) -> tuple:

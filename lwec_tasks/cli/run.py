@@ -207,12 +207,13 @@ def credentials_out_of_parameters(parameters: dict) -> dict:
 def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     """Tell the user where the labels and the MLflow run went."""
     from lwec_tasks.core.defaults import is_auto
-    from lwec_tasks.io import latest_view_name, mask_url
+    from lwec_tasks.io import latest_view_name, mask_url, table_name
     from lwec_tasks.tasks.summary import rows_phrase
     from lwec_tasks.tracking import mask_uri, resolve_tracking_uri
 
     tracking_uri = resolve_tracking_uri(parameters.get("tracking_uri"))
     table = summary["output_table"]
+    view = latest_view_name(table_name("output_table", table))
     print()
     asked = parameters["n_clusters"]
     k = f"k=auto → {summary.get('k')}" if is_auto(asked) else f"k={asked}"
@@ -223,7 +224,7 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
     print(f"Labels:  table {table!r} in {mask_url(parameters['database_url'])}, "
           f"run key {summary['run_key']!r} ({rows_phrase(summary['rows_written'], summary['n_objects'])})")
     print(f"         {label_query(parameters['database_url'], table, summary['run_key'])};")
-    print(f"         the latest run of each source table: view {latest_view_name(table)!r}")
+    print(f"         the latest run of each source table: view {str(view)!r}")
     if summary.get("ids_aligned_to"):
         agreement = summary.get("id_agreement")
         print(f"         cluster ids aligned to run {summary['ids_aligned_to']!r}"
@@ -242,8 +243,7 @@ def print_outcome(summary: dict, parameters: dict, seconds: float) -> None:
         print(f"Model:   {summary['model_uri']}  (label new rows: lwec assign --model-uri {summary['model_uri']} ...)")
     gate = summary.get("gate")
     if gate:
-        moved = f"view {latest_view_name(table)!r}" + (f" and {gate['model_alias_uri']}"
-                                                       if gate.get("model_alias_uri") else "")
+        moved = f"view {str(view)!r}" + (f" and {gate['model_alias_uri']}" if gate.get("model_alias_uri") else "")
         skipped = f"; not applied (not measured): {', '.join(gate['not_applied'])}" if gate.get("not_applied") else ""
         print(f"Gate:    promote_if {gate['promote_if']!r} met: promoted to {moved}{skipped}")
     if summary.get("figures"):

@@ -32,6 +32,7 @@ _EXPORTS = {
     "latest_view_name": "identifiers",
     "TableName": "names",
     "parse_table_name": "names",
+    "table_name": "names",
     "LABEL_TABLE_COLUMNS": "catalog",
     "SourceTable": "catalog",
     "check_label_table": "catalog",

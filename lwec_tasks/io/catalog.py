@@ -17,8 +17,15 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.columns import require_columns
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.identifiers import LATEST_VIEW_SUFFIX, check_new_table_name, is_run_table_name, name_list
-from lwec_tasks.io.label_storage import ROWS_SUFFIX, RUN_COLUMNS, RUNS_SUFFIX, VIEW_COLUMNS, storage_names
-from lwec_tasks.io.names import TableName, parse_table_name
+from lwec_tasks.io.label_storage import (
+    ROWS_SUFFIX,
+    RUN_COLUMNS,
+    RUNS_SUFFIX,
+    VIEW_COLUMNS,
+    StorageNames,
+    storage_names,
+)
+from lwec_tasks.io.names import TableName
 from lwec_tasks.io.privileges import check_write_rights
 from lwec_tasks.masking import mask_url
 
@@ -79,8 +86,8 @@ class SourceTable:
         require_columns(self.columns, names, parameter, self.name)
 
 
-def describe_source(engine: sa.Engine, table: str | TableName) -> SourceTable:
-    """Reflect ``table`` (``table``, ``schema.table``, see :mod:`lwec_tasks.io.names`).
+def describe_source(engine: sa.Engine, name: TableName) -> SourceTable:
+    """Reflect the table (or view) ``name`` (see :mod:`lwec_tasks.io.names`).
 
     Raises
     ------
@@ -90,7 +97,6 @@ def describe_source(engine: sa.Engine, table: str | TableName) -> SourceTable:
     DatabaseUnreachableError, DatabaseRefusedError
         No connection could be made; the database refused to describe it.
     """
-    name = parse_table_name(table)
     with database_errors(engine, f"describe table {str(name)!r}"):
         if engine.dialect.name == "sqlite" and name.schema is not None:
             _check_schema(engine, sa.inspect(engine), name)
@@ -226,7 +232,7 @@ NARROW = "narrow"
 WIDE = "wide"
 
 
-def labels_layout(connection: sa.Connection, output_table: str | TableName) -> str | None:
+def labels_layout(connection: sa.Connection, output_table: TableName | StorageNames) -> str | None:
     """How ``output_table``'s labels are stored: :data:`NARROW`, :data:`WIDE`, or None (nothing there yet).
 
     Narrow: ``<output>_runs`` and ``<output>_rows`` (:mod:`lwec_tasks.io.label_storage`) exist with their
@@ -285,13 +291,13 @@ def _not_ours(output_table, name: TableName, problem: str) -> str:
 
 def check_label_table(
     engine: sa.Engine,
-    name: str,
-    source_table: str,
+    output: TableName,
+    source_table: TableName,
     *,
     id_type: sa.types.TypeEngine | None | object = NOT_CHECKED,
     id_column: str | None = None,
 ) -> None:
-    """Check, before any work, that ``name`` can receive the labels of ``source_table``.
+    """Check, before any work, that the table ``output`` can receive the labels of ``source_table``.
 
     It must be a plain identifier (optionally ``schema.table``), differ from
     the source table, and either not exist yet or be lwec labels storage
@@ -304,10 +310,10 @@ def check_label_table(
     Raises :class:`LwecInputError` naming the problem (or the database errors of
     :mod:`lwec_tasks.io.errors`).
     """
-    output = parse_table_name(check_new_table_name(name), "output_table")
-    source = parse_table_name(source_table)
+    check_new_table_name(output)
+    name = str(output)
     with database_errors(engine, f"describe table {str(output)!r}"), engine.connect() as connection:
-        if same_table(connection, output, source):
+        if same_table(connection, output, source_table):
             raise LwecInputError(f"output_table={name!r} is the source table; choose another name")
         if output.schema is not None:
             schemas = sa.inspect(connection).get_schema_names()
@@ -316,7 +322,7 @@ def check_label_table(
                                      f"{output.schema!r}; its schemas are {name_list(schemas)}")
         layout = labels_layout(connection, output)
         names = storage_names(output)
-        check_write_rights(connection, name, output, () if layout is None else (output,) if layout == WIDE
+        check_write_rights(connection, output, () if layout is None else (output,) if layout == WIDE
                            else (names.runs, names.rows))
         if layout is None:
             return
@@ -324,7 +330,7 @@ def check_label_table(
         columns = {column["name"]: column["type"]
                    for column in sa.inspect(connection).get_columns(holder.name, schema=holder.schema)}
     if id_type is not NOT_CHECKED:
-        check_id_type(name, columns["id"], id_type, source_table, id_column)
+        check_id_type(output, columns["id"], id_type, source_table, id_column)
 
 
 def _not_a_table(name: str, output: TableName, kind: str) -> str:
@@ -337,8 +343,8 @@ def _not_a_table(name: str, output: TableName, kind: str) -> str:
     return message
 
 
-def check_id_type(output_table: str, stored: sa.types.TypeEngine, id_type: sa.types.TypeEngine | None,
-                  source_table: str, id_column: str | None = None) -> None:
+def check_id_type(output_table: TableName, stored: sa.types.TypeEngine, id_type: sa.types.TypeEngine | None,
+                  source_table: TableName, id_column: str | None = None) -> None:
     """:class:`LwecInputError` when the labels table's ``id`` type (``stored``) and the source's ids differ in
     family (:func:`id_family`)."""
     have, want = id_family(stored), id_family(id_type)

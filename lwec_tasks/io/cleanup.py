@@ -26,6 +26,7 @@ from lwec_tasks.io.catalog import NARROW, labels_layout
 from lwec_tasks.io.errors import DatabaseRefusedError, DatabaseUnreachableError, database_errors
 from lwec_tasks.io.label_storage import StorageNames, runs_clause, runs_table, storage_names
 from lwec_tasks.io.locks import LOCK_WAIT_SECONDS, bound_lock_waits, is_lock_timeout, run_is_abandoned
+from lwec_tasks.io.names import TableName
 from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, partitioned, quoted
 
 #: Elsewhere than on PostgreSQL (no advisory locks): an unpublished run older than this (seconds) is abandoned.
@@ -60,7 +61,7 @@ class Leftovers:
             log.info("%s", message)
 
 
-def remove_leftovers(engine: sa.Engine, output_table: str | StorageNames, *,
+def remove_leftovers(engine: sa.Engine, output_table: TableName | StorageNames, *,
                      now: dt.datetime | None = None) -> Leftovers:
     """Remove the tables of deleted runs and the abandoned runs of ``output_table``'s storage (module docstring);
     stops at the first lock not granted in time and defers the rest. ``now`` (default: the clock) dates runs
@@ -143,7 +144,7 @@ def _utc(moment: dt.datetime) -> dt.datetime:
 
 
 
-def tidy(engine: sa.Engine, output_table: str | StorageNames, log) -> Leftovers | None:
+def tidy(engine: sa.Engine, output_table: TableName | StorageNames, log) -> Leftovers | None:
     """:func:`remove_leftovers` after a write, its outcome logged on ``log``; a database error is logged as a
     warning, not raised (the write itself succeeded; a later run tries again). None then."""
     try:

@@ -28,7 +28,7 @@ from lwec_tasks.io.catalog import LABEL_TABLE_COLUMNS, NARROW, WIDE, labels_layo
 from lwec_tasks.io.cleanup import tidy
 from lwec_tasks.io.duckdb_dialect import is_duckdb
 from lwec_tasks.io.errors import DatabaseUnreachableError, database_errors
-from lwec_tasks.io.identifiers import latest_view_of
+from lwec_tasks.io.identifiers import latest_view_name
 from lwec_tasks.io.label_storage import (
     StorageNames,
     has_confidence,
@@ -38,9 +38,11 @@ from lwec_tasks.io.label_storage import (
     published_runs,
     rows_clause,
     runs_clause,
+    storage_names,
+    view_of,
 )
 from lwec_tasks.io.locks import bound_lock_waits, lock_errors
-from lwec_tasks.io.names import TableName, parse_table_name
+from lwec_tasks.io.names import TableName
 from lwec_tasks.io.run_tables import drop_run_rows, execute_ddl, partitioned, quoted, unpartitioned
 
 _log = logging.getLogger(__name__)
@@ -52,13 +54,12 @@ _DELETE_BATCH = 500
 _DUCKDB_VIEW_TRIES = 5
 
 
-def labels_table_clause(labels_table: str | TableName) -> sa.TableClause:
-    """A table clause with the labels-table columns (``table`` or ``schema.table``, quoted by the dialect)."""
-    name = parse_table_name(labels_table, "labels_table")
+def labels_table_clause(name: TableName) -> sa.TableClause:
+    """A table clause with the labels-table columns of the wide labels table ``name`` (quoted by the dialect)."""
     return sa.table(name.name, *(sa.column(column) for column in LABEL_TABLE_COLUMNS), schema=name.schema)
 
 
-def runs_by_recency(labels_table: str, source_table: str, exclude_run_key: str | None = None,
+def runs_by_recency(labels_table: TableName | StorageNames, source_table: str, exclude_run_key: str | None = None,
                     layout: str = NARROW) -> sa.Select:
     """``(run_key, last_written)`` of every run of ``source_table``, most recent first.
 
@@ -67,7 +68,8 @@ def runs_by_recency(labels_table: str, source_table: str, exclude_run_key: str |
     narrow) says where to look: the runs table's published runs, or the rows of a wide table of an earlier
     release (``max(written_at)`` over a run's rows).
     """
-    table = labels_table_clause(labels_table) if layout == WIDE else runs_clause(labels_table)
+    names = storage_names(labels_table)
+    table = labels_table_clause(names.view) if layout == WIDE else runs_clause(names)
     condition = [table.c.source_table == source_table, *(() if layout == WIDE else (published_runs(table),))]
     if exclude_run_key is not None:
         condition.append(table.c.run_key != exclude_run_key)
@@ -92,7 +94,7 @@ def check_keep(keep, parameter: str = "keep") -> int:
 
 def prune_runs(
     engine_or_connection: sa.Engine | sa.Connection,
-    labels_table: str,
+    labels_table: TableName | StorageNames,
     source_table: str,
     keep: int,
     *,
@@ -119,18 +121,19 @@ def prune_runs(
         The deleted run keys, most recent first.
     """
     keep = check_keep(keep)
+    names = storage_names(labels_table)
     if isinstance(engine_or_connection, sa.Connection):
-        return _prune(engine_or_connection, labels_table, source_table, keep, keep_run_key)
-    with database_errors(engine_or_connection, f"delete old runs from table {str(labels_table)!r}"), \
-            lock_errors(f"could not delete old runs from table {str(labels_table)!r}", "nothing was deleted"), \
+        return _prune(engine_or_connection, names, source_table, keep, keep_run_key)
+    with database_errors(engine_or_connection, f"delete old runs from table {str(names)!r}"), \
+            lock_errors(f"could not delete old runs from table {str(names)!r}", "nothing was deleted"), \
             engine_or_connection.begin() as connection:
         bound_lock_waits(connection)
-        pruned = _prune(connection, labels_table, source_table, keep, keep_run_key)
-    tidy(engine_or_connection, labels_table, _log)
+        pruned = _prune(connection, names, source_table, keep, keep_run_key)
+    tidy(engine_or_connection, names, _log)
     return pruned
 
 
-def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep: int,
+def _prune(connection: sa.Connection, labels_table: StorageNames, source_table: str, keep: int,
            keep_run_key: str | None) -> list[str]:
     if not converted(connection, labels_table, "deleting old runs"):
         return []
@@ -148,7 +151,7 @@ def _prune(connection: sa.Connection, labels_table: str, source_table: str, keep
     return doomed
 
 
-def converted(connection: sa.Connection, labels_table: str, action: str) -> bool:
+def converted(connection: sa.Connection, labels_table: StorageNames, action: str) -> bool:
     """Whether ``labels_table``'s storage exists (False: nothing there); :class:`LwecInputError` when it is a wide
     table of an earlier release, which is converted by the next write and must be written to once before ``action``."""
     layout = labels_layout(connection, labels_table)
@@ -158,7 +161,7 @@ def converted(connection: sa.Connection, labels_table: str, action: str) -> bool
     return layout == NARROW
 
 
-def delete_runs(connection: sa.Connection, labels_table: str | StorageNames, runs: list[int]) -> None:
+def delete_runs(connection: sa.Connection, labels_table: StorageNames, runs: list[int]) -> None:
     """Delete the runs numbered ``runs`` (the runs table's ``run``) in the caller's transaction: they leave the
     views at once. Elsewhere than on PostgreSQL (and in a PostgreSQL rows table of an earlier release, not
     partitioned yet) their rows are deleted with them. On PostgreSQL their tables
@@ -173,12 +176,14 @@ def delete_runs(connection: sa.Connection, labels_table: str | StorageNames, run
         connection.execute(sa.delete(table).where(table.c.run.in_(batch)))
 
 
-def record_mlflow_run(engine: sa.Engine, labels_table: str, run_key: str, mlflow_run_id: str) -> None:
+def record_mlflow_run(engine: sa.Engine, labels_table: TableName | StorageNames, run_key: str,
+                      mlflow_run_id: str) -> None:
     """Set the ``mlflow_run_id`` of the published run ``run_key`` in ``labels_table``'s runs table.
 
     Raises :class:`LwecInputError` naming the table when it holds no such run (or does not exist, or is a wide table
     of an earlier release, which has no place for the id), and the database errors of :mod:`lwec_tasks.io.errors`.
     """
+    labels_table = storage_names(labels_table)
     runs = runs_clause(labels_table)
     with database_errors(engine, f"record the MLflow run of {run_key!r} in table {str(labels_table)!r}"), \
             engine.begin() as connection:
@@ -192,7 +197,7 @@ def record_mlflow_run(engine: sa.Engine, labels_table: str, run_key: str, mlflow
                              f"MLflow run {mlflow_run_id!r} not recorded")
 
 
-def promote_run(engine: sa.Engine, labels_table: str, run_key: str) -> None:
+def promote_run(engine: sa.Engine, labels_table: TableName | StorageNames, run_key: str) -> None:
     """Mark the published run ``run_key`` of ``labels_table`` as promoted by its quality gate (``held`` false), so
     that ``<labels_table>_latest`` shows it when it is its source table's latest run.
 
@@ -212,7 +217,8 @@ def promote_run(engine: sa.Engine, labels_table: str, run_key: str) -> None:
 # ----------------------------------------------------------------------------- the latest-run view
 
 
-def latest_labels_query(labels_table: str, confidence: bool = False, held: bool = False) -> sa.Select:
+def latest_labels_query(labels_table: TableName | StorageNames, confidence: bool = False,
+                        held: bool = False) -> sa.Select:
     """The rows of each source table's most recent run in ``labels_table``, all labels-table columns.
 
     For each ``source_table`` the latest run is the one with the largest
@@ -258,7 +264,7 @@ def latest_labels_query(labels_table: str, confidence: bool = False, held: bool 
                                       runs.c.run_key == latest.c.run_key))
 
 
-def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
+def ensure_latest_view(engine: sa.Engine, labels_table: TableName | StorageNames) -> str:
     """Create the view ``<labels_table>_latest`` over :func:`latest_labels_query` if missing; its name.
 
     The view is made in the labels table's schema (``analytics.labels`` →
@@ -281,7 +287,8 @@ def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
     DatabaseUnreachableError, DatabaseRefusedError
         No connection could be made; the database refused to create the view.
     """
-    view = latest_view_of(parse_table_name(labels_table, "labels_table"))
+    view = latest_view_name(view_of(labels_table))
+    labels_table = storage_names(labels_table)
     # DuckDB: a transaction that met another one creating the view at the same moment fails on that write-write
     # conflict; it looks again a moment later, and finds the view made.
     tries = _DUCKDB_VIEW_TRIES if is_duckdb(engine) else 1
@@ -300,9 +307,9 @@ def ensure_latest_view(engine: sa.Engine, labels_table: str) -> str:
     return str(view)
 
 
-def create_latest_view(connection: sa.Connection, labels_table: str) -> None:
+def create_latest_view(connection: sa.Connection, labels_table: StorageNames) -> None:
     """:func:`ensure_latest_view`'s work inside the caller's transaction, on narrow labels storage."""
-    view = latest_view_of(parse_table_name(labels_table, "labels_table"))
+    view = labels_table.latest
     dialect = connection.dialect
     if dialect.name == "postgresql":
         connection.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(str(view)))))
@@ -315,11 +322,11 @@ def create_latest_view(connection: sa.Connection, labels_table: str) -> None:
                                                       has_held(connection, labels_table)))
 
 
-def create_view(connection: sa.Connection, view: str | TableName, query: sa.Select) -> None:
+def create_view(connection: sa.Connection, view: TableName, query: sa.Select) -> None:
     """``CREATE ... VIEW <view> AS <query>`` in the caller's transaction: ``CREATE VIEW IF NOT EXISTS`` on SQLite,
     ``CREATE OR REPLACE VIEW`` on PostgreSQL, ``CREATE VIEW`` elsewhere.
 
-    ``view`` is ``name`` or ``schema.name``; each part is quoted by the dialect's identifier preparer. ``query``
+    ``view``'s name and schema are each quoted by the dialect's identifier preparer. ``query``
     is compiled by the dialect and must take no parameters (a view cannot).
     """
     compiled = query.compile(dialect=connection.dialect)
@@ -327,9 +334,9 @@ def create_view(connection: sa.Connection, view: str | TableName, query: sa.Sele
         raise LwecInputError(f"a view's query cannot take parameters; got {sorted(compiled.params)}")
     create = {"sqlite": "CREATE VIEW IF NOT EXISTS", "postgresql": "CREATE OR REPLACE VIEW"}.get(
         connection.dialect.name, "CREATE VIEW")
-    execute_ddl(connection, f"{create} {quoted(connection, parse_table_name(view, 'view'))} AS {compiled}")
+    execute_ddl(connection, f"{create} {quoted(connection, view)} AS {compiled}")
 
 
-def drop_view(connection: sa.Connection, view: str | TableName) -> None:
+def drop_view(connection: sa.Connection, view: TableName) -> None:
     """``DROP VIEW IF EXISTS <view>`` in the caller's transaction (``view`` quoted as by :func:`create_view`)."""
-    execute_ddl(connection, f"DROP VIEW IF EXISTS {quoted(connection, parse_table_name(view, 'view'))}")
+    execute_ddl(connection, f"DROP VIEW IF EXISTS {quoted(connection, view)}")

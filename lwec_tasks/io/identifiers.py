@@ -31,8 +31,10 @@ RUN_KEY_INDEX_SUFFIX = "_by_key"
 MAX_IDENTIFIER_BYTES = 63
 
 
-def check_new_table_name(name: str, parameter: str = "output_table") -> str:
-    """``name`` in its canonical spelling if its table part is a plain identifier, else :class:`LwecInputError`.
+def check_new_table_name(name: str | TableName, parameter: str = "output_table") -> TableName:
+    """``name`` as the :class:`TableName` of a table lwec creates if its table part is a plain identifier, else
+    :class:`LwecInputError`. ``name`` is the text a user gave (read as :mod:`lwec_tasks.io.names` says) or a
+    :class:`TableName` already read, checked the same way (messages quote its canonical spelling).
 
     ``labels`` and ``analytics.labels`` are accepted; the schema part may be any
     existing schema's name (``"Sales Data".labels``), since it is quoted by the
@@ -45,17 +47,20 @@ def check_new_table_name(name: str, parameter: str = "output_table") -> str:
     to type (the runs table's index, the runs' own tables) are shortened instead (:func:`fitted_name`,
     :func:`run_table_name`). Called before anything runs (the run's parameters, the preflight checks).
     """
-    parsed = parse_table_name(name, parameter) if isinstance(name, str) and name else None
+    if isinstance(name, TableName):
+        parsed, given = name, str(name)
+    else:
+        parsed, given = (parse_table_name(name, parameter) if isinstance(name, str) and name else None), name
     if parsed is None or not _PLAIN_IDENTIFIER.fullmatch(parsed.name) or parsed.schema == "":
         raise LwecInputError(
-            f"{parameter}={name!r} is not allowed: use letters, digits and underscores only "
+            f"{parameter}={given!r} is not allowed: use letters, digits and underscores only "
             f"(at most {MAX_IDENTIFIER_BYTES - LONGEST_SUFFIX_BYTES} characters, not starting with a digit), "
             "optionally after a schema: schema.table"
         )
     for suffix in sorted(STORAGE_SUFFIXES, key=lambda suffix: -len(suffix.encode("utf-8"))):  # longest first
-        suffixed_name(parsed, suffix, "view" if suffix == LATEST_VIEW_SUFFIX else "table", parameter, name,
+        suffixed_name(parsed, suffix, "view" if suffix == LATEST_VIEW_SUFFIX else "table", parameter, given,
                       "an output table")
-    return str(parsed)
+    return parsed
 
 
 #: Suffixes of the names lwec gives beside an output table that users query by name, kept whole: an output
@@ -69,7 +74,7 @@ LONGEST_SUFFIX_BYTES = max(len(suffix.encode("utf-8")) for suffix in STORAGE_SUF
 DEFAULT_OUTPUT_SUFFIX = "_lwec_labels"
 
 
-def default_output_table(source_table: str) -> str:
+def default_output_table(source: TableName) -> TableName:
     """``<source>_lwec_labels`` in the source's schema, anything but letters, digits and ``_`` replaced by ``_``.
 
     ``features`` → ``features_lwec_labels``; ``analytics.features`` → ``analytics.features_lwec_labels``. The
@@ -77,7 +82,6 @@ def default_output_table(source_table: str) -> str:
     longer source name is cut and 8 hex digits of its MD5 added (``<first 35 characters>_<hash>_lwec_labels``),
     so one source name always gives the same output name.
     """
-    source = parse_table_name(source_table)
     stem = re.sub(r"[^A-Za-z0-9_]", "_", source.name) or "features"
     if stem[0].isdigit():
         stem = "t_" + stem
@@ -85,7 +89,7 @@ def default_output_table(source_table: str) -> str:
     if len(stem) > room:
         digest = hashlib.md5(source.name.encode("utf-8")).hexdigest()[:8]
         stem = f"{stem[:room - len(digest) - 1]}_{digest}"
-    return str(source.with_name(f"{stem}{DEFAULT_OUTPUT_SUFFIX}"))
+    return source.with_name(f"{stem}{DEFAULT_OUTPUT_SUFFIX}")
 
 
 def suffixed_name(table: TableName, suffix: str, kind: str, parameter: str, given: str, base: str) -> TableName:
@@ -93,7 +97,7 @@ def suffixed_name(table: TableName, suffix: str, kind: str, parameter: str, give
     cut there silently): else :class:`LwecInputError` saying which name lwec derives (the ``kind`` of name:
     "view", "table") from the name ``given`` as ``parameter`` (``output_table``: the command's
     ``--output-table``), and how long ``base`` ("an output table", ...) may be."""
-    name = table.with_name(f"{table.name}{suffix}")
+    name = table.suffixed(suffix)
     size = len(name.name.encode("utf-8"))
     if size > MAX_IDENTIFIER_BYTES:
         option = f"{parameter} (--{parameter.replace('_', '-')})"
@@ -152,7 +156,7 @@ def is_run_table_name(name: str) -> bool:
     return _RUN_TABLE_END.search(name) is not None
 
 
-def latest_view_name(labels_table: str, parameter: str = "output_table") -> str:
+def latest_view_name(labels_table: TableName, parameter: str = "output_table") -> TableName:
     """``<labels_table>_latest`` (in the labels table's schema), checked to fit PostgreSQL's 63-byte identifiers.
 
     The name is quoted by the dialect wherever it is used, so any characters
@@ -160,16 +164,10 @@ def latest_view_name(labels_table: str, parameter: str = "output_table") -> str:
     characters are refused, with :class:`LwecInputError` naming it and the ``parameter`` that gave
     ``labels_table``.
     """
-    view = suffixed_name(parse_table_name(labels_table, parameter), LATEST_VIEW_SUFFIX, "view", parameter,
-                         labels_table, "an output table")
+    view = suffixed_name(labels_table, LATEST_VIEW_SUFFIX, "view", parameter, str(labels_table), "an output table")
     if "\x00" in str(view):
         raise LwecInputError(f"view name {str(view)!r} contains a NUL character")
-    return str(view)
-
-
-def latest_view_of(labels_table: TableName) -> TableName:
-    """The :class:`TableName` of the latest-run view beside ``labels_table``."""
-    return parse_table_name(latest_view_name(str(labels_table)))
+    return view
 
 
 def name_list(names, limit: int = 20) -> str:

@@ -32,12 +32,12 @@ from lwec_tasks.io.identifiers import (  # RUNS_SUFFIX, ROWS_SUFFIX: the two tab
     ROWS_SUFFIX,
     RUN_MARK,
     RUNS_SUFFIX,
-    latest_view_of,
+    latest_view_name,
     run_key_index_name,
     run_table_name,
     suffixed_name,
 )
-from lwec_tasks.io.names import TableName, parse_table_name
+from lwec_tasks.io.names import TableName
 
 #: Columns of the runs table describing a run (besides ``run`` and ``published``), in order.
 RUN_COLUMNS = ("run_key", "source_table", "method", "k", "theta", "ensemble_size", "seed", "flow_run_id",
@@ -77,7 +77,7 @@ class StorageNames:
     @property
     def latest(self) -> TableName:
         """``<view>_latest``; :class:`LwecInputError` naming ``output_table`` when it would pass 63 bytes."""
-        return latest_view_of(self.view)
+        return latest_view_name(self.view)
 
     def run_rows(self, run: int | str) -> TableName:
         """Run ``run``'s own table: ``<rows>$<run>`` (:func:`~lwec_tasks.io.identifiers.run_table_name`)."""
@@ -85,7 +85,7 @@ class StorageNames:
 
     def staging(self, run: int) -> TableName:
         """Run ``run``'s staging table: ``<rows>$stage$<run>`` (hashed like :meth:`run_rows` when too long)."""
-        return run_table_name(self.rows.with_name(f"{self.rows.name}{RUN_MARK}stage"), run)
+        return run_table_name(self.rows.suffixed(f"{RUN_MARK}stage"), run)
 
     def run_of(self, table: str) -> int | None:
         """The run whose own or staging table is named ``table`` (a name in this schema), or None."""
@@ -96,18 +96,23 @@ class StorageNames:
         return run if table in (self.run_rows(run).name, self.staging(run).name) else None
 
 
-def storage_names(output_table: str | TableName | StorageNames) -> StorageNames:
+def storage_names(output_table: TableName | StorageNames) -> StorageNames:
     """The names of ``output_table``'s view and tables (same schema), each checked to fit PostgreSQL's 63-byte
     identifiers (longer names would be cut there silently): :class:`LwecInputError` naming the name if not. A
     :class:`StorageNames` is returned as it is."""
     if isinstance(output_table, StorageNames):
         return output_table
-    view = parse_table_name(output_table, "output_table")
+    view = output_table
     return StorageNames(view, *(suffixed_name(view, suffix, "table", "output_table", str(view), "an output table")
                                 for suffix in (RUNS_SUFFIX, ROWS_SUFFIX)))
 
 
-def runs_table(output_table: str | TableName | StorageNames, dialect: sa.Dialect | None = None) -> sa.Table:
+def view_of(output_table: TableName | StorageNames) -> TableName:
+    """The name of ``output_table``'s view: the name the user gives."""
+    return output_table.view if isinstance(output_table, StorageNames) else output_table
+
+
+def runs_table(output_table: TableName | StorageNames, dialect: sa.Dialect | None = None) -> sa.Table:
     """The runs table of ``output_table`` (``run`` is assigned by the database and never reused). ``dialect``
     (default None) is the database's, wherever the table is created or a run added: on DuckDB, which has no
     ``SERIAL``, ``run`` is numbered by a sequence of its own (:func:`~lwec_tasks.io.duckdb_dialect.runs_sequence`)."""
@@ -136,7 +141,7 @@ def runs_table(output_table: str | TableName | StorageNames, dialect: sa.Dialect
     )
 
 
-def rows_table(output_table: str | TableName | StorageNames, id_type: sa.types.TypeEngine,
+def rows_table(output_table: TableName | StorageNames, id_type: sa.types.TypeEngine,
                keyed: bool = True, by_run: bool = False) -> sa.Table:
     """The rows table of ``output_table``: ``(run, id, label)``, all ``NOT NULL``, and the nullable
     ``confidence`` (:data:`CONFIDENCE_COLUMN`); keyed by ``(run, id)`` when ``keyed``; ``id_type`` mirrors the
@@ -156,7 +161,7 @@ def rows_table(output_table: str | TableName | StorageNames, id_type: sa.types.T
     )
 
 
-def runs_clause(output_table: str | TableName | StorageNames, held: bool = False) -> sa.TableClause:
+def runs_clause(output_table: TableName | StorageNames, held: bool = False) -> sa.TableClause:
     """A lightweight clause of the runs table, for statements that need no types or DDL; with ``held`` it has
     the :data:`HELD_COLUMN` too (storage of earlier releases may lack it: :func:`has_held`)."""
     name = storage_names(output_table).runs
@@ -165,10 +170,10 @@ def runs_clause(output_table: str | TableName | StorageNames, held: bool = False
                     schema=name.schema)
 
 
-def rows_clause(output_table: str | TableName | StorageNames, table: str | TableName | None = None) -> sa.TableClause:
-    """A lightweight clause of the rows table, or of ``table`` (``table`` or ``schema.table``) with its columns:
-    a run's own table (:func:`lwec_tasks.io.run_tables.run_rows_name`)."""
-    name = storage_names(output_table).rows if table is None else parse_table_name(table, "rows table")
+def rows_clause(output_table: TableName | StorageNames, table: TableName | None = None) -> sa.TableClause:
+    """A lightweight clause of the rows table, or of ``table`` with its columns: a run's own table
+    (:func:`lwec_tasks.io.run_tables.run_rows_name`)."""
+    name = storage_names(output_table).rows if table is None else table
     return sa.table(name.name, sa.column("run"), sa.column("id"), sa.column("label"), sa.column(CONFIDENCE_COLUMN),
                     schema=name.schema)
 
@@ -199,7 +204,7 @@ def labels_query(runs: sa.TableClause, rows: sa.TableClause, *conditions: sa.Col
             .where(published_runs(runs), *conditions))
 
 
-def has_confidence(connection: sa.Connection, output_table: str | TableName | StorageNames) -> bool:
+def has_confidence(connection: sa.Connection, output_table: TableName | StorageNames) -> bool:
     """Whether ``output_table``'s rows table has the :data:`CONFIDENCE_COLUMN` (storage of earlier releases
     has not, until its next write adds it)."""
     rows = storage_names(output_table).rows
@@ -207,7 +212,7 @@ def has_confidence(connection: sa.Connection, output_table: str | TableName | St
                for column in sa.inspect(connection).get_columns(rows.name, schema=rows.schema))
 
 
-def has_held(connection: sa.Connection, output_table: str | TableName | StorageNames) -> bool:
+def has_held(connection: sa.Connection, output_table: TableName | StorageNames) -> bool:
     """Whether ``output_table``'s runs table has the :data:`HELD_COLUMN` (storage of earlier releases has not,
     until its next write adds it)."""
     runs = storage_names(output_table).runs

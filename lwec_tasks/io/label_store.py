@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from lwec_tasks.io.connection import mask_url, open_engine, resolve_database_url
 from lwec_tasks.io.label_storage import StorageNames, storage_names
+from lwec_tasks.io.names import TableName
 from lwec_tasks.io.run_metadata import RunMetadata
 
 
@@ -145,10 +146,10 @@ class LabelStore:
 
 
 @contextmanager
-def open_label_store(database_url: str, output_table: str) -> Iterator[LabelStore]:
+def open_label_store(database_url: str, output_table: TableName | StorageNames) -> Iterator[LabelStore]:
     """The :class:`LabelStore` of ``output_table`` in the database at ``database_url`` (a URL or a reference),
-    closed on exit. The names are checked here (:func:`~lwec_tasks.io.label_storage.storage_names`); nothing is
-    resolved or connected until a stage asks."""
+    closed on exit. The names are derived and checked here (:func:`~lwec_tasks.io.label_storage.storage_names`);
+    nothing is resolved or connected until a stage asks."""
     store = LabelStore(database_url, storage_names(output_table))
     try:
         yield store

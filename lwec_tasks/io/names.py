@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from lwec_tasks.core.errors import LwecInputError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TableName:
     """A table (or view) name and its schema (None: the database's default schema).
 
     ``str(name)`` is the canonical spelling: parts joined by ``.``, a part in
     double quotes only when it needs them (it contains a dot, starts with a
-    quote or is empty), so ``parse_table_name(str(name)) == name``.
+    quote or is empty), so ``parse_table_name(str(name)) == name``; ``repr(name)`` is that spelling's repr,
+    as messages quote a name.
     """
 
     name: str
@@ -35,9 +36,16 @@ class TableName:
         parts = [self.name] if self.schema is None else [self.schema, self.name]
         return ".".join(_spelled(part) for part in parts)
 
+    def __repr__(self) -> str:
+        return repr(str(self))
+
     def with_name(self, name: str) -> TableName:
         """The table ``name`` in the same schema."""
         return TableName(name, self.schema)
+
+    def suffixed(self, suffix: str) -> TableName:
+        """This name followed by ``suffix``, in the same schema: ``analytics.labels`` → ``analytics.labels_runs``."""
+        return TableName(self.name + suffix, self.schema)
 
 
 def _spelled(part: str) -> str:
@@ -59,8 +67,6 @@ def parse_table_name(text: str | TableName, parameter: str = "table") -> TableNa
     """
     if isinstance(text, TableName):
         return text
-    if isinstance(getattr(text, "view", None), TableName):  # a labels storage's names: its view
-        return text.view
     if not isinstance(text, str) or not text:
         raise LwecInputError(f"{parameter} must be a table name, got {text!r}")
     parts = _split(text)
@@ -72,6 +78,14 @@ def parse_table_name(text: str | TableName, parameter: str = "table") -> TableNa
             'name that contains a dot in double quotes: "my.table" or analytics."my.table"'
         )
     return TableName(*reversed(parts))  # parts: [name] or [schema, name]
+
+
+def table_name(parameter: str, value) -> TableName:
+    """The table name ``value`` a user gave as ``parameter`` (the grammar above): :class:`LwecInputError` naming
+    ``parameter`` when it is not a non-empty string, or has more than two parts."""
+    if not isinstance(value, str) or not value.strip():
+        raise LwecInputError(f"{parameter} must be a non-empty string, got {value!r}")
+    return parse_table_name(value, parameter)
 
 
 #: One part: in double quotes (``""`` inside stands for one quote), or not starting with a quote and without dots.

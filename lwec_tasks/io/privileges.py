@@ -21,11 +21,10 @@ from lwec_tasks.io.names import TableName
 SCHEMA_RIGHTS = ("USAGE", "CREATE")
 
 
-def check_write_rights(connection: sa.Connection, output_table: str, output: TableName,
-                       storage: tuple[TableName, ...] = ()) -> None:
+def check_write_rights(connection: sa.Connection, output: TableName, storage: tuple[TableName, ...] = ()) -> None:
     """On PostgreSQL: :class:`~lwec_tasks.io.errors.DatabaseRefusedError` (one line, naming the role, the missing
-    right and the grant that gives it) unless the connection's role can write the labels of ``output_table``
-    (parsed: ``output``): :data:`SCHEMA_RIGHTS` on its schema and, for each existing table of ``storage`` (the
+    right and the grant that gives it) unless the connection's role can write the labels of ``output``:
+    :data:`SCHEMA_RIGHTS` on its schema and, for each existing table of ``storage`` (the
     storage's runs and rows tables), ownership or membership in the owning role. Other dialects: nothing."""
     if connection.dialect.name != "postgresql":
         return
@@ -35,7 +34,7 @@ def check_write_rights(connection: sa.Connection, output_table: str, output: Tab
         sa.text("SELECT has_schema_privilege(:schema, :right)"), {"schema": schema, "right": right}).scalar()]
     if lacking:
         raise DatabaseRefusedError(
-            f"output_table {output_table!r}: role {role!r} lacks {' and '.join(lacking)} on schema {schema!r}, "
+            f"output_table {str(output)!r}: role {role!r} lacks {' and '.join(lacking)} on schema {schema!r}, "
             f"which writing the labels needs (each run creates its tables there); grant it: GRANT "
             f"{', '.join(lacking)} ON SCHEMA {_quoted(schema)} TO {_quoted(role)}")
     for table in storage:
@@ -45,7 +44,7 @@ def check_write_rights(connection: sa.Connection, output_table: str, output: Tab
             {"schema": table.schema or default_schema, "name": table.name}).first()
         if owner is not None and not owner[1]:
             raise DatabaseRefusedError(
-                f"output_table {output_table!r}: role {role!r} does not own table {str(table)!r} (its owner is "
+                f"output_table {str(output)!r}: role {role!r} does not own table {str(table)!r} (its owner is "
                 f"{owner[0]!r}), which each run attaches its rows to; run as {owner[0]!r} or a member of it "
                 f"(GRANT {_quoted(owner[0])} TO {_quoted(role)}), or write to another output_table")
 

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from lwec_tasks.io.bulk_read import unescape_percents
 from lwec_tasks.io.catalog import pg_relkind
 from lwec_tasks.io.identifiers import run_table_name
-from lwec_tasks.io.label_storage import rows_clause, runs_clause, storage_names
+from lwec_tasks.io.label_storage import StorageNames, rows_clause, runs_clause, storage_names
 from lwec_tasks.io.names import TableName
 
 
@@ -34,20 +34,20 @@ def partitioned(dialect: sa.Dialect) -> bool:
     return dialect.name == "postgresql"
 
 
-def run_rows_name(output_table: str | TableName, run: int | str) -> TableName:
+def run_rows_name(output_table: TableName | StorageNames, run: int | str) -> TableName:
     """The name of run ``run``'s own table: ``<output>_rows$<run>``, in the output table's schema
     (:func:`~lwec_tasks.io.identifiers.run_table_name`)."""
     return run_table_name(storage_names(output_table).rows, run)
 
 
-def create_run_rows(connection: sa.Connection, output_table: str, run: int) -> TableName:
+def create_run_rows(connection: sa.Connection, output_table: StorageNames, run: int) -> TableName:
     """Make the table run ``run``'s rows are written to, in the caller's transaction; its name.
 
     PostgreSQL: a new table with the rows table's columns (types, ``NOT NULL``) and ``CHECK (run = <run>)``,
     without index (:func:`run_rows_name`); ``run`` defaults to the run, so the rows are ingested as (id, label).
     Elsewhere: the rows table itself.
     """
-    rows = storage_names(output_table).rows
+    rows = output_table.rows
     if not partitioned(connection.dialect):
         return rows
     name, run = run_rows_name(output_table, run), f"CAST({int(run)} AS BIGINT)"
@@ -57,7 +57,7 @@ def create_run_rows(connection: sa.Connection, output_table: str, run: int) -> T
     return name
 
 
-def index_run_rows(connection: sa.Connection, output_table: str, run: int) -> None:
+def index_run_rows(connection: sa.Connection, output_table: StorageNames, run: int) -> None:
     """PostgreSQL: build the primary key of run ``run``'s table, all its rows being in (a duplicate id fails
     here): ``id``, or (run, id) when the rows table is keyed so (:func:`keyed_by_run`). Elsewhere nothing: the
     rows table's key was kept as the rows arrived."""
@@ -67,26 +67,26 @@ def index_run_rows(connection: sa.Connection, output_table: str, run: int) -> No
                                 f"ADD PRIMARY KEY ({key})")
 
 
-def keyed_by_run(connection: sa.Connection, output_table: str) -> bool:
+def keyed_by_run(connection: sa.Connection, output_table: StorageNames) -> bool:
     """PostgreSQL: whether ``output_table``'s rows table has a primary key of its own, (run, id), as the release
     before made it; its partitions must then be keyed by (run, id) too."""
     constraints = sa.table("pg_constraint", sa.column("conrelid"), sa.column("contype"), schema="pg_catalog")
-    relation = sa.func.to_regclass(quoted(connection, storage_names(output_table).rows))  # a bound value
+    relation = sa.func.to_regclass(quoted(connection, output_table.rows))  # a bound value
     return connection.execute(sa.select(sa.exists().where(
         constraints.c.conrelid == relation, constraints.c.contype == "p"))).scalar_one()
 
 
-def attach_run_rows(connection: sa.Connection, output_table: str, run: int) -> None:
+def attach_run_rows(connection: sa.Connection, output_table: StorageNames, run: int) -> None:
     """PostgreSQL: attach run ``run``'s table, keyed (:func:`index_run_rows`), to the rows table as the partition
     of ``run``, in the caller's transaction. It scans nothing: the table's CHECK proves the bound. Elsewhere
     nothing."""
     if partitioned(connection.dialect):
-        execute_ddl(connection, f"ALTER TABLE {quoted(connection, storage_names(output_table).rows)} ATTACH "
+        execute_ddl(connection, f"ALTER TABLE {quoted(connection, output_table.rows)} ATTACH "
                                 f"PARTITION {quoted(connection, run_rows_name(output_table, run))} "
                                 f"FOR VALUES IN ({int(run)})")
 
 
-def partition_every_run(connection: sa.Connection, output_table: str) -> None:
+def partition_every_run(connection: sa.Connection, output_table: StorageNames) -> None:
     """PostgreSQL: give every run of the runs table an empty, keyed partition of the rows table
     (:func:`create_run_rows`, :func:`index_run_rows`, :func:`attach_run_rows`), so that their rows can be
     inserted through the rows table. Elsewhere nothing."""
@@ -98,7 +98,7 @@ def partition_every_run(connection: sa.Connection, output_table: str) -> None:
             attach_run_rows(connection, output_table, run)
 
 
-def drop_run_rows(connection: sa.Connection, output_table: str, runs: Iterable[int]) -> None:
+def drop_run_rows(connection: sa.Connection, output_table: StorageNames, runs: Iterable[int]) -> None:
     """Delete the rows of the runs numbered ``runs``, in the caller's transaction: on PostgreSQL their tables are
     dropped (attached or not; one that does not exist is passed over), elsewhere their rows are deleted."""
     runs = [int(run) for run in runs]
@@ -112,10 +112,10 @@ def drop_run_rows(connection: sa.Connection, output_table: str, runs: Iterable[i
     execute_ddl(connection, f"DROP TABLE IF EXISTS {names}")
 
 
-def unpartitioned(connection: sa.Connection, output_table: str) -> bool:
+def unpartitioned(connection: sa.Connection, output_table: StorageNames) -> bool:
     """Whether ``output_table``'s rows table is one plain table where it should be partitioned by run (PostgreSQL
     storage of an earlier release, converted by :func:`lwec_tasks.io.storage_setup.partition_rows_table`)."""
-    return partitioned(connection.dialect) and pg_relkind(connection, storage_names(output_table).rows) == "r"
+    return partitioned(connection.dialect) and pg_relkind(connection, output_table.rows) == "r"
 
 
 def quoted(connection: sa.Connection, name: TableName) -> str:

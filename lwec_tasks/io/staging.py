@@ -19,8 +19,9 @@ and otherwise by SQLAlchemy ``executemany``. Ids Arrow cannot carry exactly
 into the rows table's ``id`` column (uuid, NUMERIC, ...) go through a staging
 table instead (:func:`staging_id_type`: uuids as their 32 hex digits, numbers
 as their exact decimal text), cast by one ``INSERT … SELECT`` into the run's
-table. Every name is parsed with :func:`~lwec_tasks.io.names.parse_table_name`
-and quoted by the dialect or driver, never pasted.
+table. Every name is a :class:`~lwec_tasks.io.names.TableName` derived from the
+labels storage's names (:class:`~lwec_tasks.io.label_storage.StorageNames`) and
+quoted by the dialect or driver, never pasted.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ from lwec_tasks.io.label_storage import (
     storage_names,
 )
 from lwec_tasks.io.locks import RunLock, lock_errors, run_is_abandoned
-from lwec_tasks.io.names import parse_table_name
+from lwec_tasks.io.names import TableName
 from lwec_tasks.io.run_metadata import LabelRows, RunMetadata
 from lwec_tasks.io.run_tables import attach_run_rows, create_run_rows, drop_run_rows, index_run_rows, partitioned
 from lwec_tasks.io.storage_setup import begin_writing, drop_storage, prepare_storage
@@ -97,10 +98,10 @@ def id_key_type(ids: np.ndarray, reflected: sa.types.TypeEngine | None = None) -
     )
 
 
-def staging_table_name(output_table: str | StorageNames, run: int) -> str:
+def staging_table_name(output_table: TableName | StorageNames, run: int) -> TableName:
     """The name of run ``run``'s staging table, in the labels table's schema (:meth:`StorageNames.staging`: it
     names the run, so a staging table a killed write left is found and removed with its run)."""
-    return str(storage_names(output_table).staging(run))
+    return storage_names(output_table).staging(run)
 
 
 def staging_id_type(id_type: sa.types.TypeEngine) -> sa.types.TypeEngine:
@@ -114,27 +115,25 @@ def staging_id_type(id_type: sa.types.TypeEngine) -> sa.types.TypeEngine:
     return id_type
 
 
-def _staging(name: str, id_type: sa.types.TypeEngine) -> sa.Table:
-    parsed = parse_table_name(name, "staging table")
-    return sa.Table(parsed.name, sa.MetaData(), sa.Column("id", staging_id_type(id_type), nullable=False),
+def _staging(name: TableName, id_type: sa.types.TypeEngine) -> sa.Table:
+    return sa.Table(name.name, sa.MetaData(), sa.Column("id", staging_id_type(id_type), nullable=False),
                     sa.Column("label", sa.BigInteger, nullable=False),
-                    sa.Column(CONFIDENCE_COLUMN, sa.REAL, nullable=True), schema=parsed.schema)
+                    sa.Column(CONFIDENCE_COLUMN, sa.REAL, nullable=True), schema=name.schema)
 
 
-def create_staging_table(engine: sa.Engine, name: str, id_type: sa.types.TypeEngine) -> None:
-    """Create the staging table ``name`` (``table`` or ``schema.table``) for labels keyed by ``id_type`` ids."""
-    with database_errors(engine, f"create table {name!r}"), engine.begin() as connection:
+def create_staging_table(engine: sa.Engine, name: TableName, id_type: sa.types.TypeEngine) -> None:
+    """Create the staging table ``name`` for labels keyed by ``id_type`` ids."""
+    with database_errors(engine, f"create table {str(name)!r}"), engine.begin() as connection:
         _staging(name, id_type).create(connection)
 
 
-def drop_table_quietly(engine: sa.Engine, name: str) -> None:
+def drop_table_quietly(engine: sa.Engine, name: TableName) -> None:
     """Drop ``name`` if it exists; errors are swallowed (best effort)."""
-    parsed = parse_table_name(name, "table")
     with contextlib.suppress(sa.exc.SQLAlchemyError), engine.begin() as connection:
-        sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema).drop(connection, checkfirst=True)
+        sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)
 
 
-def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
+def append_labels(database_url: str, table: TableName, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
                   columns: Columns | None = None, confidence: np.ndarray | None = None) -> int:
     """Append the (id, label) rows to ``table`` in one transaction; returns the rows written. ``confidence``
     (n,), when given, fills the table's ``confidence`` column (left NULL by a table without one).
@@ -151,14 +150,13 @@ def append_labels(database_url: str, table: str, ids: np.ndarray, labels: np.nda
         return append_to(engine, table, ids, labels, run, columns, confidence)
 
 
-def append_to(engine: sa.Engine, table_name: str, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
+def append_to(engine: sa.Engine, name: TableName, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
               columns: Columns | None = None, confidence: np.ndarray | None = None) -> int:
     """:func:`append_labels` on an open engine."""
     ids, labels = np.asarray(ids), np.asarray(labels).astype(np.int64)
     if not len(ids):
         return 0
-    name = parse_table_name(table_name, "labels table")
-    with database_errors(engine, f"write labels to table {table_name!r}"):
+    with database_errors(engine, f"write labels to table {str(name)!r}"):
         # Reflecting the table costs catalog queries on a fresh connection for every partition (0.1-0.5 s).
         table = sa.Table(name.name, sa.MetaData(), schema=name.schema, autoload_with=engine) if columns is None \
             else sa.Table(name.name, sa.MetaData(), *(sa.Column(column, kind) for column, kind in columns),
@@ -261,8 +259,8 @@ class PendingRun:
 
     output_table: StorageNames
     run: int
-    rows: str
-    target: str
+    rows: TableName
+    target: TableName
     id_type: sa.types.TypeEngine
     created: bool
     target_columns: Columns = ()
@@ -278,7 +276,7 @@ class PendingRun:
     def append_run(self) -> int | None:
         """The ``run`` to give :func:`append_labels`: None unless ``target`` is the rows table (a run's own table
         fills its ``run`` itself; a staging table has no such column)."""
-        return self.run if self.target == str(self.output_table.rows) else None
+        return self.run if self.target == self.output_table.rows else None
 
 
 def _ingestible(id_type: sa.types.TypeEngine) -> bool:
@@ -286,7 +284,7 @@ def _ingestible(id_type: sa.types.TypeEngine) -> bool:
     return isinstance(id_type, (sa.Integer, sa.Float, sa.String)) and not isinstance(id_type, sa.Enum)
 
 
-def begin_run(engine: sa.Engine, output_table: str | StorageNames, id_type: sa.types.TypeEngine,
+def begin_run(engine: sa.Engine, output_table: TableName | StorageNames, id_type: sa.types.TypeEngine,
               run: RunMetadata) -> PendingRun:
     """Make ``output_table``'s storage ready (:func:`~lwec_tasks.io.storage_setup.prepare_storage`: created with
     ``id_type`` ids, or converted from a wide table) and add ``run`` to its runs table unpublished with the table
@@ -308,7 +306,7 @@ def begin_run(engine: sa.Engine, output_table: str | StorageNames, id_type: sa.t
                               autoload_with=connection).columns
             number = int(connection.execute(sa.insert(runs_table(names, connection.dialect)).values(**values))
                          .inserted_primary_key[0])
-            target = str(create_run_rows(connection, names, number))  # made with the rows table's columns
+            target = create_run_rows(connection, names, number)  # made with the rows table's columns
             lock = RunLock(engine, str(names.view), number).acquire()
     except BaseException:
         if lock is not None:
@@ -350,12 +348,14 @@ def copy_staged(engine: sa.Engine, pending: PendingRun) -> None:
         connection.execute(statement)
 
 
-def published_run_matching(engine: sa.Engine, output_table: str, run: RunMetadata, n_rows: int) -> int | None:
+def published_run_matching(engine: sa.Engine, output_table: TableName | StorageNames, run: RunMetadata,
+                           n_rows: int) -> int | None:
     """The number (the runs table's ``run``) of the published run of ``run.run_key`` in ``output_table`` when it
     has ``run``'s parameters (k, method, θ, M, seed, source table) and ``n_rows`` rows: the one run a rerun may
     find its labels in, to be compared row by row before anything is written. None otherwise, also when the
     storage does not exist yet or is a wide table of an earlier release. One small query on the runs table;
     changes nothing."""
+    output_table = storage_names(output_table)
     with database_errors(engine, f"read the runs of table {output_table!r}"), engine.connect() as connection:
         if labels_layout(connection, output_table) != NARROW:
             return None
@@ -371,7 +371,7 @@ def published_run_matching(engine: sa.Engine, output_table: str, run: RunMetadat
     return int(earlier[0].run)
 
 
-def prune_unchanged_run(engine: sa.Engine, output_table: str | StorageNames, run: RunMetadata,
+def prune_unchanged_run(engine: sa.Engine, output_table: TableName | StorageNames, run: RunMetadata,
                         keep_runs: int | None) -> list[str]:
     """What a rerun whose labels are stored already (:func:`published_run_matching`, then compared) changes
     instead of writing them: with ``keep_runs`` (None: nothing) the runs of ``run.source_table`` beyond the
@@ -483,7 +483,7 @@ def discard_run(engine: sa.Engine, pending: PendingRun) -> None:
 
 def write_labels(
     engine: sa.Engine,
-    table_name: str,
+    table_name: TableName | StorageNames,
     rows: LabelRows,
     id_type: sa.types.TypeEngine | None = None,
     keep_runs: int | None = None,

@@ -21,7 +21,6 @@ from lwec_tasks.io.catalog import NARROW, WIDE, labels_layout, relation_kind
 from lwec_tasks.io.cleanup import run_tables_of
 from lwec_tasks.io.duckdb_dialect import is_duckdb, runs_sequence
 from lwec_tasks.io.history import create_latest_view, create_view, drop_view, latest_labels_query
-from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import (
     CONFIDENCE_COLUMN,
     HELD_COLUMN,
@@ -36,6 +35,7 @@ from lwec_tasks.io.label_storage import (
     storage_names,
 )
 from lwec_tasks.io.locks import bound_lock_waits
+from lwec_tasks.io.names import TableName
 from lwec_tasks.io.run_tables import (
     drop_run_rows,
     execute_ddl,
@@ -53,7 +53,7 @@ _log = logging.getLogger(__name__)
 WRITERS_POLL_SECONDS = 0.1
 
 
-def begin_writing(connection: sa.Connection, output_table: str | StorageNames) -> None:
+def begin_writing(connection: sa.Connection, output_table: StorageNames) -> None:
     """Start the connection's transaction as one that writes ``output_table``'s storage; call it first.
 
     SQLite: ``BEGIN IMMEDIATE`` (Python's sqlite3 opens no transaction before DDL, which would then commit at
@@ -70,7 +70,7 @@ def begin_writing(connection: sa.Connection, output_table: str | StorageNames) -
     if dialect == "sqlite":
         connection.exec_driver_sql("BEGIN IMMEDIATE")
     elif dialect == "postgresql":
-        view = str(storage_names(output_table).view)
+        view = str(output_table.view)
         lock = sa.select(sa.func.pg_try_advisory_xact_lock(sa.func.hashtext(view)))
         if not connection.execute(lock).scalar_one():
             _log.info("Waiting for another run writing to table %r to finish its transaction", view)
@@ -82,7 +82,7 @@ def begin_writing(connection: sa.Connection, output_table: str | StorageNames) -
         bound_lock_waits(connection)
 
 
-def prepare_storage(connection: sa.Connection, output_table: str | StorageNames, id_type: sa.types.TypeEngine) -> bool:
+def prepare_storage(connection: sa.Connection, output_table: StorageNames, id_type: sa.types.TypeEngine) -> bool:
     """Make ``output_table``'s storage ready for a write, in the caller's transaction; whether it was created.
 
     Nothing there: the runs table, the rows table (``id`` of ``id_type``) and the view are created. A wide table
@@ -99,21 +99,21 @@ def prepare_storage(connection: sa.Connection, output_table: str | StorageNames,
         create_rows_table(connection, output_table, id_type)
     elif unpartitioned(connection, output_table):
         partition_rows_table(connection, output_table)
-    if layout != NARROW or relation_kind(connection, storage_names(output_table).view) is None:
+    if layout != NARROW or relation_kind(connection, output_table.view) is None:
         create_labels_view(connection, output_table)
     add_confidence_column(connection, output_table)
     add_held_column(connection, output_table)
     return layout is None
 
 
-def add_confidence_column(connection: sa.Connection, output_table: str | StorageNames) -> None:
+def add_confidence_column(connection: sa.Connection, output_table: StorageNames) -> None:
     """Give the rows table of storage made by an earlier release its nullable ``confidence`` column (the earlier
     runs' rows hold NULL there; on PostgreSQL every run's table gains it with the partitioned table) and make
     the views ``<output_table>`` and, if there, ``<output_table>_latest`` again with it, in the caller's
     transaction. Nothing when the column is there."""
     if has_confidence(connection, output_table):
         return
-    names = storage_names(output_table)
+    names = output_table
     execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.rows)} ADD COLUMN "
                             f"{connection.dialect.identifier_preparer.quote(CONFIDENCE_COLUMN)} REAL")
     latest = names.latest
@@ -127,13 +127,13 @@ def add_confidence_column(connection: sa.Connection, output_table: str | Storage
         create_view(connection, latest, latest_query(connection, output_table))
 
 
-def add_held_column(connection: sa.Connection, output_table: str | StorageNames) -> None:
+def add_held_column(connection: sa.Connection, output_table: StorageNames) -> None:
     """Give the runs table of storage made by an earlier release its nullable ``held`` column (NULL for the
     earlier runs: none is held) and make the view ``<output_table>_latest``, if there, again so that it leaves
     held runs out, in the caller's transaction. Nothing when the column is there."""
     if has_held(connection, output_table):
         return
-    names = storage_names(output_table)
+    names = output_table
     execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.runs)} ADD COLUMN "
                             f"{connection.dialect.identifier_preparer.quote(HELD_COLUMN)} BOOLEAN")
     if relation_kind(connection, names.latest) == "view":
@@ -142,14 +142,14 @@ def add_held_column(connection: sa.Connection, output_table: str | StorageNames)
         create_view(connection, names.latest, latest_query(connection, output_table))
 
 
-def latest_query(connection: sa.Connection, output_table: str | StorageNames) -> sa.Select:
+def latest_query(connection: sa.Connection, output_table: StorageNames) -> sa.Select:
     """The ``_latest`` view's query for the storage as it is: with its rows' confidences and leaving held runs out
     where its tables have those columns (:func:`~lwec_tasks.io.history.latest_labels_query`)."""
     return latest_labels_query(output_table, has_confidence(connection, output_table),
                                has_held(connection, output_table))
 
 
-def create_runs_table(connection: sa.Connection, output_table: str | StorageNames) -> sa.Table:
+def create_runs_table(connection: sa.Connection, output_table: StorageNames) -> sa.Table:
     """Create ``output_table``'s runs table in the caller's transaction and return it. On DuckDB its run numbers'
     sequence (:func:`~lwec_tasks.io.duckdb_dialect.runs_sequence`) is created with it, or kept when storage dropped
     by hand left it behind (its numbers only grow, so none is used twice)."""
@@ -158,7 +158,7 @@ def create_runs_table(connection: sa.Connection, output_table: str | StorageName
     return runs
 
 
-def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.types.TypeEngine) -> sa.Table:
+def create_rows_table(connection: sa.Connection, output_table: StorageNames, id_type: sa.types.TypeEngine) -> sa.Table:
     """Create ``output_table``'s rows table in the caller's transaction and return it: keyed by (run, id), or on
     PostgreSQL partitioned by run without a key of its own (each run's table is keyed by ``id``)."""
     by_run = partitioned(connection.dialect)
@@ -167,14 +167,14 @@ def create_rows_table(connection: sa.Connection, output_table: str, id_type: sa.
     return rows
 
 
-def create_labels_view(connection: sa.Connection, output_table: str | StorageNames) -> None:
+def create_labels_view(connection: sa.Connection, output_table: StorageNames) -> None:
     """Create the view ``<output_table>`` over the runs and rows tables (:func:`labels_query`)."""
     query = labels_query(runs_clause(output_table), rows_clause(output_table),
                          confidence=has_confidence(connection, output_table))
-    create_view(connection, storage_names(output_table).view, query)
+    create_view(connection, output_table.view, query)
 
 
-def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
+def migrate_wide_table(connection: sa.Connection, output_table: StorageNames) -> int:
     """Convert the wide labels table ``output_table`` to the runs and rows tables behind a view of the same
     name, in the caller's transaction; returns the rows moved.
 
@@ -184,9 +184,9 @@ def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
     over the new tables. If the rows moved do not add up to the wide table's, RuntimeError (and the
     caller's transaction rolls back).
     """
-    names = storage_names(output_table)
+    names = output_table
     wide = sa.Table(names.view.name, sa.MetaData(), schema=names.view.schema, autoload_with=connection)
-    latest = latest_view_of(names.view)
+    latest = names.latest
     if relation_kind(connection, latest) == "view":
         drop_view(connection, latest)
     runs = create_runs_table(connection, output_table)
@@ -211,7 +211,7 @@ def migrate_wide_table(connection: sa.Connection, output_table: str) -> int:
     return moved
 
 
-def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
+def partition_rows_table(connection: sa.Connection, output_table: StorageNames) -> None:
     """Convert the rows table of an earlier release, one plain table, to one partitioned by run
     (:mod:`lwec_tasks.io.run_tables`), in the caller's transaction, every row kept.
 
@@ -221,35 +221,35 @@ def partition_rows_table(connection: sa.Connection, output_table: str) -> None:
     it, and the old table is dropped. A row of no run would have no partition: the copy fails and the caller's
     transaction rolls back.
     """
-    names = storage_names(output_table)
+    names = output_table
     aside = run_rows_name(output_table, "unpartitioned")
     preparer = connection.dialect.identifier_preparer
     execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.rows)} RENAME TO {preparer.quote(aside.name)}")
     execute_ddl(connection, f"CREATE TABLE {quoted(connection, names.rows)} (LIKE {quoted(connection, aside)}) "
                             "PARTITION BY LIST (run)")
     partition_every_run(connection, output_table)
-    old = rows_clause(output_table, str(aside))
+    old = rows_clause(output_table, aside)
     connection.execute(sa.insert(rows_clause(output_table)).from_select(
         ["run", "id", "label"], sa.select(old.c.run, old.c.id, old.c.label)))
     create_labels_view(connection, output_table)  # CREATE OR REPLACE: the views followed the old table's rename
-    latest = latest_view_of(names.view)
+    latest = names.latest
     if relation_kind(connection, latest) == "view":
         create_view(connection, latest, latest_query(connection, output_table))
     execute_ddl(connection, f"DROP TABLE {quoted(connection, aside)}")
 
 
-def drop_storage(connection: sa.Connection, output_table: str) -> None:
+def drop_storage(connection: sa.Connection, output_table: TableName | StorageNames) -> None:
     """Drop ``output_table``'s views (``<output_table>_latest`` and ``<output_table>``), its runs' tables
     (PostgreSQL: :func:`~lwec_tasks.io.run_tables.drop_run_rows`), the tables deleted and abandoned runs left
     (:func:`~lwec_tasks.io.cleanup.run_tables_of`) and its runs and rows tables, whichever exist, in the caller's
     transaction."""
     names = storage_names(output_table)
-    for view in (latest_view_of(names.view), names.view):
+    for view in (names.latest, names.view):
         if relation_kind(connection, view) == "view":
             drop_view(connection, view)
     if partitioned(connection.dialect) and relation_kind(connection, names.runs) == "table":
-        runs = runs_clause(output_table)
-        drop_run_rows(connection, output_table, connection.execute(sa.select(runs.c.run)).scalars().all())
+        runs = runs_clause(names)
+        drop_run_rows(connection, names, connection.execute(sa.select(runs.c.run)).scalars().all())
     for run in run_tables_of(connection, names):  # tables of deleted runs not removed yet, staging tables
         for name in (names.run_rows(run), names.staging(run)):
             sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)

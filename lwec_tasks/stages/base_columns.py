@@ -52,7 +52,7 @@ def base_column_ensemble(table: PartitionedTable, missing_labels: str, seed: int
     missing = np.array([n for _, n in facts], dtype=np.int64).reshape(len(facts), len(names))
     if missing.any() and missing_labels == "error":
         total = missing.sum(axis=0)
-        raise LwecInputError(missing_labels_message(table.specs[0].table, {
+        raise LwecInputError(missing_labels_message(str(table.specs[0].table), {
             name: int(n) for name, n in zip(names, total) if n}))
     before = np.cumsum(missing, axis=0) - missing
     shared = np.empty(len(dictionaries), dtype=object)  # one object to share, not one per column

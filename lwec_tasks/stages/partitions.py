@@ -25,6 +25,7 @@ from lwec_tasks.io.catalog import SourceTable, describe_source
 from lwec_tasks.io.columns import unique_integer_columns
 from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.features import feature_matrix, id_values, numeric_column
+from lwec_tasks.io.names import TableName
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import Columns, append_labels
 from lwec_tasks.stages.base_clusterings import assign_base_labels
@@ -42,7 +43,7 @@ class PartitionSpec:
 
     index: int
     database_url: str = field(repr=False)
-    table: str
+    table: TableName
     id_column: str | None
     label_column: str | None
     feature_columns: tuple[str, ...]
@@ -319,7 +320,7 @@ def previous_overlap(spec: PartitionSpec, keys: PartitionKeys, labels: np.ndarra
     if earlier.run is not None:
         which = [table.c.run == earlier.run]
     else:
-        which = [table.c.run_key == earlier.run_key, table.c.source_table == spec.table]
+        which = [table.c.run_key == earlier.run_key, table.c.source_table == str(spec.table)]
     earlier_rows = stored_run_rows(spec, stored, which)
     if not len(earlier_rows):
         return PreviousOverlap(np.zeros(0, dtype=np.int64), np.zeros((k, 0), dtype=np.int64))
@@ -426,7 +427,7 @@ def add_counts(*parts: pd.Series) -> pd.Series:
     return pd.concat(parts).groupby(level=[0, 1]).sum()
 
 
-def write_partition(database_url: str, target: str, keys: PartitionKeys, labels: np.ndarray,
+def write_partition(database_url: str, target: TableName, keys: PartitionKeys, labels: np.ndarray,
                     run: int | None = None, columns: Columns | None = None,
                     confidence: np.ndarray | None = None) -> int:
     """Append the partition's (id, label) rows to a pending run's ``target`` table (with ``run`` in each row,

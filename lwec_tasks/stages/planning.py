@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import SourceTable
 from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.label_storage import StorageNames
 
 #: Target rows per partition (a partition is read, held and processed by one task at a time, on either
 #: executor); the environment variable ``LWEC_DASK_PARTITION_ROWS`` of the flow process overrides it.
@@ -84,7 +85,8 @@ class EarlierRun:
     run: int | None
 
 
-def earlier_run(engine: sa.Engine, labels_table: str, source_table: str, exclude_run_key: str) -> EarlierRun | None:
+def earlier_run(engine: sa.Engine, labels_table: StorageNames, source_table: str,
+                exclude_run_key: str) -> EarlierRun | None:
     """The most recent run of ``source_table`` in ``labels_table`` other than ``exclude_run_key`` (recency as
     :func:`lwec_tasks.io.history.runs_by_recency` orders runs); None when the table does not exist or holds no
     such run. One or two small queries."""

@@ -21,6 +21,7 @@ from lwec_tasks.io import check_label_table, id_key_type, mask_url
 from lwec_tasks.io.duckdb_dialect import refuse_other_processes
 from lwec_tasks.io.features import useless_columns_message
 from lwec_tasks.io.label_store import LabelStore, open_label_store
+from lwec_tasks.io.names import TableName
 from lwec_tasks.preflight import plan_consensus_read
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition_count
@@ -92,10 +93,10 @@ def load_table(session, request, log, store: LabelStore | None = None) -> Partit
     started = time.perf_counter()
     k_min = 2 if request.auto_k else request.n_clusters  # auto: the smallest k searched
     with nullcontext(store) if store is not None else \
-            open_label_store(request.database_url, request.resolved_output_table) as store:
+            open_label_store(request.database_url, request.output_name) as store:
         planned = plan_consensus_read(store.engine, request)
         encoding = feature_encoding(planned.columns, planned.levels)
-        table, summaries = read_partitions(session, store, request.table, planned, request.chunk_size,
+        table, summaries = read_partitions(session, store, request.source_name, planned, request.chunk_size,
                                            request.drop_nonfinite, log, encoding)
     plan = planned.columns
     names = list(encoding.encoded_names)
@@ -190,7 +191,7 @@ def _log_encoding(log, table_name: str, encoding, summaries, table: PartitionedT
                  "confidence is scaled down by the share of their features imputed", table_name, listed)
 
 
-def read_partitions(session, store: LabelStore, table_name: str, planned, chunk_size: int, drop_nonfinite: bool,
+def read_partitions(session, store: LabelStore, table_name: TableName, planned, chunk_size: int, drop_nonfinite: bool,
                     log, encoding=None, impute: bool = False) -> tuple[PartitionedTable, list]:
     """Plan id-range partitions of the checked table (``planned``, a :class:`~lwec_tasks.preflight.ReadPlan`) in
     the database of ``store`` (whose output table the labels go to) and have the executor read them (given the

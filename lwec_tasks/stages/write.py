@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from lwec_tasks.executors.progress import Progress
 from lwec_tasks.io.catalog import describe_source
 from lwec_tasks.io.label_store import LabelStore
+from lwec_tasks.io.names import TableName
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.read import PartitionedTable
@@ -100,7 +101,8 @@ def append_and_publish(table: PartitionedTable, labels: list, store: LabelStore,
     return store.publish(pending, run, table.n_rows, append, keep_runs)
 
 
-def write_with_confidence(database_url: str, target: str, keys, labels, confidence, run=None, columns=None) -> int:
+def write_with_confidence(database_url: str, target: TableName, keys, labels, confidence, run=None,
+                          columns=None) -> int:
     """:func:`lwec_tasks.stages.partitions.write_partition` with the rows' ``confidence`` (None: none) taken
     positionally, as the executors' ``map`` hands each partition's handles."""
     if confidence is None:

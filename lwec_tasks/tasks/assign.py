@@ -20,6 +20,7 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.placement import Placement
 from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
+from lwec_tasks.io.names import TableName
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.preflight import plan_assign_read
 from lwec_tasks.stages import partitions as part
@@ -64,7 +65,7 @@ def load_model(model_uri: str) -> Placement:
 
 
 @database_task("read-rows-to-label")
-def read_rows_to_label(executor, store: LabelStore, table: str, feature_columns: Sequence[str],
+def read_rows_to_label(executor, store: LabelStore, table: TableName, feature_columns: Sequence[str],
                        id_column: str | None, base_columns: bool = False, encoding=None) -> PartitionedTable:
     """Reflect ``table`` (in ``store``'s database), check its columns and the store's output table, have the
     executor read the rows in partitions (raw feature values, in the model's column order); nothing is written.
@@ -78,7 +79,7 @@ def read_rows_to_label(executor, store: LabelStore, table: str, feature_columns:
     """
     started = time.perf_counter()
     log = get_run_logger()
-    planned = plan_assign_read(store.engine, table, feature_columns, id_column, str(store.names), base_columns,
+    planned = plan_assign_read(store.engine, table, feature_columns, id_column, store.names.view, base_columns,
                                allow_missing=encoding is not None)
     rows, summaries = read_partitions(executor, store, table, planned, DEFAULT_CHUNK_SIZE, False, log,
                                       encoding=encoding, impute=True)
@@ -121,13 +122,13 @@ def place_rows(placement: Placement, rows: PartitionedTable) -> tuple[list, dict
 
 
 @database_task("write-assigned-labels")
-def write_assigned_labels(rows: PartitionedTable, table: str, store: LabelStore, run_key: str, placement: Placement,
-                          labels: list) -> int:
+def write_assigned_labels(rows: PartitionedTable, table: TableName, store: LabelStore, run_key: str,
+                          placement: Placement, labels: list) -> int:
     """Replace the rows of ``run_key`` in ``store`` (one transaction) by the partitions' ``labels``;
     returns the rows labelled. Creates the ``<output_table>_latest`` view if missing, as the consensus flow does.
     """
     run = RunMetadata(run_key=run_key, k=placement.n_clusters, method=placement.method, theta=placement.theta,
-                      ensemble_size=placement.ensemble_size, seed=placement.seed, source_table=table,
+                      ensemble_size=placement.ensemble_size, seed=placement.seed, source_table=str(table),
                       flow_run_id=flow_run.id)
     write_labels(rows, labels, store, run, get_run_logger(), confidence=getattr(rows, "confidence", None))
     return rows.n_rows

@@ -30,6 +30,7 @@ from helpers.processes import left_running
 from lwec_tasks.io.cleanup import run_tables_of
 from lwec_tasks.io.connection import APPLICATION_NAME
 from lwec_tasks.io.label_storage import storage_names
+from lwec_tasks.io.names import parse_table_name
 
 #: Runs ``lwec ARGV...`` as the console script does, first sending this process SIGNAL where WHERE says:
 #: "write" — as the first partition's labels are appended (before the run is published); "mlflow" — as the
@@ -273,7 +274,7 @@ def test_postgres_sigint_while_the_publish_waits_for_another_writer_publishes_no
         while "lwec-test: publishing" not in seen and process.poll() is None:
             seen += process.stderr.readline()
         assert "lwec-test: publishing" in seen, seen[-3000:]
-        holder.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(str(storage_names(output).view)))))
+        holder.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtext(str(storage_names(parse_table_name(output)).view)))))
         engine = sa.create_engine(url)
         try:
             deadline = time.monotonic() + 30
@@ -303,7 +304,7 @@ def test_postgres_sigint_while_the_publish_waits_for_another_writer_publishes_no
     assert later.returncode == 0, err[-3000:]
     engine = sa.create_engine(url)
     try:
-        names = storage_names(output)
+        names = storage_names(parse_table_name(output))
         with engine.connect() as connection:
             runs = connection.execute(sa.text(f"SELECT run_key, published FROM {names.runs}")).all()
             left = set(run_tables_of(connection, names))

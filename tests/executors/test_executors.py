@@ -16,6 +16,7 @@ from dask_helpers import blobs_table, labels_of
 from flows.consensus import consensus_flow
 from helpers.pipeline import expected_labels, unique
 from lwec_tasks.core.mixes import RUN_DEFAULT_MIX
+from lwec_tasks.io.names import parse_table_name
 
 pytestmark = pytest.mark.slow
 
@@ -70,7 +71,7 @@ def mlflow_run_of(url: str, labels_table: str, run_key: str) -> str | None:
     """The ``mlflow_run_id`` the runs table holds for ``run_key``."""
     from lwec_tasks.io.label_storage import runs_clause
 
-    runs = runs_clause(labels_table)
+    runs = runs_clause(parse_table_name(labels_table))
     engine = sa.create_engine(url)
     try:
         with engine.connect() as connection:

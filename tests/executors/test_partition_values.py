@@ -18,6 +18,7 @@ from hypothesis.extra import numpy as hnp
 
 from lwec_tasks.io import features
 from lwec_tasks.io.features import feature_matrix, numeric_column
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.sums import Moments, squared_deviation_sums
 
@@ -84,7 +85,8 @@ def read_from(frame: pd.DataFrame, names, drop_nonfinite: bool, monkeypatch) -> 
     """:func:`read_partition` of a partition whose read returns ``frame``."""
     monkeypatch.setattr(part, "read_rows", lambda *args, **kwargs: frame.copy())
     source = type("Source", (), {"table": sa.table("t", sa.column("id"))})()
-    spec = part.PartitionSpec(0, "sqlite://", "t", "id", "target", tuple(names), None, None, 1000, drop_nonfinite,
+    spec = part.PartitionSpec(0, "sqlite://", parse_table_name("t"), "id", "target", tuple(names), None, None, 1000,
+                              drop_nonfinite,
                               source=source)
     return part.read_partition(spec)
 

@@ -70,8 +70,8 @@ def drop_labels_table(connection: sa.Connection, table: str) -> None:
     from lwec_tasks.io.names import parse_table_name
     from lwec_tasks.io.storage_setup import drop_storage
 
-    drop_storage(connection, table)
     name = parse_table_name(table)
+    drop_storage(connection, name)
     if relation_kind(connection, name) == "table":
         sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection)
 
@@ -211,12 +211,14 @@ def latest_earlier_run(engine: sa.Engine, labels_table: str, source_table: str,
                        exclude_run_key: str) -> EarlierRun | None:
     """The run the stable ids align to (the pipeline's :func:`earlier_run`), with its rows read plainly."""
     from lwec_tasks.io.history import labels_table_clause
+    from lwec_tasks.io.label_storage import storage_names
+    from lwec_tasks.io.names import parse_table_name
     from lwec_tasks.stages.planning import earlier_run
 
-    earlier = earlier_run(engine, labels_table, source_table, exclude_run_key)
+    earlier = earlier_run(engine, storage_names(parse_table_name(labels_table)), source_table, exclude_run_key)
     if earlier is None:
         return None
-    table = labels_table_clause(labels_table)
+    table = labels_table_clause(parse_table_name(labels_table))
     with engine.connect() as connection:
         rows = connection.execute(sa.select(table.c.id, table.c.label).where(
             table.c.run_key == earlier.run_key, table.c.source_table == source_table).order_by(table.c.id)).all()

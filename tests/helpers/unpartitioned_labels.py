@@ -13,13 +13,14 @@ import sqlalchemy as sa
 
 from lwec_tasks.io.history import create_latest_view
 from lwec_tasks.io.label_storage import runs_table, storage_names
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_metadata import LabelRows
 from lwec_tasks.io.storage_setup import create_labels_view
 
 
 def unpartitioned_rows_table(output_table: str, id_type: sa.types.TypeEngine) -> sa.Table:
     """The rows table as that release made it: ``(run, id, label)``, primary key ``(run, id)``, not partitioned."""
-    name = storage_names(output_table).rows
+    name = storage_names(parse_table_name(output_table)).rows
     return sa.Table(
         name.name, sa.MetaData(),
         sa.Column("run", sa.BigInteger, primary_key=True, autoincrement=False),
@@ -36,14 +37,15 @@ def write_unpartitioned(engine: sa.Engine, output_table: str, runs: list[tuple[L
     finished). ``id_type`` (default bigint): the rows table's ``id`` type."""
     rows_table = unpartitioned_rows_table(output_table, id_type if id_type is not None else sa.BigInteger())
     with engine.begin() as connection:
-        runs_table(output_table).create(connection)
+        runs_table(parse_table_name(output_table)).create(connection)
         rows_table.create(connection)
-        create_labels_view(connection, output_table)
+        create_labels_view(connection, storage_names(parse_table_name(output_table)))
         for rows, written_at, published in runs:
             values = {**rows.column_values(), "written_at": written_at, "mlflow_run_id": None,
                       "row_count": len(rows.ids), "published": published}
-            number = connection.execute(sa.insert(runs_table(output_table)).values(**values)).inserted_primary_key[0]
+            runs = runs_table(parse_table_name(output_table))
+            number = connection.execute(sa.insert(runs).values(**values)).inserted_primary_key[0]
             if len(rows.ids):
                 connection.execute(sa.insert(rows_table), [{"run": number, "id": i, "label": int(label)}
                                                            for i, label in zip(rows.ids.tolist(), rows.labels)])
-        create_latest_view(connection, output_table)
+        create_latest_view(connection, storage_names(parse_table_name(output_table)))

@@ -46,7 +46,7 @@ def latest_wide_query(name: str) -> sa.Select:
     """The query of the view ``<name>_latest`` earlier releases made over the wide labels table ``name``: the rows of
     each source table's run with the latest ``written_at`` (among runs written at that instant, the largest
     ``run_key``)."""
-    table = labels_table_clause(name)
+    table = labels_table_clause(parse_table_name(name))
     runs = table.alias("runs")
     newest = (sa.select(table.c.source_table, sa.func.max(table.c.written_at).label("written_at"))
               .group_by(table.c.source_table).subquery("newest"))
@@ -80,7 +80,8 @@ def replace_run_key(engine: sa.Engine, table: sa.Table, run_key: str, source_tab
                     table.create(connection)
                 connection.execute(sa.delete(table).where(table.c.run_key == run_key))
                 inserted = insert(connection)
-                pruned = [] if keep_runs is None else prune_runs(connection, name, source_table, keep_runs,
+                pruned = [] if keep_runs is None else prune_runs(connection, parse_table_name(name), source_table,
+                                                                 keep_runs,
                                                                  keep_run_key=run_key)
         except BaseException:
             if created:

@@ -15,6 +15,8 @@ from lwec_tasks.cli import main as lwec_main
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.columns import looks_like_label, plan_columns
 from lwec_tasks.io.connection import open_engine
+from lwec_tasks.io.label_storage import storage_names
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.tasks.summary import summary_markdown
 from lwec_tasks.tracking import run_page_url
@@ -166,8 +168,8 @@ def test_a_failed_run_logs_its_error_once_offering_no_lwec_storage(prefect_serve
     write_frame(sqlite_url, "blobs", blobs_frame(n=30))
     engine = sa.create_engine(sqlite_url)
     with engine.begin() as connection:  # a labels table's storage: blobs_lwec_labels(_runs, _rows, _latest)
-        prepare_storage(connection, "blobs_lwec_labels", sa.BigInteger())
-    ensure_latest_view(engine, "blobs_lwec_labels")
+        prepare_storage(connection, storage_names(parse_table_name("blobs_lwec_labels")), sa.BigInteger())
+    ensure_latest_view(engine, parse_table_name("blobs_lwec_labels"))
     engine.dispose()
 
     for _ in range(2):  # the same error in a second run is that run's error: logged again, once

@@ -18,6 +18,7 @@ from helpers.blobs import BLOBS_TABLE
 from helpers.pipeline import client_for, expected_labels, read_labels, stop, wait_for
 from helpers.serving import blobs_workspace, forget_served, start_serving
 from lwec_tasks.io.identifiers import default_output_table
+from lwec_tasks.io.names import parse_table_name
 
 pytestmark = pytest.mark.slow
 
@@ -89,7 +90,7 @@ def test_nightly_schedule_fires_and_writes_labels(prefect_api, tmp_path):
 
     # Each night has its own run key, from the scheduled start's UTC date.
     run_key = f"nightly-{flow_run.expected_start_time.astimezone(UTC):%Y-%m-%d}"
-    stored = read_labels(workspace.database, default_output_table(BLOBS_TABLE), run_key=run_key)
+    stored = read_labels(workspace.database, default_output_table(parse_table_name(BLOBS_TABLE)), run_key=run_key)
     expected = expected_labels(workspace.frame, FEATURES, k=3, ensemble_size=ENSEMBLE_SIZE, seed=SEED)
     assert sorted(stored["id"]) == sorted(workspace.frame["id"])
     np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])

@@ -25,6 +25,7 @@ from helpers.pipeline import drop_labels_table, ingest_only, postgres_url_or_ski
 from helpers.wide_labels import label_table_schema
 from lwec_tasks.io import DatabaseRefusedError, DatabaseUnreachableError, LabelRows, describe_source, open_engine
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV, read_fast
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.source import read_rows
 from lwec_tasks.io.staging import write_labels
 
@@ -67,7 +68,7 @@ def make_table(engine: sa.Engine, name: str, columns: list[sa.Column], records: 
 
 def assert_fast_read_matches(engine, table_name, columns, order_by, chunk_size=50_000):
     """read_fast takes the fast path and returns exactly the portable frame; so does read_rows."""
-    source = describe_source(engine, table_name)
+    source = describe_source(engine, parse_table_name(table_name))
     names = [order_by] if isinstance(order_by, str) else list(order_by or [])
     fast = read_fast(engine, source.table, columns, names, chunk_size)
     assert fast is not None, "the fast path declined"
@@ -136,7 +137,7 @@ def test_a_chunk_of_nulls_is_left_to_the_portable_path(engine):
     records = [{"id": i, "f0": None if i < 10 else float(i)} for i in range(30)]
     name = unique("nullchunk")
     make_table(engine, name, [sa.Column("id", sa.Integer, primary_key=True), sa.Column("f0", sa.Float)], records)
-    source = describe_source(engine, name)
+    source = describe_source(engine, parse_table_name(name))
     assert read_fast(engine, source.table, ["id", "f0"], ["id"], 10) is None
     pd.testing.assert_frame_equal(read_rows(engine, source, ["id", "f0"], order_by="id", chunk_size=10),
                                   read_rows_portable(engine, source, ["id", "f0"], order_by="id", chunk_size=10))
@@ -148,7 +149,7 @@ def test_empty_table(engine):
     name = unique("empty")
     make_table(engine, name, [sa.Column("id", sa.Integer, primary_key=True), sa.Column("f0", sa.Float),
                               sa.Column("t", sa.Text)], [])
-    source = describe_source(engine, name)
+    source = describe_source(engine, parse_table_name(name))
     frame = read_rows(engine, source, ["id", "f0", "t"], order_by="id")
     pd.testing.assert_frame_equal(frame, read_rows_portable(engine, source, ["id", "f0", "t"], order_by="id"))
     assert frame.shape == (0, 3) and list(frame.columns) == ["id", "f0", "t"]
@@ -210,7 +211,7 @@ def test_the_fast_path_can_be_turned_off(engine, monkeypatch):
     name = unique("off")
     make_table(engine, name, [sa.Column("id", sa.Integer, primary_key=True)], [{"id": 1}])
     monkeypatch.setenv(FAST_PATH_ENV, "0")
-    assert read_fast(engine, describe_source(engine, name).table, ["id"], ["id"], 10) is None
+    assert read_fast(engine, describe_source(engine, parse_table_name(name)).table, ["id"], ["id"], 10) is None
 
 
 def test_sqlite_columns_mixing_storage_classes(tmp_path):
@@ -223,7 +224,7 @@ def test_sqlite_columns_mixing_storage_classes(tmp_path):
         connection.exec_driver_sql("insert into m values (1, 'text', 1, '2024-01-01 00:00:00', 1, 1.234, 1), "
                                    "(2, 5, 2.5, '2024-01-02 00:00:00', 0, 2.005, 2), (3, x'00', 3, null, 1, 3, 'x')")
     engine = open_engine(url)
-    source = describe_source(engine, "m")
+    source = describe_source(engine, parse_table_name("m"))
     for column in ("anything", "n", "when", "ok", "d", "i"):
         pd.testing.assert_frame_equal(read_rows(engine, source, ["id", column], order_by="id"),
                                       read_rows_portable(engine, source, ["id", column], order_by="id"))
@@ -302,7 +303,7 @@ def test_postgres_types_it_does_not_decode_are_read_the_portable_way():
     make_table(engine, name, [sa.Column("id", sa.Integer, primary_key=True), sa.Column("ok", sa.Boolean),
                               sa.Column("at", sa.DateTime(timezone=True)), sa.Column("d", sa.Numeric)],
                [{"id": 1, "ok": True, "at": dt.datetime(2024, 1, 1, tzinfo=dt.UTC), "d": decimal.Decimal("1e400")}])
-    source = describe_source(engine, name)
+    source = describe_source(engine, parse_table_name(name))
     try:
         for columns in (["id", "at"], ["id", "d"]):  # 1e400 does not fit a double
             assert read_fast(engine, source.table, columns, ["id"], 10) is None
@@ -338,7 +339,7 @@ def test_postgres_connection_lost_during_the_read_is_unreachable(monkeypatch):
     monkeypatch.setattr(adbc_driver_postgresql.dbapi, "connect", connect_then_lose_the_connection)
     try:
         with pytest.raises(DatabaseUnreachableError, match="cannot reach database"):
-            read_rows(engine, describe_source(engine, name), ["id", "f0"], order_by="id")
+            read_rows(engine, describe_source(engine, parse_table_name(name)), ["id", "f0"], order_by="id")
     finally:
         killer.dispose()
         monkeypatch.undo()
@@ -378,7 +379,7 @@ def write_labels_portable(engine, table_name, rows, **kwargs):
     """``write_labels`` with the fast paths off: the staging table filled by SQLAlchemy ``executemany``."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(FAST_PATH_ENV, "0")
-        return write_labels(engine, table_name, rows, **kwargs)
+        return write_labels(engine, parse_table_name(table_name), rows, **kwargs)
 
 
 @pytest.mark.parametrize("ids", [
@@ -394,7 +395,7 @@ def test_fast_write_stores_the_rows_of_the_portable_write(engine, monkeypatch, i
     rows = rows_for("run-a", ids, [2, 0, 1, 1, 0], seed=seed, flow_run_id=flow_run_id)
     assert write_labels_portable(engine, portable, rows) == 5
     ingest_only(monkeypatch)
-    assert write_labels(engine, fast, rows) == 5
+    assert write_labels(engine, parse_table_name(fast), rows) == 5
     assert stored(engine, fast) == stored(engine, portable)
     if engine.dialect.name == "sqlite":
         with engine.connect() as connection:
@@ -415,7 +416,7 @@ def test_fast_write_of_many_rows_in_several_blocks(engine, monkeypatch):
         with monkeypatch.context() as patch:
             ingest_only(patch)
             for key in ("a", "b"):
-                write_labels(engine, fast, rows_for(key, ids, np.arange(n) % 5))
+                write_labels(engine, parse_table_name(fast), rows_for(key, ids, np.arange(n) % 5))
         assert stored(engine, fast) == stored(engine, portable)
         assert len(stored(engine, fast)) == 2 * n
 
@@ -424,9 +425,9 @@ def test_rewriting_a_run_key_replaces_only_its_rows(engine, monkeypatch):
     out = unique("replace_labels")
     created_tables(engine).append(out)
     ingest_only(monkeypatch)
-    write_labels(engine, out, rows_for("a", np.arange(100), np.arange(100) % 2))
-    write_labels(engine, out, rows_for("b", np.arange(50), np.zeros(50, dtype=int)))
-    write_labels(engine, out, rows_for("a", np.arange(10, 30), np.ones(20, dtype=int), seed=1))
+    write_labels(engine, parse_table_name(out), rows_for("a", np.arange(100), np.arange(100) % 2))
+    write_labels(engine, parse_table_name(out), rows_for("b", np.arange(50), np.zeros(50, dtype=int)))
+    write_labels(engine, parse_table_name(out), rows_for("a", np.arange(10, 30), np.ones(20, dtype=int), seed=1))
     rows = stored(engine, out)
     assert [r[1] for r in rows if r[0] == "a"] == list(range(10, 30))
     assert {r[2] for r in rows if r[0] == "a"} == {1} and {r[7] for r in rows if r[0] == "a"} == {1}
@@ -436,23 +437,23 @@ def test_rewriting_a_run_key_replaces_only_its_rows(engine, monkeypatch):
 def test_a_duplicate_id_fails_the_write_and_leaves_the_earlier_rows(engine, monkeypatch):
     out = unique("atomic_labels")
     created_tables(engine).append(out)
-    write_labels(engine, out, rows_for("a", [1, 2, 3], [0, 1, 1]))
-    write_labels(engine, out, rows_for("b", [1], [0]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1, 2, 3], [0, 1, 1]))
+    write_labels(engine, parse_table_name(out), rows_for("b", [1], [0]))
     before = stored(engine, out)
     with pytest.raises(DatabaseRefusedError, match="duplicate|UNIQUE"):
-        write_labels(engine, out, rows_for("a", np.r_[np.arange(5000), 7], np.zeros(5001, dtype=int)))
+        write_labels(engine, parse_table_name(out), rows_for("a", np.r_[np.arange(5000), 7], np.zeros(5001, dtype=int)))
     assert stored(engine, out) == before
     # The fast path alone (no portable retry) leaves them too.
     ingest_only(monkeypatch)
     with pytest.raises((DatabaseRefusedError, AssertionError)):
-        write_labels(engine, out, rows_for("a", np.r_[np.arange(5000), 7], np.zeros(5001, dtype=int)))
+        write_labels(engine, parse_table_name(out), rows_for("a", np.r_[np.arange(5000), 7], np.zeros(5001, dtype=int)))
     assert stored(engine, out) == before
 
 
 def test_a_failure_after_the_delete_leaves_the_earlier_rows_and_no_staging_table(engine, monkeypatch):
     out = unique("atomic_labels")
     created_tables(engine).append(out)
-    write_labels(engine, out, rows_for("a", np.arange(3000), np.arange(3000) % 3))
+    write_labels(engine, parse_table_name(out), rows_for("a", np.arange(3000), np.arange(3000) % 3))
     before = stored(engine, out)
     tables_before = set(sa.inspect(engine).get_table_names())
 
@@ -461,7 +462,8 @@ def test_a_failure_after_the_delete_leaves_the_earlier_rows_and_no_staging_table
 
     monkeypatch.setattr(staging, "prune_runs", fail)  # runs last in the publishing transaction
     with pytest.raises(RuntimeError, match="injected"):
-        write_labels(engine, out, rows_for("a", np.arange(5000), np.ones(5000, dtype=int)), keep_runs=3)
+        write_labels(engine, parse_table_name(out), rows_for("a", np.arange(5000), np.ones(5000, dtype=int)),
+                     keep_runs=3)
     assert stored(engine, out) == before
     assert set(sa.inspect(engine).get_table_names()) == tables_before
 
@@ -471,7 +473,7 @@ def test_a_failed_first_fast_write_leaves_no_table(engine, monkeypatch):
     created_tables(engine).append(out)
     ingest_only(monkeypatch)
     with pytest.raises((DatabaseRefusedError, AssertionError)):
-        write_labels(engine, out, rows_for("a", [7, 8, 8], [1, 1, 1]))
+        write_labels(engine, parse_table_name(out), rows_for("a", [7, 8, 8], [1, 1, 1]))
     assert not sa.inspect(engine).has_table(out)
 
 
@@ -480,8 +482,8 @@ def test_labels_table_names_needing_quotes(engine, monkeypatch):
     ingest_only(monkeypatch)
     out = "Order"  # a keyword, mixed case: quoted by the dialect
     created_tables(engine).append(out)
-    write_labels(engine, out, rows_for("a", [1, 2], [0, 1]))
-    write_labels(engine, out, rows_for("a", [3], [1]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1, 2], [0, 1]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [3], [1]))
     assert [r[:3] for r in stored(engine, out)] == [("a", 3, 1)]
 
 
@@ -498,10 +500,10 @@ def test_postgres_existing_labels_tables_with_other_column_types():
             with engine.begin() as connection:
                 table.create(connection)
                 connection.execute(sa.text(f"alter table {out} alter column id type {id_sql}"))
-            write_labels(engine, out, rows_for("a", [1, 2, 2**20], [0, 1, 2]))
+            write_labels(engine, parse_table_name(out), rows_for("a", [1, 2, 2**20], [0, 1, 2]))
             assert [(r[1], r[2]) for r in stored(engine, out)] == [(1, 0), (2, 1), (2**20, 2)]
         with pytest.raises(DatabaseRefusedError, match="out of range"):  # as the portable path reports
-            write_labels(engine, names[0], rows_for("a", [1, 2**40], [0, 1]))
+            write_labels(engine, parse_table_name(names[0]), rows_for("a", [1, 2**40], [0, 1]))
     finally:
         with engine.begin() as connection:
             for out in names:
@@ -538,7 +540,7 @@ def test_round_trip_of_random_ids_labels_and_floats(engine, monkeypatch, data, c
         sa.Column("id", sa.Text if text_ids else sa.BigInteger, primary_key=True), sa.Column("f0", sa.Double),
         sa.Column("f1", sa.Double), sa.Column("label", sa.Integer)],
         [{"id": i, "f0": a, "f1": b, "label": c} for i, a, b, c in zip(ids, f0, f1, labels)])
-    source = describe_source(engine, name)
+    source = describe_source(engine, parse_table_name(name))
     columns = ["id", "label", "f0", "f1"]
     portable = read_rows_portable(engine, source, columns, order_by="id", chunk_size=chunk_size)
     fast = read_rows(engine, source, columns, order_by="id", chunk_size=chunk_size)
@@ -554,7 +556,7 @@ def test_round_trip_of_random_ids_labels_and_floats(engine, monkeypatch, data, c
         rows = rows_for("p", id_values, np.array(labels))
         write_labels_portable(engine, out_portable, rows)
         ingest_only(patch)
-        write_labels(engine, out_fast, rows)
+        write_labels(engine, parse_table_name(out_fast), rows)
         assert stored(engine, out_fast) == stored(engine, out_portable)
     with engine.begin() as connection:
         for table in (name, out_fast, out_portable):

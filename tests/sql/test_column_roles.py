@@ -10,6 +10,7 @@ from helpers.pipeline import read_stage, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import describe_source, open_engine
 from lwec_tasks.io.columns import ColumnStats, looks_like_key, plan_columns, unique_integer_columns
+from lwec_tasks.io.names import parse_table_name
 
 
 @pytest.mark.parametrize("name", ["key", "customer_key", "order_id", "orderId", "CustomerKey", "pk", "uuid",
@@ -31,7 +32,7 @@ def test_the_plan_says_why_each_column_is_left_out(db_url):
             f"CREATE TABLE {table} (id integer primary key, customer_key integer, f0 float, flag boolean, note text, "
             "seen date, truth integer, empty float)")
     try:
-        source = describe_source(engine, table)
+        source = describe_source(engine, parse_table_name(table))
         # booleans and low-cardinality text are clustered on (one-hot); high-cardinality text is left out
         stats = {"note": ColumnStats(distinct=900, non_null=1000)}
         plan = plan_columns(source.columns, source.numeric_columns, source.primary_key, label_column="truth",

@@ -11,8 +11,8 @@ import sqlalchemy as sa
 from flows.consensus import consensus_flow
 from helpers.pipeline import blobs_frame, unique, write_frame
 from lwec_tasks.io.history import create_view, drop_view, latest_labels_query
-from lwec_tasks.io.identifiers import latest_view_of
 from lwec_tasks.io.label_storage import labels_query, rows_clause, runs_clause, storage_names
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_tables import execute_ddl, quoted
 
 
@@ -28,14 +28,14 @@ def read(url: str, relation: str) -> pd.DataFrame:
 
 def as_earlier_release(url: str, output: str) -> None:
     """Remove the confidence column and make both views as an earlier release made them."""
-    names = storage_names(output)
+    names = storage_names(parse_table_name(output))
     engine = sa.create_engine(url)
     with engine.begin() as connection:
-        for view in (latest_view_of(names.view), names.view):
+        for view in (names.latest, names.view):
             drop_view(connection, view)
         execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.rows)} DROP COLUMN confidence")
-        create_view(connection, names.view, labels_query(runs_clause(output), rows_clause(output)))
-        create_view(connection, latest_view_of(names.view), latest_labels_query(output))
+        create_view(connection, names.view, labels_query(runs_clause(names), rows_clause(names)))
+        create_view(connection, names.latest, latest_labels_query(names))
     engine.dispose()
 
 
@@ -62,9 +62,10 @@ def test_storage_of_an_earlier_release_gains_the_column(db_url, mlflow_store):
     np.testing.assert_array_equal(latest["confidence"].to_numpy(), new["confidence"].to_numpy())
     engine = sa.create_engine(db_url)
     with engine.begin() as connection:
-        for view in (latest_view_of(storage_names(output).view), storage_names(output).view):
+        names = storage_names(parse_table_name(output))
+        for view in (names.latest, names.view):
             drop_view(connection, view)
-        for name in (storage_names(output).rows, storage_names(output).runs):
+        for name in (names.rows, names.runs):
             sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)
         sa.Table(table, sa.MetaData()).drop(connection)
     engine.dispose()

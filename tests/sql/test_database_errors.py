@@ -24,6 +24,7 @@ from lwec_tasks.io import (
 )
 from lwec_tasks.io.catalog import count_values
 from lwec_tasks.io.errors import database_errors
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.staging import append_labels, begin_run, discard_run
 
 
@@ -68,7 +69,7 @@ def test_postgres_permission_denied_on_read_is_refused_in_one_line(pg):
         connection.exec_driver_sql(f'CREATE TABLE "{name}" (id bigint primary key, f0 float8)')
         connection.exec_driver_sql(f"INSERT INTO \"{name}\" VALUES (1, 0.5), (2, 1.5)")
         connection.exec_driver_sql(f'REVOKE SELECT ON "{name}" FROM CURRENT_USER')
-    source = describe_source(engine, name)  # the catalogue is readable
+    source = describe_source(engine, parse_table_name(name))  # the catalogue is readable
     for attempt in (lambda: count_values(engine, source, ["f0"]),
                     lambda: read_rows(engine, source, ["id", "f0"], order_by="id")):
         with pytest.raises(DatabaseRefusedError) as error:
@@ -85,10 +86,10 @@ def test_postgres_permission_denied_on_write_is_refused(pg):
     url, engine, names = pg
     out = unique("locked_labels")
     names.append(out)
-    write_labels(engine, out, rows_for([1, 2, 3]))
+    write_labels(engine, parse_table_name(out), rows_for([1, 2, 3]))
     rows = rows_for([7, 8, 9], key="b")
-    pending = begin_run(engine, out, sa.BigInteger(), rows)
-    target = re.escape(pending.target)  # the run's own table
+    pending = begin_run(engine, parse_table_name(out), sa.BigInteger(), rows)
+    target = re.escape(str(pending.target))  # the run's own table
     with engine.begin() as connection:
         connection.exec_driver_sql(f'REVOKE INSERT ON "{pending.target}" FROM CURRENT_USER')
     with pytest.raises(DatabaseRefusedError, match=rf"refused to write labels to table '{target}': "
@@ -109,7 +110,7 @@ def test_postgres_read_only_transactions_are_refused(pg):
     engine = open_engine(read_only)
     try:
         with pytest.raises(DatabaseRefusedError, match="read-only transaction") as error:
-            write_labels(engine, out, rows_for([1, 2]))
+            write_labels(engine, parse_table_name(out), rows_for([1, 2]))
         assert_one_clean_line(str(error.value), ":lwec@")
     finally:
         engine.dispose()
@@ -120,9 +121,9 @@ def test_postgres_ids_of_another_type_are_refused_without_their_values(pg):
     url, engine, names = pg
     out = unique("typed_labels")
     names.append(out)
-    write_labels(engine, out, rows_for([1, 2]))  # bigint ids
+    write_labels(engine, parse_table_name(out), rows_for([1, 2]))  # bigint ids
     with pytest.raises(DatabaseRefusedError, match=r"invalid input syntax for type bigint") as error:
-        write_labels(engine, out, rows_for(["row-7", "row-8"], key="b"))
+        write_labels(engine, parse_table_name(out), rows_for(["row-7", "row-8"], key="b"))
     assert_one_clean_line(str(error.value), "row-7")
 
 
@@ -140,7 +141,7 @@ def test_postgres_a_data_error_does_not_quote_the_value(pg):
 def test_postgres_a_failed_password_is_refused_not_retried():
     url = sa.make_url(postgres_url_or_skip()).set(password="wrong-s3cret")
     with pytest.raises(DatabaseRefusedError, match="password authentication failed") as error:
-        describe_source(open_engine(url.render_as_string(hide_password=False)), "features")
+        describe_source(open_engine(url.render_as_string(hide_password=False)), parse_table_name("features"))
     assert "wrong-s3cret" not in str(error.value)
     assert_one_clean_line(str(error.value))
 
@@ -149,10 +150,10 @@ def test_sqlite_read_only_database_is_refused(tmp_path):
     path = tmp_path / "ro.db"
     path.touch()
     writable = open_engine(f"sqlite:///{path}")
-    write_labels(writable, "labels", rows_for([1, 2]))
+    write_labels(writable, parse_table_name("labels"), rows_for([1, 2]))
     writable.dispose()
     engine = open_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
     with pytest.raises(DatabaseRefusedError, match="attempt to write a readonly database") as error:
-        write_labels(engine, "labels", rows_for([3, 4], key="b"))
+        write_labels(engine, parse_table_name("labels"), rows_for([3, 4], key="b"))
     assert_one_clean_line(str(error.value))
     engine.dispose()

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from helpers.pipeline import blobs_frame, read_rows_portable, unique, write_frame
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.io.names import parse_table_name
 
 pytest.importorskip("duckdb", reason="duckdb is not installed (pip install 'lwec[duckdb]')")
 pytest.importorskip("duckdb_engine", reason="duckdb-engine is not installed (pip install 'lwec[duckdb]')")
@@ -136,7 +137,7 @@ def test_features_come_as_arrow_and_equal_the_portable_read(duckdb_url, monkeypa
             "CREATE TABLE t AS SELECT i AS id, i * 0.5 AS half, (i * 0.1)::FLOAT AS single, "
             "(i * 1.25)::DECIMAL(12, 3) AS amount, 'row ' || i AS note, i::SMALLINT AS small, "
             "CASE WHEN i % 7 = 0 THEN NULL ELSE i END AS gaps, i::DECIMAL(20, 0) AS key FROM range(300) t(i)")
-    source = describe_source(engine, "t")
+    source = describe_source(engine, parse_table_name("t"))
     read = []
     arrow = bulk_read._read_duckdb
     monkeypatch.setattr(bulk_read, "_read_duckdb", lambda *args: read.append(True) or arrow(*args))
@@ -160,12 +161,12 @@ def test_labels_are_appended_from_arrow_and_odd_names_are_quoted(duckdb_url, mon
     engine = open_engine(duckdb_url)
     output = 'Odd "labels"; DROP TABLE x'
     for key in ("a", "b"):
-        write_labels(engine, f'"{output.replace(chr(34), 2 * chr(34))}"', LabelRows(
+        write_labels(engine, parse_table_name(f'"{output.replace(chr(34), 2 * chr(34))}"'), LabelRows(
             run_key=key, ids=np.arange(5), labels=np.arange(5) % 2, k=2, method="lwea", theta=0.4, ensemble_size=3,
             seed=0, source_table="t"), keep_runs=1)
     assert inserted
     quoted = f'"{output.replace(chr(34), 2 * chr(34))}"'
-    ensure_latest_view(engine, quoted)
+    ensure_latest_view(engine, parse_table_name(quoted))
     with engine.connect() as connection:
         view = sa.table(output, sa.column("run_key"), sa.column("label"))
         latest = sa.table(f"{output}_latest", sa.column("run_key"))
@@ -187,10 +188,10 @@ def test_a_duplicate_id_fails_the_write_and_its_pruning_changes_nothing(duckdb_u
 
     engine = open_engine(duckdb_url)
     for key in ("a", "b"):
-        write_labels(engine, "labels", label_rows(key, [1, 2]))
+        write_labels(engine, parse_table_name("labels"), label_rows(key, [1, 2]))
     before = relation(duckdb_url, "labels")
     with pytest.raises(DatabaseRefusedError, match="duplicate"):  # the Arrow insert fails; the prune is undone
-        write_labels(engine, "labels", label_rows("c", [7, 8, 8]), keep_runs=1)
+        write_labels(engine, parse_table_name("labels"), label_rows("c", [7, 8, 8]), keep_runs=1)
     pd.testing.assert_frame_equal(relation(duckdb_url, "labels"), before)
     engine.dispose()
 
@@ -201,12 +202,12 @@ def test_latest_views_made_at_once_by_several_threads(duckdb_url):
     from lwec_tasks.io import ensure_latest_view, open_engine, write_labels
 
     engine = open_engine(duckdb_url)
-    write_labels(engine, "labels", label_rows("a", [1]))
+    write_labels(engine, parse_table_name("labels"), label_rows("a", [1]))
     made, errors = [], []
 
     def create():
         try:
-            made.append(ensure_latest_view(engine, "labels"))
+            made.append(ensure_latest_view(engine, parse_table_name("labels")))
         except Exception as error:  # noqa: BLE001 - collected and asserted below
             errors.append(error)
 
@@ -241,7 +242,7 @@ def test_a_file_another_process_holds_is_unreachable_not_refused(tmp_path):
         assert holder.stdout.readline().strip() == "held"
         engine = open_engine(f"duckdb:///{path}")
         with pytest.raises(DatabaseUnreachableError, match="Could not set lock on file"):
-            describe_source(engine, "t")  # worth retrying: the other process may let go of the file
+            describe_source(engine, parse_table_name("t"))  # worth retrying: the other process may let go of the file
         engine.dispose()
     finally:
         holder.communicate("")

@@ -13,6 +13,7 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import LabelRows, ensure_latest_view, promote_run, write_labels
 from lwec_tasks.io.history import create_view, drop_view, latest_labels_query
 from lwec_tasks.io.label_storage import storage_names
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_tables import execute_ddl, quoted
 
 
@@ -29,24 +30,25 @@ def rows(run_key: str, held: bool, labels: int = 0) -> LabelRows:
 
 def as_earlier_release(engine: sa.Engine, output: str) -> None:
     """Drop the ``held`` column and make ``_latest`` as an earlier release made it."""
-    names = storage_names(output)
+    names = storage_names(parse_table_name(output))
     with engine.begin() as connection:
         drop_view(connection, names.latest)
         execute_ddl(connection, f"ALTER TABLE {quoted(connection, names.runs)} DROP COLUMN held")
-        create_view(connection, names.latest, latest_labels_query(output, confidence=True))
+        create_view(connection, names.latest, latest_labels_query(parse_table_name(output), confidence=True))
 
 
 def test_held_runs_stay_out_of_latest_until_promoted(engine):
     output = unique("held")
-    write_labels(engine, output, rows("night1", held=False))
-    ensure_latest_view(engine, output)
+    write_labels(engine, parse_table_name(output), rows("night1", held=False))
+    ensure_latest_view(engine, parse_table_name(output))
     as_earlier_release(engine, output)
 
-    write_labels(engine, output, rows("night2", held=True, labels=1))  # gains the column; _latest made again
+    # gains the column; _latest made again
+    write_labels(engine, parse_table_name(output), rows("night2", held=True, labels=1))
     assert run_keys(engine, output) == ["night1", "night2"]
     assert run_keys(engine, f"{output}_latest") == ["night1"]
 
-    promote_run(engine, output, "night2")
+    promote_run(engine, parse_table_name(output), "night2")
     assert run_keys(engine, f"{output}_latest") == ["night2"]
     with pytest.raises(LwecInputError, match="holds no published run with run_key 'night3' to promote"):
-        promote_run(engine, output, "night3")
+        promote_run(engine, parse_table_name(output), "night3")

@@ -25,6 +25,7 @@ from lwec_tasks.io import (
 from lwec_tasks.io.bulk_read import FAST_PATH_ENV
 from lwec_tasks.io.columns import plan_columns
 from lwec_tasks.io.features import id_values as read_ids
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.stages.partitions import matchable_ids
 
 N = 30
@@ -71,7 +72,7 @@ def make_source(engine, created, sql_type: str, ids: list) -> str:
 
 
 def load(engine, name):
-    source = describe_source(engine, name)
+    source = describe_source(engine, parse_table_name(name))
     plan = plan_columns(source.columns, source.numeric_columns, source.primary_key, table=name, kinds=source.kinds)
     frame = read_rows(engine, source, plan.columns_to_read, order_by=plan.id_column, exact_columns=["id"])
     return source, SimpleNamespace(ids=read_ids(frame["id"], "id"))
@@ -96,14 +97,16 @@ def test_postgres_ids_round_trip_exactly(pg, monkeypatch, kind, fast):
     id_type = id_key_type(features.ids, source.table.c.id.type)
     out = f"{name}_labels"
     created.append(out)
-    check_label_table(engine, out, name, id_type=id_type, id_column="id")
+    check_label_table(engine, parse_table_name(out), parse_table_name(name), id_type=id_type, id_column="id")
     labels = np.arange(N) % 3
     if fast:
         ingest_only(monkeypatch)  # every kind is staged by ADBC ingestion (uuids and numerics as text)
-    assert write_labels(engine, out, rows_for("first", features.ids, labels, name), id_type=id_type) == N
+    assert write_labels(engine, parse_table_name(out), rows_for("first", features.ids, labels, name),
+                        id_type=id_type) == N
     stored_type = sa.inspect(engine).get_columns(out)[1]["type"]
     assert type(stored_type).__name__.lower().startswith(SQL_TYPES[kind].split("(")[0][:4])
-    check_label_table(engine, out, name, id_type=id_type, id_column="id")  # the labels table fits its source
+    check_label_table(engine, parse_table_name(out), parse_table_name(name), id_type=id_type,
+                      id_column="id")  # the labels table fits its source
 
     earlier = latest_earlier_run(engine, out, name, "second")
     assert earlier.run_key == "first"
@@ -119,7 +122,7 @@ def test_postgres_ids_round_trip_exactly(pg, monkeypatch, kind, fast):
 def test_postgres_uuid_ids_of_fast_and_portable_reads_are_equal(pg, monkeypatch):
     engine, created = pg
     name = make_source(engine, created, "uuid", id_values("uuid"))
-    source = describe_source(engine, name)
+    source = describe_source(engine, parse_table_name(name))
     fast = read_rows(engine, source, ["id", "f0"], order_by="id")
     monkeypatch.setenv(FAST_PATH_ENV, "0")
     portable = read_rows(engine, source, ["id", "f0"], order_by="id")
@@ -132,7 +135,8 @@ def test_postgres_fractional_numeric_ids_stay_decimals(pg):
     engine, created = pg
     ids = [decimal.Decimal("1.25"), decimal.Decimal("2.50"), decimal.Decimal("12345678901234567.75"), 7]
     name = make_source(engine, created, "numeric(20, 2)", ids)
-    frame = read_rows(engine, describe_source(engine, name), ["id"], order_by="id", exact_columns=["id"])
+    frame = read_rows(engine, describe_source(engine, parse_table_name(name)), ["id"], order_by="id",
+                      exact_columns=["id"])
     assert frame["id"].tolist() == [decimal.Decimal("1.25"), decimal.Decimal("2.50"), 7,
                                     decimal.Decimal("12345678901234567.75")]
 
@@ -153,7 +157,8 @@ def test_sqlite_ids_round_trip(sqlite_engine, sql_type, kind):
     source, features = load(sqlite_engine, name)
     assert sorted(features.ids.tolist(), key=str) == sorted(ids, key=str)
     id_type = id_key_type(features.ids, source.table.c.id.type)
-    write_labels(sqlite_engine, "labels", rows_for("a", features.ids, np.arange(N) % 3, name), id_type=id_type)
+    write_labels(sqlite_engine, parse_table_name("labels"), rows_for("a", features.ids, np.arange(N) % 3, name),
+                 id_type=id_type)
     earlier = latest_earlier_run(sqlite_engine, "labels", name, "b")
     assert sorted(earlier.ids.tolist(), key=str) == sorted(ids, key=str)
 
@@ -162,16 +167,21 @@ def test_a_labels_table_keeps_one_kind_of_id(db_url):
     engine = open_engine(db_url)
     out = unique("kinds_labels")
     try:
-        write_labels(engine, out, rows_for("a", np.array([1, 2, 3]), [0, 1, 1], "numbers"))
-        check_label_table(engine, out, "numbers", id_type=sa.BigInteger(), id_column="id")
-        check_label_table(engine, out, "positions", id_type=None)  # row positions are integers too
+        write_labels(engine, parse_table_name(out), rows_for("a", np.array([1, 2, 3]), [0, 1, 1], "numbers"))
+        check_label_table(engine, parse_table_name(out), parse_table_name("numbers"), id_type=sa.BigInteger(),
+                          id_column="id")
+        check_label_table(engine, parse_table_name(out), parse_table_name("positions"),
+                          id_type=None)  # row positions are integers too
         with pytest.raises(LwecInputError, match=rf"output_table '{out}' holds integer ids .* but the ids of table "
                                                  r"'words' are text: column 'code' \(TEXT\); write to another "
                                                  r"output_table"):
-            check_label_table(engine, out, "words", id_type=sa.Text(), id_column="code")
+            check_label_table(engine, parse_table_name(out), parse_table_name("words"), id_type=sa.Text(),
+                              id_column="code")
         with pytest.raises(LwecInputError, match="holds integer ids.*are uuid"):
-            check_label_table(engine, out, "keys", id_type=sa.Uuid(), id_column="key")
-        check_label_table(engine, out, "untyped", id_type=sa.types.NullType())  # no declared type: not compared
+            check_label_table(engine, parse_table_name(out), parse_table_name("keys"), id_type=sa.Uuid(),
+                              id_column="key")
+        check_label_table(engine, parse_table_name(out), parse_table_name("untyped"),
+                          id_type=sa.types.NullType())  # no declared type: not compared
     finally:
         with engine.begin() as connection:
             drop_labels_table(connection, out)

@@ -28,6 +28,7 @@ from lwec_tasks.io.history import (
     record_mlflow_run,
 )
 from lwec_tasks.io.label_storage import VIEW_COLUMNS, storage_names
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.staging import begin_run
 
 assert HISTORY_WIDE == WIDE
@@ -64,7 +65,7 @@ def write_wide(engine, name, runs, id_type=None) -> None:
 
         replace_run_key(engine, table, rows.run_key, rows.source_table, None, insert)
     with engine.begin() as connection:
-        create_view(connection, f"{name}_latest", latest_wide_query(name))
+        create_view(connection, parse_table_name(f"{name}_latest"), latest_wide_query(name))
 
 
 def query(engine, sql_name, run_key=None):
@@ -129,9 +130,9 @@ def test_old_queries_give_the_same_rows_after_the_conversion(engine, tables, run
     assert {(r[8], r[0]) for r in before_latest} == {(source, key) for source, (_, key) in newest.items()}
 
     # The next write (of a third source, which leaves the others' latest runs alone) converts the table.
-    write_labels(engine, name, rows_for("new", [1, 2], [0, 1], source="third"))
+    write_labels(engine, parse_table_name(name), rows_for("new", [1, 2], [0, 1], source="third"))
     with engine.connect() as connection:
-        assert labels_layout(connection, name) == NARROW
+        assert labels_layout(connection, parse_table_name(name)) == NARROW
     assert relation_kind_of(engine, name) == "view" and relation_kind_of(engine, f"{name}_latest") == "view"
     after = query(engine, name)
     assert [row for row in after if row[0] != "new"] == before
@@ -139,7 +140,7 @@ def test_old_queries_give_the_same_rows_after_the_conversion(engine, tables, run
     for key, pairs in before_by_key.items():
         assert query(engine, name, key) == pairs
     assert query(engine, name, "new") == [(1, 0), (2, 1)]
-    runs_table = storage_names(name).runs.name
+    runs_table = storage_names(parse_table_name(name)).runs.name
     with engine.connect() as connection:  # one run per run key, counted, published
         stored_runs = connection.execute(sa.text(f"select run_key, row_count, published from {runs_table}")).all()
     kept = {rows.run_key: len(rows.ids) for rows, _ in wide_runs if len(rows.ids)}
@@ -161,12 +162,13 @@ def test_the_conversion_keeps_every_row_and_the_id_type(engine, tables, kind):
     assert len(before) == n + n // 2
     with engine.connect() as connection:
         wide_type = sa.Table(name, sa.MetaData(), autoload_with=connection).c.id.type
-    write_labels(engine, name, rows_for("b", ids[:10], np.zeros(10, dtype=int), seed=None), id_type=id_type)
+    write_labels(engine, parse_table_name(name), rows_for("b", ids[:10], np.zeros(10, dtype=int), seed=None),
+                 id_type=id_type)
     after = query(engine, name)
     assert [row for row in after if row[0] == "a"] == [row for row in before if row[0] == "a"]
     as_stored = (lambda i: i.hex) if kind == "uuid" and engine.dialect.name == "sqlite" else (lambda i: i)
     assert [row[1:3] for row in after if row[0] == "b"] == sorted((as_stored(i), 0) for i in ids[:10].tolist())
-    rows = storage_names(name).rows
+    rows = storage_names(parse_table_name(name)).rows
     with engine.connect() as connection:
         stored_type = sa.Table(rows.name, sa.MetaData(), autoload_with=connection).c.id.type
     assert stored_type.compile(engine.dialect) == wide_type.compile(engine.dialect)
@@ -182,52 +184,52 @@ def test_a_failed_conversion_changes_nothing(engine, tables, monkeypatch):
 
     monkeypatch.setattr(storage_setup, "create_latest_view", fail)
     with pytest.raises(RuntimeError, match="injected"):
-        write_labels(engine, name, rows_for("b", [1], [0]))
+        write_labels(engine, parse_table_name(name), rows_for("b", [1], [0]))
     assert relation_kind_of(engine, name) == "table"
-    assert relation_kind_of(engine, storage_names(name).runs.name) is None
-    assert relation_kind_of(engine, storage_names(name).rows.name) is None
+    assert relation_kind_of(engine, storage_names(parse_table_name(name)).runs.name) is None
+    assert relation_kind_of(engine, storage_names(parse_table_name(name)).rows.name) is None
     assert query(engine, name) == before and query(engine, f"{name}_latest") == before_latest
     monkeypatch.undo()
-    write_labels(engine, name, rows_for("b", [1], [0]))
+    write_labels(engine, parse_table_name(name), rows_for("b", [1], [0]))
     assert [row for row in query(engine, name) if row[0] == "a"] == before
 
 
 # ----------------------------------------------------------------------------- runs
 
 def stored_runs(engine, name):
-    runs = storage_names(name).runs.name
+    runs = storage_names(parse_table_name(name)).runs.name
     with engine.connect() as connection:
         return connection.execute(sa.text(f"select run, run_key, row_count, mlflow_run_id from {runs} "
                                           "order by run")).all()
 
 
 def stored_rows(engine, name):
-    rows = storage_names(name).rows.name
+    rows = storage_names(parse_table_name(name)).rows.name
     with engine.connect() as connection:
         return connection.execute(sa.text(f"select run, id, label from {rows} order by run, id")).all()
 
 
 def test_a_rerun_replaces_its_run_and_pruning_leaves_no_rows_behind(engine, tables):
     name = tables()
-    write_labels(engine, name, rows_for("a", [1, 2, 3], [0, 1, 1]))
-    write_labels(engine, name, rows_for("b", [1, 2], [1, 0]))
-    write_labels(engine, name, rows_for("a", [4], [2]))  # replaces run a
+    write_labels(engine, parse_table_name(name), rows_for("a", [1, 2, 3], [0, 1, 1]))
+    write_labels(engine, parse_table_name(name), rows_for("b", [1, 2], [1, 0]))
+    write_labels(engine, parse_table_name(name), rows_for("a", [4], [2]))  # replaces run a
     runs = stored_runs(engine, name)
     assert [(key, count) for _, key, count, _ in runs] == [("b", 2), ("a", 1)]
     assert {run for run, _, _ in stored_rows(engine, name)} == {run for run, *_ in runs}
     assert query(engine, name, "a") == [(4, 2)]
-    assert prune_runs(engine, name, "features", keep=1) == ["b"]
+    assert prune_runs(engine, parse_table_name(name), "features", keep=1) == ["b"]
     assert [key for _, key, _, _ in stored_runs(engine, name)] == ["a"]
     assert [(id_, label) for _, id_, label in stored_rows(engine, name)] == [(4, 2)]
 
 
 def test_an_unpublished_run_is_invisible(engine, tables):
     name = tables()
-    write_labels(engine, name, rows_for("a", [1, 2], [0, 1]))
-    ensure_latest_view(engine, name)
+    write_labels(engine, parse_table_name(name), rows_for("a", [1, 2], [0, 1]))
+    ensure_latest_view(engine, parse_table_name(name))
     before, before_latest = query(engine, name), query(engine, f"{name}_latest")
     rows = rows_for("b", [5, 6, 7], [2, 2, 2])
-    pending = begin_run(engine, name, sa.BigInteger(), rows)
+    pending = begin_run(engine, parse_table_name(name), sa.BigInteger(), rows)
     from lwec_tasks.io.staging import append_to, discard_run
 
     append_to(engine, pending.target, rows.ids, rows.labels, pending.append_run)
@@ -239,15 +241,16 @@ def test_an_unpublished_run_is_invisible(engine, tables):
 def test_a_run_abandoned_by_a_killed_writer_goes_when_its_key_is_written_again(engine, tables):
     name = tables()
     rows = rows_for("b", [5, 6, 7], [2, 2, 2])
-    abandoned = begin_run(engine, name, sa.BigInteger(), rows)  # never finished nor discarded
+    abandoned = begin_run(engine, parse_table_name(name), sa.BigInteger(), rows)  # never finished nor discarded
     from lwec_tasks.io.staging import append_to
 
     append_to(engine, abandoned.target, rows.ids, rows.labels, abandoned.append_run)
-    write_labels(engine, name, rows_for("a", [1], [0]))  # another key: the run, whose writer lives, stays
+    # another key: the run, whose writer lives, stays
+    write_labels(engine, parse_table_name(name), rows_for("a", [1], [0]))
     assert abandoned.run in {run for run, *_ in stored_runs(engine, name)}
     if abandoned.lock is not None:
         abandoned.lock.release()  # as the server does when the writer's process dies
-    write_labels(engine, name, rows_for("b", [5, 6], [1, 1]))
+    write_labels(engine, parse_table_name(name), rows_for("b", [5, 6], [1, 1]))
     assert [key for _, key, _, _ in stored_runs(engine, name)] == ["a", "b"]
     assert abandoned.run not in {run for run, _, _ in stored_rows(engine, name)}
     assert query(engine, name, "b") == [(5, 1), (6, 1)]
@@ -255,14 +258,14 @@ def test_a_run_abandoned_by_a_killed_writer_goes_when_its_key_is_written_again(e
 
 def test_record_mlflow_run(engine, tables):
     name = tables()
-    write_labels(engine, name, rows_for("a", [1], [0]))
-    write_labels(engine, name, rows_for("b", [1], [0]))
-    record_mlflow_run(engine, name, "b", "0123abcd")
+    write_labels(engine, parse_table_name(name), rows_for("a", [1], [0]))
+    write_labels(engine, parse_table_name(name), rows_for("b", [1], [0]))
+    record_mlflow_run(engine, parse_table_name(name), "b", "0123abcd")
     assert [(key, mlflow) for _, key, _, mlflow in stored_runs(engine, name)] == [("a", None), ("b", "0123abcd")]
     with pytest.raises(LwecInputError, match=rf"{name}.*no run with run_key 'c'"):
-        record_mlflow_run(engine, name, "c", "0123abcd")
+        record_mlflow_run(engine, parse_table_name(name), "c", "0123abcd")
     with pytest.raises(LwecInputError, match="does not exist"):
-        record_mlflow_run(engine, unique("missing"), "a", "0123abcd")
+        record_mlflow_run(engine, parse_table_name(unique("missing")), "a", "0123abcd")
 
 
 # ----------------------------------------------------------------------------- names
@@ -271,8 +274,8 @@ def test_tables_of_other_shapes_under_the_storage_names_are_refused(engine, tabl
     name = tables()
     with engine.begin() as connection:
         connection.exec_driver_sql(f"create table {name}_runs (x integer)")
-    for call in (lambda: check_label_table(engine, name, "features"),
-                 lambda: write_labels(engine, name, rows_for("a", [1], [0]))):
+    for call in (lambda: check_label_table(engine, parse_table_name(name), parse_table_name("features")),
+                 lambda: write_labels(engine, parse_table_name(name), rows_for("a", [1], [0]))):
         with pytest.raises(LwecInputError, match=rf"table '{name}_runs' lacks the columns .*not the lwec labels "
                                                  rf"storage of output_table '{name}'"):
             call()
@@ -280,15 +283,15 @@ def test_tables_of_other_shapes_under_the_storage_names_are_refused(engine, tabl
         connection.exec_driver_sql(f"drop table {name}_runs")
         connection.exec_driver_sql(f"create table {name}_rows (run integer, id integer, label integer)")
     with pytest.raises(LwecInputError, match=rf"table '{name}_rows' exists without its other half"):
-        check_label_table(engine, name, "features")
+        check_label_table(engine, parse_table_name(name), parse_table_name("features"))
     with engine.begin() as connection:
         connection.exec_driver_sql(f"drop table {name}_rows")
 
 
 def test_storage_names_fit_postgres_identifiers():
-    names = storage_names("analytics." + "l" * 58)
+    names = storage_names(parse_table_name("analytics." + "l" * 58))
     assert (names.runs.schema, names.runs.name, names.rows.name) == \
         ("analytics", "l" * 58 + "_runs", "l" * 58 + "_rows")
     with pytest.raises(LwecInputError, match=r"output_table \(--output-table\)='l{59}' is too long: the table lwec "
                                              r"makes beside it, 'l{59}_runs', would be 64 bytes.*at most 58 bytes"):
-        storage_names("l" * 59)
+        storage_names(parse_table_name("l" * 59))

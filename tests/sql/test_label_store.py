@@ -12,6 +12,7 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import adbc_pool
 from lwec_tasks.io.bulk_read import adbc_connector
 from lwec_tasks.io.label_store import PublishedRun, open_label_store
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.io.staging import append_to
 
@@ -25,7 +26,7 @@ def test_a_reference_is_resolved_on_first_use_and_never_shown(monkeypatch, tmp_p
     url = f"sqlite:///{tmp_path / 'labels.db'}"
     sa.create_engine(url).connect().close()
     monkeypatch.delenv("LWEC_STORE_URL", raising=False)
-    with open_label_store("env:LWEC_STORE_URL", "labels") as store:  # nothing resolved yet: no error
+    with open_label_store("env:LWEC_STORE_URL", parse_table_name("labels")) as store:  # nothing resolved yet: no error
         assert repr(store) == "LabelStore('labels')"
         with pytest.raises(LwecInputError, match="LWEC_STORE_URL"):
             _ = store.engine
@@ -36,14 +37,14 @@ def test_a_reference_is_resolved_on_first_use_and_never_shown(monkeypatch, tmp_p
 
 
 def test_a_name_too_long_for_its_tables_is_refused_on_opening():
-    with pytest.raises(LwecInputError, match="output_table"), open_label_store("sqlite://", "x" * 60):
+    with pytest.raises(LwecInputError, match="output_table"), open_label_store("sqlite://", parse_table_name("x" * 60)):
         pass
 
 
 def test_runs_published_through_the_store_are_recorded(db_url):
     name = unique("store")
     ids, labels = np.arange(10, 30), np.arange(20) % 2
-    with open_label_store(db_url, name) as store:
+    with open_label_store(db_url, parse_table_name(name)) as store:
         try:
             for run_key in ("first", "second"):
                 run = run_of(run_key)
@@ -71,7 +72,7 @@ def test_runs_published_through_the_store_are_recorded(db_url):
 def test_closing_disposes_the_engine_and_the_idle_adbc_connections_to_its_database():
     url = postgres_url_or_skip()
     adbc_pool.close_idle_connections()
-    with open_label_store(url, unique("store")) as store:
+    with open_label_store(url, parse_table_name(unique("store"))) as store:
         connect = adbc_connector(store.engine, read_only=True)
         with connect() as connection, connection.cursor() as cursor:
             cursor.execute("SELECT 1")

@@ -27,6 +27,7 @@ from lwec_tasks.io import ensure_latest_view, write_labels
 from lwec_tasks.io.cleanup import GRACE_SECONDS, remove_leftovers, run_tables_of, tidy
 from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.io.locks import LOCK_WAIT_SECONDS, LockWaitError
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.io.staging import append_to, begin_run
 
 #: The longest a reader may wait for its query, by the promise lwec makes.
@@ -44,7 +45,7 @@ def pg(pg_schema):
 
 def stored(engine, out) -> tuple[dict[str, bool], list[int], set[int]]:
     """(run key → published, the runs' numbers, runs that have a table of their own or a staging table)."""
-    names = storage_names(out)
+    names = storage_names(parse_table_name(out))
     with engine.connect() as connection:
         runs = connection.execute(sa.text(f"select run, run_key, published from {names.runs}")).all()
         tables = set(run_tables_of(connection, names))
@@ -88,8 +89,8 @@ class Reader(threading.Thread):
 @pytest.mark.postgres
 def test_a_dashboard_transaction_defers_the_prune_and_readers_never_wait_behind_it(pg, caplog):
     url, engine, out = pg
-    write_labels(engine, out, rows_for("a", np.arange(2000), np.arange(2000) % 3))
-    ensure_latest_view(engine, out)
+    write_labels(engine, parse_table_name(out), rows_for("a", np.arange(2000), np.arange(2000) % 3))
+    ensure_latest_view(engine, parse_table_name(out))
     run_a = stored(engine, out)[1][0]
     dashboard = sa.create_engine(url, poolclass=sa.pool.NullPool).connect()
     assert dashboard.execute(sa.text(f"select count(*) from {out}_latest")).scalar_one() == 2000  # holds its locks
@@ -99,7 +100,8 @@ def test_a_dashboard_transaction_defers_the_prune_and_readers_never_wait_behind_
         time.sleep(0.2)
         caplog.set_level(logging.INFO, logger="lwec_tasks")
         started = time.perf_counter()
-        written = write_labels(engine, out, rows_for("b", np.arange(100), np.arange(100) % 2), keep_runs=1)
+        written = write_labels(engine, parse_table_name(out), rows_for("b", np.arange(100), np.arange(100) % 2),
+                               keep_runs=1)
         write_seconds = time.perf_counter() - started
         time.sleep(0.2)
     finally:
@@ -120,7 +122,7 @@ def test_a_dashboard_transaction_defers_the_prune_and_readers_never_wait_behind_
     assert keys == {"b": True} and run_a in tables  # run a deleted, its table left until no one reads it
 
     caplog.clear()
-    write_labels(engine, out, rows_for("c", [1, 2], [0, 1]), keep_runs=2)  # a later run, another key
+    write_labels(engine, parse_table_name(out), rows_for("c", [1, 2], [0, 1]), keep_runs=2)  # a later run, another key
     keys, runs, tables = stored(engine, out)
     assert keys == {"b": True, "c": True} and tables == set(runs)  # only the published runs' tables remain
     assert any("removed the tables of 1 deleted or abandoned run" in record.getMessage().lower()
@@ -130,14 +132,15 @@ def test_a_dashboard_transaction_defers_the_prune_and_readers_never_wait_behind_
 @pytest.mark.postgres
 def test_publishing_that_cannot_get_its_lock_fails_naming_the_table_and_publishes_nothing(pg):
     url, engine, out = pg
-    write_labels(engine, out, rows_for("a", [1, 2, 3], [0, 1, 2]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1, 2, 3], [0, 1, 2]))
     before = stored(engine, out)
     blocker = sa.create_engine(url, poolclass=sa.pool.NullPool).connect()
-    blocker.execute(sa.text(f"lock table only {storage_names(out).rows} in share update exclusive mode"))
+    rows = storage_names(parse_table_name(out)).rows
+    blocker.execute(sa.text(f"lock table only {rows} in share update exclusive mode"))
     try:
         started = time.perf_counter()
         with pytest.raises(LockWaitError) as error:
-            write_labels(engine, out, rows_for("b", [1, 2, 3], [2, 2, 2]))
+            write_labels(engine, parse_table_name(out), rows_for("b", [1, 2, 3], [2, 2, 2]))
         elapsed = time.perf_counter() - started
     finally:
         blocker.rollback()
@@ -152,13 +155,14 @@ KILLED_WRITER = textwrap.dedent("""
     import sys, uuid
     import numpy as np, sqlalchemy as sa
     from lwec_tasks.io import LabelRows
+    from lwec_tasks.io.names import parse_table_name
     from lwec_tasks.io.staging import append_to, begin_run, finish_run
     url, out = sys.argv[1:3]
     ids = np.array([uuid.UUID(int=i + 1) for i in range(500)], dtype=object)
     rows = LabelRows(run_key="killed", ids=ids, labels=np.arange(500) % 3, k=3, method="lwea", theta=0.4,
                      ensemble_size=10, seed=7, source_table="features")
     engine = sa.create_engine(url)
-    pending = begin_run(engine, out, sa.Uuid(), rows)
+    pending = begin_run(engine, parse_table_name(out), sa.Uuid(), rows)
     appended = append_to(engine, pending.target, ids, rows.labels, pending.append_run, pending.target_columns)
     print(pending.run, flush=True)
     sys.stdin.readline()
@@ -171,7 +175,7 @@ KILLED_WRITER = textwrap.dedent("""
 def test_a_writer_killed_while_it_waits_leaves_what_a_later_run_of_another_key_removes(pg):
     url, engine, out = pg
     ids = [uuid.UUID(int=i + 1) for i in range(3)]
-    write_labels(engine, out, rows_for("a", ids, [0, 1, 2]), id_type=sa.Uuid())
+    write_labels(engine, parse_table_name(out), rows_for("a", ids, [0, 1, 2]), id_type=sa.Uuid())
     writer = subprocess.Popen([sys.executable, "-c", KILLED_WRITER, url, out], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env={**os.environ})
     holder = sa.create_engine(url, poolclass=sa.pool.NullPool).connect()
@@ -191,12 +195,12 @@ def test_a_writer_killed_while_it_waits_leaves_what_a_later_run_of_another_key_r
     assert waiting  # killed while it waited for its turn to publish
     keys, runs, tables = stored(engine, out)
     assert keys == {"a": True, "killed": False} and run in tables  # its unpublished run, table and staging table
-    names = storage_names(out)
+    names = storage_names(parse_table_name(out))
     with engine.connect() as connection:
         left = set(sa.inspect(connection).get_table_names(schema=names.view.schema))
     assert {names.run_rows(run).name, names.staging(run).name} <= left
 
-    write_labels(engine, out, rows_for("b", ids[:2], [1, 1]), id_type=sa.Uuid())  # another key, later
+    write_labels(engine, parse_table_name(out), rows_for("b", ids[:2], [1, 1]), id_type=sa.Uuid())  # another key, later
     keys, runs, tables = stored(engine, out)
     assert keys == {"a": True, "b": True} and tables == set(runs)
     with engine.connect() as connection:
@@ -208,17 +212,17 @@ def test_a_writer_killed_while_it_waits_leaves_what_a_later_run_of_another_key_r
 @pytest.mark.postgres
 def test_a_live_writer_keeps_its_run_while_another_key_is_written(pg):
     url, engine, out = pg
-    write_labels(engine, out, rows_for("a", [1], [0]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1], [0]))
     rows = rows_for("live", [5, 6, 7], [2, 2, 2])
-    pending = begin_run(engine, out, sa.BigInteger(), rows)
+    pending = begin_run(engine, parse_table_name(out), sa.BigInteger(), rows)
     try:
         append_to(engine, pending.target, rows.ids, rows.labels, pending.append_run)
-        write_labels(engine, out, rows_for("b", [1], [1]))
+        write_labels(engine, parse_table_name(out), rows_for("b", [1], [1]))
         keys, runs, tables = stored(engine, out)
         assert keys == {"a": True, "b": True, "live": False} and pending.run in tables
     finally:
         pending.lock.release()
-    assert remove_leftovers(engine, out).removed == (pending.run,)  # its writer gone, it goes
+    assert remove_leftovers(engine, parse_table_name(out)).removed == (pending.run,)  # its writer gone, it goes
     assert stored(engine, out)[0] == {"a": True, "b": True}
 
 
@@ -226,13 +230,13 @@ def test_elsewhere_an_unpublished_run_goes_once_older_than_the_grace_period(tmp_
     import datetime as dt
 
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'labels.db'}")
-    write_labels(engine, "labels", rows_for("a", [1, 2], [0, 1]))
+    write_labels(engine, parse_table_name("labels"), rows_for("a", [1, 2], [0, 1]))
     rows = rows_for("left", [5, 6], [2, 2])
-    pending = begin_run(engine, "labels", sa.BigInteger(), rows)
+    pending = begin_run(engine, parse_table_name("labels"), sa.BigInteger(), rows)
     append_to(engine, pending.target, rows.ids, rows.labels, pending.append_run)
-    assert remove_leftovers(engine, "labels").removed == ()  # within the grace period: maybe live
+    assert remove_leftovers(engine, parse_table_name("labels")).removed == ()  # within the grace period: maybe live
     later = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=GRACE_SECONDS + 60)
-    assert remove_leftovers(engine, "labels", now=later).removed == (pending.run,)
+    assert remove_leftovers(engine, parse_table_name("labels"), now=later).removed == (pending.run,)
     with engine.connect() as connection:
         assert connection.execute(sa.text("select count(*) from labels_rows")).scalar_one() == 2
         assert connection.execute(sa.text("select run_key from labels_runs")).scalars().all() == ["a"]
@@ -253,7 +257,7 @@ def test_removing_leftovers_after_a_write_logs_a_database_error_instead_of_faili
     engine = sa.create_engine(sa.make_url(url).set(database=f"lwec_missing_{uuid.uuid4().hex[:8]}"))
     log = logging.getLogger("lwec_tasks.test_tidy")
     with caplog.at_level(logging.WARNING, logger=log.name):
-        assert tidy(engine, out, log) is None
+        assert tidy(engine, parse_table_name(out), log) is None
     (record,) = caplog.records
     assert record.levelno == logging.WARNING and repr(out) in record.getMessage()
     assert "a later run tries again" in record.getMessage() and "does not exist" in record.getMessage()

@@ -17,6 +17,7 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import TableName, check_new_table_name, default_output_table
 from lwec_tasks.io.identifiers import run_key_index_name
 from lwec_tasks.io.label_storage import rows_table, runs_table, storage_names
+from lwec_tasks.io.names import parse_table_name
 from lwec_tasks.preflight import check_assign_request
 
 FEATURES = ["f0", "f1", "f2", "f3"]
@@ -24,7 +25,7 @@ FEATURES = ["f0", "f1", "f2", "f3"]
 
 def derived_names(source: str) -> list[TableName]:
     """Every relation, index and per-run table name lwec makes for ``source``'s default output table."""
-    names = storage_names(default_output_table(source))
+    names = storage_names(default_output_table(parse_table_name(source)))
     runs, rows = runs_table(names), rows_table(names, sa.BigInteger())
     ddl = [sa.schema.CreateTable(runs), sa.schema.CreateTable(rows), *map(sa.schema.CreateIndex, runs.indexes)]
     for statement in ddl:  # SQLAlchemy refuses an identifier over 63 characters when it compiles the DDL
@@ -51,13 +52,13 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 @given(name=st.one_of(ANY_NAME, PLAIN_NAME), schema=SCHEMA)
 def test_every_name_derived_from_a_source_of_up_to_63_bytes_fits(name, schema):
     source = str(TableName(name, schema))
-    output = default_output_table(source)
+    output = default_output_table(parse_table_name(source))
     assert check_new_table_name(output) == output  # the default passes the check an explicit one must pass
     derived = derived_names(source)
     assert all(fits(table) for table in derived), [(str(t), len(t.name.encode())) for t in derived]
     assert len({table.name for table in derived}) == len(derived)  # no two relations of one storage share a name
     assert all(table.schema == schema for table in derived)  # beside the source, in its schema
-    assert storage_names(default_output_table(source)) == storage_names(output)  # the same names every run
+    assert storage_names(default_output_table(parse_table_name(source))) == storage_names(output)  # same every run
 
 
 @FAST
@@ -77,7 +78,7 @@ def test_distinct_sources_get_distinct_outputs_but_where_only_replaced_character
     assume(first != second)
     stems = [stem(first), stem(second)]
     if stems[0] != stems[1] or min(map(len, stems)) > 44:  # longer stems: cut, and the hash of the name added
-        assert default_output_table(str(TableName(first))) != default_output_table(str(TableName(second)))
+        assert default_output_table(TableName(first)) != default_output_table(TableName(second))
 
 
 def stem(name: str) -> str:
@@ -89,7 +90,7 @@ def stem(name: str) -> str:
 
 def test_a_63_character_source_keeps_the_names_it_gets_now():
     """Pinned: changing a default name would hide a source's earlier runs from its ``_latest`` view."""
-    names = storage_names(default_output_table("s" * 63))
+    names = storage_names(default_output_table(parse_table_name("s" * 63)))
     assert str(names.view) == "sssssssssssssssssssssssssssssssssss_d3bf3d54_lwec_labels"
     assert run_key_index_name(names.runs).name == "sssssssssssssssssssssssssssssssssss_d3bf3d54_lw_4e2db790_by_key"
     assert run_key_index_name(TableName("labels_runs")).name == "labels_runs_by_key"  # short: as before
@@ -134,7 +135,7 @@ def test_postgres_a_63_character_source_table_writes_its_labels_and_latest_view(
                   "tracking_uri": mlflow_store}
     summary = consensus_flow(**parameters)
 
-    names = storage_names(default_output_table(table))  # the names every run of this source gets (pinned above)
+    names = storage_names(default_output_table(parse_table_name(table)))  # the names every run of this source gets
     assert summary["output_table"] == str(names.view) and len(names.view.name) == 56
     assert summary["rows_written"] == 60
     assert {names.view.name, names.runs.name, names.rows.name, names.latest.name} <= relations(url, schema)
@@ -178,4 +179,4 @@ def test_a_too_long_output_table_is_refused_by_the_preflight_and_the_flow_parame
     with pytest.raises(LwecInputError, match=r"^output_table \(--output-table\)='o{80}' is too long.*at most 56"):
         ConsensusRequest(database_url=url, table="features", n_clusters=3, output_table="o" * 80)
     ConsensusRequest(database_url=url, table="features", n_clusters=3, output_table="o" * 56)  # fits: its index
-    assert len(run_key_index_name(storage_names("o" * 56).runs).name) == 63  # is shortened, not refused
+    assert len(run_key_index_name(storage_names(TableName("o" * 56)).runs).name) == 63  # is shortened, not refused

@@ -259,7 +259,7 @@ def test_postgres_levels_of_one_grouped_scan_equal_a_group_by_per_column():
 
     import lwec_tasks.io.levels as levels
     from helpers.pipeline import postgres_url_or_skip, unique
-    from lwec_tasks.io import describe_source, open_engine
+    from lwec_tasks.io import TableName, describe_source, open_engine
 
     engine = open_engine(postgres_url_or_skip())
     name = unique("pglevels")
@@ -275,7 +275,7 @@ def test_postgres_levels_of_one_grouped_scan_equal_a_group_by_per_column():
         table.create(connection)
         connection.execute(sa.insert(table), records)
     try:
-        source = describe_source(engine, name)
+        source = describe_source(engine, TableName(name))
         columns = ["colour", "ok", "code", "flat", "empty", "x"]
         stats = levels.column_stats(engine, source, columns)
         found = levels.level_counts(engine, source, ["colour", "ok", "flat", "empty"], stats)

@@ -8,6 +8,7 @@ import pytest
 from helpers.pipeline import drop_labels_table, unique
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import LabelRows, check_label_table, ensure_latest_view, open_engine, write_labels
+from lwec_tasks.io.names import parse_table_name
 
 
 @pytest.fixture
@@ -17,8 +18,8 @@ def labels_with_view(db_url):
     table = unique("out")
     rows = LabelRows(run_key="a", ids=np.array([1, 2]), labels=np.array([0, 1]), k=2, method="lwea", theta=0.4,
                      ensemble_size=4, seed=0, source_table="features")
-    write_labels(engine, table, rows)
-    view = ensure_latest_view(engine, table)
+    write_labels(engine, parse_table_name(table), rows)
+    view = ensure_latest_view(engine, parse_table_name(table))
     yield engine, table, view
     with engine.begin() as connection:
         drop_labels_table(connection, table)
@@ -28,12 +29,12 @@ def labels_with_view(db_url):
 def test_the_latest_view_is_refused_naming_the_labels_table(labels_with_view):
     engine, table, view = labels_with_view
     with pytest.raises(LwecInputError) as error:
-        check_label_table(engine, view, "features")
+        check_label_table(engine, parse_table_name(view), parse_table_name("features"))
     message = str(error.value)
     assert message == (f"output_table={view!r} is a view, not a table; labels are written to a table: choose "
                        f"another name (this looks like the latest-labels view of {table!r}: pass "
                        f"output_table={table!r})")
-    check_label_table(engine, table, "features")  # the table itself is fine
+    check_label_table(engine, parse_table_name(table), parse_table_name("features"))  # the table itself is fine
 
 
 def test_any_view_is_refused(db_url, labels_with_view):
@@ -43,7 +44,7 @@ def test_any_view_is_refused(db_url, labels_with_view):
         connection.exec_driver_sql(f'CREATE VIEW "{view}" AS SELECT * FROM "{table}"')
     try:
         with pytest.raises(LwecInputError, match=rf"output_table='{view}' is a view, not a table"):
-            check_label_table(engine, view, "features")
+            check_label_table(engine, parse_table_name(view), parse_table_name("features"))
     finally:
         with engine.begin() as connection:
             connection.exec_driver_sql(f'DROP VIEW "{view}"')
@@ -57,9 +58,9 @@ def test_sqlite_names_are_compared_without_case(tmp_path):
         connection.exec_driver_sql("CREATE VIEW Report AS SELECT * FROM t")
         connection.exec_driver_sql("CREATE INDEX by_x ON t (x)")
     with pytest.raises(LwecInputError, match="is a view"):
-        check_label_table(engine, "report", "t")  # SQLite: the same name
+        check_label_table(engine, parse_table_name("report"), parse_table_name("t"))  # SQLite: the same name
     with pytest.raises(LwecInputError, match="is an index, not a table"):
-        check_label_table(engine, "by_x", "t")
+        check_label_table(engine, parse_table_name("by_x"), parse_table_name("t"))
     engine.dispose()
 
 
@@ -77,7 +78,7 @@ def test_postgres_other_relations_are_refused(ddl, kind):
         connection.exec_driver_sql(ddl.format(name=name))
     try:
         with pytest.raises(LwecInputError, match=rf"output_table='{name}' is a {kind}, not a table"):
-            check_label_table(engine, name, "features")
+            check_label_table(engine, parse_table_name(name), parse_table_name("features"))
     finally:
         with engine.begin() as connection:
             connection.exec_driver_sql(f"DROP {kind.upper()} {name}")

@@ -19,6 +19,7 @@ from helpers.pipeline import PROJECT_ROOT, blobs_frame, drop_labels_table, free_
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io import DatabaseUnreachableError, LabelRows, ensure_latest_view, open_engine, write_labels
 from lwec_tasks.io.catalog import describe_source, values_seen_early
+from lwec_tasks.io.names import TableName, parse_table_name
 from lwec_tasks.preflight import (
     check_assign_request,
     check_consensus_request,
@@ -58,7 +59,7 @@ def test_a_good_table_passes_and_plans_the_read(db_url, tables):
     engine = open_engine(db_url)
     planned = plan_consensus_read(engine, request(db_url, table, label_column="target"))
     engine.dispose()
-    assert planned.n_rows == 40 and planned.output_table == f"{table}_lwec_labels"
+    assert planned.n_rows == 40 and planned.output_table == TableName(f"{table}_lwec_labels")
     assert planned.columns.feature_columns == ("f0", "f1", "f2", "f3")
     assert dict(planned.columns.left_out) == {"id": "id column", "target": "label column",
                                               "note": "high-cardinality text (40 distinct values)"}
@@ -114,7 +115,7 @@ def test_empty_and_nearly_empty_tables_say_so(db_url, tables):
     engine = open_engine(db_url)
     try:
         with pytest.raises(LwecInputError, match=r"8 row\(s\) of table .* have missing or non-finite values"):
-            plan_assign_read(engine, sparse, ["f0", "f1"], None, None)
+            plan_assign_read(engine, TableName(sparse), ["f0", "f1"], None, TableName(f"{sparse}_lwec_labels"))
     finally:
         engine.dispose()
 
@@ -136,10 +137,10 @@ def test_the_output_table_is_checked(db_url, tables):
     table = tables(blobs_frame(n=40))
     engine = open_engine(db_url)
     labels = f"{table}_lwec_labels"
-    write_labels(engine, labels, LabelRows(run_key="a", ids=np.array(["x", "y"], dtype=object),
+    write_labels(engine, parse_table_name(labels), LabelRows(run_key="a", ids=np.array(["x", "y"], dtype=object),
                                            labels=np.array([0, 1]), k=2, method="lwea", theta=0.4,
                                            ensemble_size=4, seed=0, source_table="words"))
-    view = ensure_latest_view(engine, labels)
+    view = ensure_latest_view(engine, parse_table_name(labels))
     engine.dispose()
     with pytest.raises(LwecInputError, match=rf"output_table='{view}' is a view, not a table"):
         check_consensus_request(request(db_url, table, output_table=view))
@@ -180,7 +181,7 @@ def test_looking_at_the_first_rows_shows_only_what_the_counts_confirm(db_url, ta
     needed = data.draw(st.integers(1, 8))
 
     engine = open_engine(db_url)
-    source = describe_source(engine, table)
+    source = describe_source(engine, parse_table_name(table))
     named = features or ["f0", "f1", "f2"]
     seen = values_seen_early(engine, source, named, "id", needed_rows=needed)
     engine.dispose()

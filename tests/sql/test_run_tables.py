@@ -40,7 +40,7 @@ def pg(pg_schema):
 
 def layout(engine, out) -> tuple[str, dict[str, str], list[str]]:
     """The rows table's relkind, its partitions (name → bound) and every table named like a run's table."""
-    rows = storage_names(out).rows
+    rows = storage_names(parse_table_name(out)).rows
     inherits = sa.table("pg_inherits", sa.column("inhrelid"), sa.column("inhparent"), schema="pg_catalog")
     classes = sa.table("pg_class", sa.column("oid"), sa.column("relname"), sa.column("relpartbound"),
                        schema="pg_catalog")
@@ -57,7 +57,7 @@ def layout(engine, out) -> tuple[str, dict[str, str], list[str]]:
 
 def published(engine, out) -> dict[str, int]:
     """Run key → run number of the published runs."""
-    runs = storage_names(out).runs
+    runs = storage_names(parse_table_name(out)).runs
     table = sa.table(runs.name, sa.column("run"), sa.column("run_key"), sa.column("published"), schema=runs.schema)
     with engine.connect() as connection:
         return dict(connection.execute(sa.select(table.c.run_key, table.c.run).where(table.c.published)).all())
@@ -67,9 +67,10 @@ def one_partition_per_run(engine, out, key=("id",)) -> None:
     """The rows table is partitioned, each published run is a partition of its own keyed by ``key``, no run
     table is left over."""
     kind, partitions, tables = layout(engine, out)
-    expected = {run_rows_name(out, run).name: f"FOR VALUES IN ('{run}')" for run in published(engine, out).values()}
+    names = storage_names(parse_table_name(out))
+    expected = {run_rows_name(names, run).name: f"FOR VALUES IN ('{run}')" for run in published(engine, out).values()}
     assert (kind, partitions, tables) == ("p", expected, sorted(expected))
-    schema = storage_names(out).rows.schema
+    schema = storage_names(parse_table_name(out)).rows.schema
     with engine.connect() as connection:
         inspector = sa.inspect(connection)
         assert {name: tuple(inspector.get_pk_constraint(name, schema=schema)["constrained_columns"])
@@ -92,37 +93,37 @@ def answers(engine, out, keys) -> tuple:
 
 def test_each_run_is_a_partition_of_its_own_and_deleted_runs_drop_theirs(pg):
     engine, out = pg
-    write_labels(engine, out, rows_for("a", [1, 2, 3], [0, 1, 1]))
-    ensure_latest_view(engine, out)  # as the write stage does
-    write_labels(engine, out, rows_for("b", [1, 2], [1, 0]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1, 2, 3], [0, 1, 1]))
+    ensure_latest_view(engine, parse_table_name(out))  # as the write stage does
+    write_labels(engine, parse_table_name(out), rows_for("b", [1, 2], [1, 0]))
     one_partition_per_run(engine, out)
     first_a = published(engine, out)["a"]
-    write_labels(engine, out, rows_for("a", [4], [2]))  # replaces run a: its table goes
+    write_labels(engine, parse_table_name(out), rows_for("a", [4], [2]))  # replaces run a: its table goes
     one_partition_per_run(engine, out)
     assert published(engine, out)["a"] != first_a
     assert answers(engine, out, ["a", "b"])[2] == {"a": [(4, 2)], "b": [(1, 1), (2, 0)]}
-    write_labels(engine, out, rows_for("c", [9], [0]), keep_runs=2)  # prunes b
+    write_labels(engine, parse_table_name(out), rows_for("c", [9], [0]), keep_runs=2)  # prunes b
     one_partition_per_run(engine, out)
     assert sorted(published(engine, out)) == ["a", "c"]
-    assert prune_runs(engine, out, "features", keep=1) == ["a"]
+    assert prune_runs(engine, parse_table_name(out), "features", keep=1) == ["a"]
     one_partition_per_run(engine, out)
     assert answers(engine, out, ["a", "c"])[2] == {"a": [], "c": [(9, 0)]}
 
 
 def test_a_run_is_written_to_an_unindexed_table_that_publishing_keys_and_attaches(pg):
     engine, out = pg
-    write_labels(engine, out, rows_for("a", [1], [0]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1], [0]))
     rows = rows_for("b", np.arange(100), np.arange(100) % 3)
-    pending = begin_run(engine, out, sa.BigInteger(), rows)
-    assert pending.target == pending.rows == str(run_rows_name(out, pending.run))
+    pending = begin_run(engine, parse_table_name(out), sa.BigInteger(), rows)
+    assert pending.target == pending.rows == run_rows_name(parse_table_name(out), pending.run)
     assert pending.append_run is None  # the table's run column defaults to the run: (id, label) are ingested
     append_to(engine, pending.target, rows.ids, rows.labels, pending.append_run)
-    name = run_rows_name(out, pending.run)
+    name = run_rows_name(parse_table_name(out), pending.run)
     with engine.connect() as connection:
         inspector = sa.inspect(connection)
         assert inspector.get_indexes(name.name, schema=name.schema) == []
         assert inspector.get_pk_constraint(name.name, schema=name.schema)["constrained_columns"] == []
-    attached = run_rows_name(out, 1).name  # run a's
+    attached = run_rows_name(parse_table_name(out), 1).name  # run a's
     assert layout(engine, out)[1:] == ({attached: "FOR VALUES IN ('1')"}, sorted([attached, name.name]))
     notices = []
     chatty = sa.create_engine(engine.url, connect_args={"options": "-c client_min_messages=debug1"})
@@ -136,7 +137,7 @@ def test_a_run_is_written_to_an_unindexed_table_that_publishing_keys_and_attache
     one_partition_per_run(engine, out)  # keyed by id: its share of (run, id)
     with engine.connect() as connection:
         assert sa.inspect(connection).get_pk_constraint(name.name, schema=name.schema)["constrained_columns"] == ["id"]
-        rows = storage_names(out).rows
+        rows = storage_names(parse_table_name(out)).rows
         assert sa.inspect(connection).get_pk_constraint(rows.name, schema=rows.schema)["constrained_columns"] == []
 
 
@@ -147,27 +148,27 @@ def test_a_partitioned_rows_table_keyed_by_run_and_id_keeps_that_key_for_every_r
     made = storage_setup.rows_table
     monkeypatch.setattr(storage_setup, "rows_table",
                         lambda *args, keyed=True, by_run=False: made(*args, keyed=True, by_run=by_run))
-    write_labels(engine, out, rows_for("a", [1, 2, 3], [0, 1, 2]))
-    ensure_latest_view(engine, out)
+    write_labels(engine, parse_table_name(out), rows_for("a", [1, 2, 3], [0, 1, 2]))
+    ensure_latest_view(engine, parse_table_name(out))
     monkeypatch.undo()
-    rows = storage_names(out).rows
+    rows = storage_names(parse_table_name(out)).rows
     with engine.connect() as connection:
         assert sa.inspect(connection).get_pk_constraint(rows.name, schema=rows.schema)["constrained_columns"] == \
             ["run", "id"]
-    write_labels(engine, out, rows_for("b", [2, 3, 4], [1, 1, 0]))
-    write_labels(engine, out, rows_for("a", [1, 2], [2, 2]))  # replaces a
+    write_labels(engine, parse_table_name(out), rows_for("b", [2, 3, 4], [1, 1, 0]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1, 2], [2, 2]))  # replaces a
     one_partition_per_run(engine, out, key=("run", "id"))
     assert answers(engine, out, ["a", "b"])[2] == {"a": [(1, 2), (2, 2)], "b": [(2, 1), (3, 1), (4, 0)]}
     with pytest.raises(Exception, match="duplicate"):
-        write_labels(engine, out, rows_for("c", [5, 5], [0, 1]))
+        write_labels(engine, parse_table_name(out), rows_for("c", [5, 5], [0, 1]))
     assert "c" not in published(engine, out)
 
 
 @pytest.mark.parametrize("failure", ["after the ingest", "duplicate ids"])
 def test_a_failed_write_leaves_no_table_and_no_visible_run(pg, monkeypatch, failure):
     engine, out = pg
-    write_labels(engine, out, rows_for("a", [1, 2], [0, 1]))
-    ensure_latest_view(engine, out)
+    write_labels(engine, parse_table_name(out), rows_for("a", [1, 2], [0, 1]))
+    ensure_latest_view(engine, parse_table_name(out))
     ids = [5, 6, 7]
     if failure == "after the ingest":
         def fail(*args, **kwargs):
@@ -178,23 +179,23 @@ def test_a_failed_write_leaves_no_table_and_no_visible_run(pg, monkeypatch, fail
         ids = [5, 6, 6]
     before, runs = answers(engine, out, ["a", "b"]), published(engine, out)
     with pytest.raises(Exception, match="injected|duplicate"):
-        write_labels(engine, out, rows_for("b", ids, [2, 2, 2]))
+        write_labels(engine, parse_table_name(out), rows_for("b", ids, [2, 2, 2]))
     assert answers(engine, out, ["a", "b"]) == before and published(engine, out) == runs
     one_partition_per_run(engine, out)
     monkeypatch.undo()
-    write_labels(engine, out, rows_for("b", [5, 6, 7], [2, 2, 2]))
+    write_labels(engine, parse_table_name(out), rows_for("b", [5, 6, 7], [2, 2, 2]))
     one_partition_per_run(engine, out)
 
 
 def test_a_run_abandoned_before_publishing_drops_its_table_when_its_key_is_written_again(pg):
     engine, out = pg
     rows = rows_for("b", [5, 6, 7], [2, 2, 2])
-    abandoned = begin_run(engine, out, sa.BigInteger(), rows)  # never finished nor discarded
+    abandoned = begin_run(engine, parse_table_name(out), sa.BigInteger(), rows)  # never finished nor discarded
     append_to(engine, abandoned.target, rows.ids, rows.labels, abandoned.append_run)
-    write_labels(engine, out, rows_for("a", [1], [0]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1], [0]))
     assert parse_table_name(abandoned.rows).name in layout(engine, out)[2]  # its writer lives: kept
     abandoned.lock.release()  # as the server does when the writer's process dies
-    write_labels(engine, out, rows_for("b", [5], [1]))
+    write_labels(engine, parse_table_name(out), rows_for("b", [5], [1]))
     one_partition_per_run(engine, out)
 
 
@@ -211,16 +212,16 @@ def test_the_rows_table_of_the_release_before_is_partitioned_by_the_next_write(p
     write_unpartitioned(engine, out, old_runs, id_type)
     keys = ["a", "b", "empty"]
     with engine.connect() as connection:
-        assert pg_relkind(connection, storage_names(out).rows) == "r"
-        rows = storage_names(out).rows
+        assert pg_relkind(connection, storage_names(parse_table_name(out)).rows) == "r"
+        rows = storage_names(parse_table_name(out)).rows
         stored = sa.table(rows.name, sa.column("run"), sa.column("id"), sa.column("label"), schema=rows.schema)
         every_row = sorted(connection.execute(sa.select(stored)).all())
     assert len(every_row) == n + n // 2 + 7
     before = answers(engine, out, keys)
-    earlier = earlier_run(engine, out, "features", exclude_run_key="new")
+    earlier = earlier_run(engine, storage_names(parse_table_name(out)), "features", exclude_run_key="new")
     assert (earlier.run_key, earlier.run) == ("a", published(engine, out)["a"])
 
-    write_labels(engine, out, rows_for("new", ids[:3], [2, 1, 0], source="third"), id_type=id_type)
+    write_labels(engine, parse_table_name(out), rows_for("new", ids[:3], [2, 1, 0], source="third"), id_type=id_type)
     kind_after, partitions, tables = layout(engine, out)
     assert kind_after == "p"
     with engine.connect() as connection:
@@ -230,15 +231,16 @@ def test_the_rows_table_of_the_release_before_is_partitioned_by_the_next_write(p
         assert sorted(row for row in connection.execute(sa.select(stored)).all() if row.run != new) == \
             [row for row in every_row if row.run not in unfinished]  # every published row kept
     assert len(unfinished) == 1 and len(numbers) == 4  # the run that never finished, no writer alive, removed
-    assert partitions == {run_rows_name(out, run).name: f"FOR VALUES IN ('{run}')" for run in numbers}
+    assert partitions == {run_rows_name(parse_table_name(out), run).name: f"FOR VALUES IN ('{run}')" for run in numbers}
     assert tables == sorted(partitions)  # nothing left aside
     after = answers(engine, out, keys)
     assert after[0] == before[0] + [row for row in after[0] if row[0] == "new"]
     assert [row for row in after[1] if row[0] != "new"] == before[1] and after[2] == before[2]
-    again = earlier_run(engine, out, "features", exclude_run_key="new")
+    again = earlier_run(engine, storage_names(parse_table_name(out)), "features", exclude_run_key="new")
     assert (again.run_key, again.run) == ("a", published(engine, out)["a"])
 
-    write_labels(engine, out, rows_for("a", ids[:2], [1, 1]), id_type=id_type)  # replaces a and the unfinished a
+    write_labels(engine, parse_table_name(out), rows_for("a", ids[:2], [1, 1]),
+                 id_type=id_type)  # replaces a and the unfinished a
     one_partition_per_run(engine, out)
     assert answers(engine, out, ["a"])[2] == {"a": sorted(zip(ids[:2].tolist(), [1, 1]))}
 
@@ -253,11 +255,11 @@ def test_a_failed_partitioning_changes_nothing(pg, monkeypatch):
 
     monkeypatch.setattr(storage_setup, "latest_labels_query", fail)
     with pytest.raises(RuntimeError, match="injected"):
-        write_labels(engine, out, rows_for("b", [1], [0]))
+        write_labels(engine, parse_table_name(out), rows_for("b", [1], [0]))
     assert layout(engine, out) == ("r", {}, [])
     assert answers(engine, out, ["a", "b"]) == (*before[:2], {**before[2], "b": []})
     monkeypatch.undo()
-    write_labels(engine, out, rows_for("b", [1], [0]))
+    write_labels(engine, parse_table_name(out), rows_for("b", [1], [0]))
     one_partition_per_run(engine, out)
     assert answers(engine, out, ["a"])[2] == before[2]
 
@@ -272,20 +274,20 @@ def test_a_wide_table_of_an_earlier_release_is_converted_to_one_partition_per_ru
             connection.execute(sa.insert(wide), [{**constants, "id": i, "label": i % 2} for i in ids])
 
         replace_run_key(engine, wide, key, "features", None, insert)
-    write_labels(engine, out, rows_for("c", [7], [0]))
+    write_labels(engine, parse_table_name(out), rows_for("c", [7], [0]))
     one_partition_per_run(engine, out)
     assert answers(engine, out, ["a", "b", "c"])[2] == {"a": [(1, 1), (2, 0), (3, 1)], "b": [(2, 0), (3, 1)],
                                                         "c": [(7, 0)]}
 
 
 def test_run_table_names_fit_postgres_identifiers_and_keep_apart():
-    assert run_rows_name("analytics.labels", 12) == parse_table_name("analytics.labels_rows$12")
+    assert run_rows_name(parse_table_name("analytics.labels"), 12) == parse_table_name("analytics.labels_rows$12")
     longest = "l" * (MAX_IDENTIFIER_BYTES - len("_runs"))
-    names = {run_rows_name(base, 2**31 - 1) for base in (longest, longest[:-1] + "m", "é" * 29)}
+    names = {run_rows_name(parse_table_name(base), 2**31 - 1) for base in (longest, longest[:-1] + "m", "é" * 29)}
     assert len(names) == 3
     for name in names:
         assert len(name.name.encode("utf-8")) <= MAX_IDENTIFIER_BYTES and name.name.endswith(f"${2**31 - 1}")
-    assert run_rows_name(longest, 5).name.startswith(longest[:40])
+    assert run_rows_name(parse_table_name(longest), 5).name.startswith(longest[:40])
 
 
 def test_pruning_a_rows_table_of_the_release_before_deletes_its_rows_and_the_next_write_partitions_it(pg):
@@ -294,12 +296,13 @@ def test_pruning_a_rows_table_of_the_release_before_deletes_its_rows_and_the_nex
                 (rows_for("b", [1, 2], [1, 1]), T0 + dt.timedelta(minutes=1), True),
                 (rows_for("c", [4], [0]), T0 + dt.timedelta(minutes=2), True)]
     write_unpartitioned(engine, out, old_runs)
-    assert prune_runs(engine, out, "features", 1) == ["b", "a"]  # on the plain rows table, before any write
-    rows = storage_names(out).rows
+    # on the plain rows table, before any write
+    assert prune_runs(engine, parse_table_name(out), "features", 1) == ["b", "a"]
+    rows = storage_names(parse_table_name(out)).rows
     with engine.connect() as connection:
         assert pg_relkind(connection, rows) == "r"
         left = connection.execute(sa.text(f"select count(*) from {rows}")).scalar_one()
     assert left == 1  # the pruned runs' rows went with them: no row of no run is left
-    write_labels(engine, out, rows_for("d", [5, 6], [1, 0]))
+    write_labels(engine, parse_table_name(out), rows_for("d", [5, 6], [1, 0]))
     one_partition_per_run(engine, out)
     assert sorted(published(engine, out)) == ["c", "d"]

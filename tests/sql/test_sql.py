@@ -22,6 +22,7 @@ from lwec_tasks.io import (
     read_rows,
     write_labels,
 )
+from lwec_tasks.io.names import TableName, parse_table_name
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def features_table(db_url):
 
 def test_reflection_reports_columns_types_and_key(db_url, features_table):
     table, _ = features_table
-    source = describe_source(open_engine(db_url), table)
+    source = describe_source(open_engine(db_url), parse_table_name(table))
     assert source.columns == ("id", "f0", "f1", "f2", "f3", "target", "note")
     assert source.numeric_columns == ("id", "f0", "f1", "f2", "f3", "target")
     assert source.primary_key == ("id",)
@@ -48,11 +49,12 @@ def test_reflection_reports_columns_types_and_key(db_url, features_table):
 def test_unknown_table_lists_existing_tables(db_url, features_table):
     table, _ = features_table
     engine = open_engine(db_url)
-    write_labels(engine, f"{table}_labels", LabelRows(run_key="a", ids=np.array([1, 2]), labels=np.array([0, 1]),
+    write_labels(engine, parse_table_name(f"{table}_labels"), LabelRows(run_key="a", ids=np.array([1, 2]),
+                                                                        labels=np.array([0, 1]),
                                                       k=2, method="lwea", theta=0.4, ensemble_size=3, seed=0,
                                                       source_table=table))
     with pytest.raises(LwecInputError, match=rf"table 'nope' not found .*existing tables: .*'{table}'") as error:
-        describe_source(engine, "nope")
+        describe_source(engine, parse_table_name("nope"))
     # The labels storage is listed by its view only: not by its runs and rows tables, nor by each run's own table
     # (PostgreSQL).
     message = str(error.value)
@@ -65,15 +67,16 @@ def test_unknown_table_lists_existing_tables(db_url, features_table):
 def test_injection_shaped_table_names_are_unknown_tables_and_harm_nothing(db_url, features_table, hostile):
     table, frame = features_table
     with pytest.raises(LwecInputError, match="not found"):
-        describe_source(open_engine(db_url), hostile.format(t=table))
-    source = describe_source(open_engine(db_url), table)
+        describe_source(open_engine(db_url), parse_table_name(hostile.format(t=table)))
+    source = describe_source(open_engine(db_url), parse_table_name(table))
     assert len(read_rows(open_engine(db_url), source, ["id"])) == len(frame)
 
 
 def test_chunked_read_returns_every_row_in_id_order(db_url, features_table):
     table, frame = features_table
     engine = open_engine(db_url)
-    rows = read_rows(engine, describe_source(engine, table), ["id", "f0", "note"], order_by="id", chunk_size=7)
+    rows = read_rows(engine, describe_source(engine, parse_table_name(table)), ["id", "f0", "note"], order_by="id",
+                     chunk_size=7)
     expected = frame.sort_values("id")[["id", "f0", "note"]].reset_index(drop=True)
     pd.testing.assert_frame_equal(rows, expected, check_dtype=False)
 
@@ -87,9 +90,9 @@ def test_rewriting_a_run_key_replaces_its_rows_and_keeps_other_keys(db_url, feat
     table, _ = features_table
     out = f"{table}_labels"
     engine = open_engine(db_url)
-    assert write_labels(engine, out, rows_for("a", [1, 2, 3], [0, 1, 1])) == 3
-    write_labels(engine, out, rows_for("b", [1, 2], [1, 0]))
-    write_labels(engine, out, rows_for("a", [1, 2, 3], [1, 0, 0], seed=5))
+    assert write_labels(engine, parse_table_name(out), rows_for("a", [1, 2, 3], [0, 1, 1])) == 3
+    write_labels(engine, parse_table_name(out), rows_for("b", [1, 2], [1, 0]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1, 2, 3], [1, 0, 0], seed=5))
     stored = read_labels(db_url, out)
     assert stored[["run_key", "id", "label"]].values.tolist() == [
         ["a", 1, 1], ["a", 2, 0], ["a", 3, 0], ["b", 1, 1], ["b", 2, 0]]
@@ -104,11 +107,11 @@ def test_a_failed_write_leaves_the_previous_rows_untouched(db_url, features_tabl
     table, _ = features_table
     out = f"{table}_labels"
     engine = open_engine(db_url)
-    write_labels(engine, out, rows_for("a", [1, 2, 3], [0, 1, 1]))
+    write_labels(engine, parse_table_name(out), rows_for("a", [1, 2, 3], [0, 1, 1]))
     before = read_labels(db_url, out)
     # duplicate id: the insert fails after the delete
     with pytest.raises(DatabaseRefusedError, match="duplicate|UNIQUE"):
-        write_labels(engine, out, rows_for("a", [7, 8, 8], [1, 1, 1]))
+        write_labels(engine, parse_table_name(out), rows_for("a", [7, 8, 8], [1, 1, 1]))
     pd.testing.assert_frame_equal(read_labels(db_url, out), before)
 
 
@@ -117,7 +120,7 @@ def test_a_failed_first_write_leaves_no_table_behind(db_url, features_table):
     out = f"{table}_labels"
     engine = open_engine(db_url)
     with pytest.raises(DatabaseRefusedError, match="duplicate|UNIQUE"):  # duplicate id in the very first write
-        write_labels(engine, out, rows_for("a", [7, 8, 8], [1, 1, 1]))
+        write_labels(engine, parse_table_name(out), rows_for("a", [7, 8, 8], [1, 1, 1]))
     assert not sa.inspect(engine).has_table(out)
     engine.dispose()
 
@@ -126,10 +129,10 @@ def test_existing_foreign_output_table_and_source_table_are_refused(db_url, feat
     table, _ = features_table
     engine = open_engine(db_url)
     with pytest.raises(LwecInputError, match="is not an lwec labels table"):
-        check_label_table(engine, table, "other")
+        check_label_table(engine, parse_table_name(table), parse_table_name("other"))
     with pytest.raises(LwecInputError, match="is the source table"):
-        check_label_table(engine, table, table)
-    check_label_table(engine, f"{table}_labels", table)  # not there yet: fine
+        check_label_table(engine, parse_table_name(table), parse_table_name(table))
+    check_label_table(engine, parse_table_name(f"{table}_labels"), parse_table_name(table))  # not there yet: fine
 
 
 @pytest.mark.parametrize("name", ['labels"; DROP TABLE x; --', "my labels", "1labels", "a" * 64, "lab-els", ""])
@@ -139,8 +142,8 @@ def test_created_table_names_must_be_plain_identifiers(name):
 
 
 def test_default_output_table_is_a_plain_identifier():
-    assert default_output_table("features") == "features_lwec_labels"
-    assert check_new_table_name(default_output_table('9 odd"; name')) == "t_9_odd___name_lwec_labels"
+    assert default_output_table(TableName("features")) == TableName("features_lwec_labels")
+    assert str(check_new_table_name(default_output_table(TableName('9 odd"; name')))) == "t_9_odd___name_lwec_labels"
 
 
 def test_passwords_never_appear_in_printed_urls():
@@ -206,14 +209,14 @@ def test_the_masker_needs_only_the_standard_library():
 def test_errors_mask_a_password_in_the_query_string():
     url = f"postgresql+psycopg://lwec@127.0.0.1:{free_port()}/nothing?password=s3cret"
     with pytest.raises(DatabaseUnreachableError) as error:
-        describe_source(open_engine(url), "features")
+        describe_source(open_engine(url), parse_table_name("features"))
     assert "s3cret" not in str(error.value) and "password=***" in str(error.value)
 
 
 def test_unreachable_server_raises_a_retryable_error_without_the_password():
     url = f"postgresql+psycopg://lwec:s3cret@127.0.0.1:{free_port()}/nothing"
     with pytest.raises(DatabaseUnreachableError) as error:
-        describe_source(open_engine(url), "features")
+        describe_source(open_engine(url), parse_table_name("features"))
     assert "cannot reach database postgresql+psycopg://lwec:***@127.0.0.1" in str(error.value)
     assert "s3cret" not in str(error.value)
 

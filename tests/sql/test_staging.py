@@ -90,7 +90,7 @@ def test_id_range_read_equals_the_portable_read(engine, tables, kind):
     ids = id_values(kind)
     name = tables("ranged")
     make_source(engine, name, kind, ids)
-    source = describe_source(engine, name)
+    source = describe_source(engine, parse_table_name(name))
     ordered = [as_stored(engine, value) for value in sorted(ids)]
     low, high = ordered[5], ordered[31]
     if kind == "numeric":  # a Python int bound would get a BIGINT bind cast: bound numerics as decimals
@@ -113,7 +113,7 @@ def partitioned(request, engine, tables):
     ids = id_values(request.param)
     name = tables("parts")
     make_source(engine, name, request.param, ids)
-    source = describe_source(engine, name)
+    source = describe_source(engine, parse_table_name(name))
     return source, sorted(ids), read_rows(engine, source, ["id", "f0", "f1"], order_by="id", chunk_size=1000)
 
 
@@ -157,7 +157,7 @@ def plain(value):
 def write_run(engine, db_url, out, kind, key, parts, expected=None, reflect=False):
     """One run written as the write stage does: begun, each part appended by a worker (given the target's
     columns, or reflecting them), finished."""
-    pending = begin_run(engine, out, ID_TYPES[kind], run_metadata(key))
+    pending = begin_run(engine, parse_table_name(out), ID_TYPES[kind], run_metadata(key))
     columns = None if reflect else pending.target_columns
     try:
         written = sum(append_labels(db_url, pending.target, ids, labels, pending.append_run, columns)
@@ -186,8 +186,8 @@ def test_append_and_publish_round_trip(db_url, engine, tables, kind, as_numpy, r
     parts = [(id_array[:15], np.array(labels[:15])), (id_array[15:], np.array(labels[15:], dtype=np.int32)),
              (id_array[:0], np.array([], dtype=np.int64))]
     assert write_run(engine, db_url, out, kind, "r1", parts, reflect=reflect) == (N, [])
-    names = storage_names(out)
-    partitions = {run_rows_name(out, 1).name} if engine.dialect.name == "postgresql" else set()  # the run's own
+    names = storage_names(parse_table_name(out))
+    partitions = {run_rows_name(names, 1).name} if engine.dialect.name == "postgresql" else set()  # the run's own
     assert set(sa.inspect(engine).get_table_names()) - before == {names.runs.name, names.rows.name, *partitions}
     stored = {(key, plain(value)): label for (key, value), label in stored_labels(engine, out).items()}
     assert stored == {("r1", as_stored(engine, value)): label for value, label in zip(ids, labels)}
@@ -197,7 +197,7 @@ def test_append_and_publish_round_trip(db_url, engine, tables, kind, as_numpy, r
 def test_pending_run_knows_its_target_columns_as_the_database_has_them(db_url, engine, tables, kind):
     if kind not in kinds_of(engine):
         pytest.skip(f"{engine.dialect.name} does not store {kind} ids exactly")
-    pending = begin_run(engine, tables("labels"), ID_TYPES[kind], run_metadata("r1"))
+    pending = begin_run(engine, parse_table_name(tables("labels")), ID_TYPES[kind], run_metadata("r1"))
     try:
         parsed = parse_table_name(pending.target)
         reflected = sa.Table(parsed.name, sa.MetaData(), schema=parsed.schema, autoload_with=engine).columns
@@ -223,10 +223,11 @@ def test_publish_refuses_a_row_count_mismatch_and_leaves_the_table(db_url, engin
         else:
             write_run(engine, db_url, out, "int", key, parts, expected)
     assert stored_labels(engine, out) == {("r1", i): i % 3 for i in range(10)}
-    runs = storage_names(out).runs
+    runs = storage_names(parse_table_name(out)).runs
     with engine.connect() as connection:  # the failed runs' rows went with them
         assert connection.execute(sa.text(f"select count(*) from {runs.name}")).scalar_one() == 1
-        assert connection.execute(sa.text(f"select count(*) from {storage_names(out).rows.name}")).scalar_one() == 10
+        rows = storage_names(parse_table_name(out)).rows
+        assert connection.execute(sa.text(f"select count(*) from {rows.name}")).scalar_one() == 10
 
 
 def test_append_reports_database_errors_in_one_line_and_writes_nothing(db_url, engine, tables):
@@ -238,7 +239,7 @@ def test_append_reports_database_errors_in_one_line_and_writes_nothing(db_url, e
                  sa.Column("label", sa.BigInteger, sa.CheckConstraint("label < 3"), nullable=False)).create(connection)
     refused = rf"refused to write labels to table '{staging}': .*(?i:check)"
     with pytest.raises(DatabaseRefusedError, match=refused) as error:
-        append_labels(db_url, staging, np.arange(5000), np.arange(5000) % 4)
+        append_labels(db_url, parse_table_name(staging), np.arange(5000), np.arange(5000) % 4)
     assert "\n" not in str(error.value) and "INSERT" not in str(error.value) and "COPY" not in str(error.value)
     with engine.connect() as connection:
         assert connection.execute(sa.text(f"select count(*) from {staging}")).scalar_one() == 0
@@ -250,7 +251,7 @@ def test_storage_and_staging_live_in_the_labels_schema(pg_schema, kind):
     url, schema = pg_schema
     engine = open_engine(url)
     out = f'{schema}."labels.{kind}"'
-    assert parse_table_name(staging_table_name(out, 1)).schema == schema
+    assert parse_table_name(staging_table_name(parse_table_name(out), 1)).schema == schema
     ids = id_values(kind)
     try:
         write_run(engine, url, out, kind, "r", [(np.array(ids, dtype=object), np.arange(N) % 4)])

@@ -53,17 +53,17 @@ def test_three_parts_are_refused_with_the_quoting_rule():
 
 
 def test_output_names_may_carry_a_schema_and_defaults_stay_in_the_source_schema():
-    assert check_new_table_name("analytics.labels") == "analytics.labels"
-    assert check_new_table_name('"Sales Data".labels') == "Sales Data.labels"  # spaces need no quotes
+    assert check_new_table_name("analytics.labels") == TableName("labels", "analytics")
+    assert str(check_new_table_name('"Sales Data".labels')) == "Sales Data.labels"  # spaces need no quotes
     for bad in ("analytics.my labels", 'analytics."a.b"', "a.b.c", ".labels"):
         with pytest.raises(LwecInputError, match="not allowed|dot-separated"):
             check_new_table_name(bad)
-    assert default_output_table("analytics.features") == "analytics.features_lwec_labels"
-    assert default_output_table('analytics."my.table"') == "analytics.my_table_lwec_labels"
-    assert default_output_table("Feature Table") == "Feature_Table_lwec_labels"
-    assert latest_view_name("analytics.labels") == "analytics.labels_latest"
+    assert str(default_output_table(TableName("features", "analytics"))) == "analytics.features_lwec_labels"
+    assert str(default_output_table(TableName("my.table", "analytics"))) == "analytics.my_table_lwec_labels"
+    assert str(default_output_table(TableName("Feature Table"))) == "Feature_Table_lwec_labels"
+    assert latest_view_name(TableName("labels", "analytics")) == TableName("labels_latest", "analytics")
     with pytest.raises(LwecInputError, match="63 bytes"):
-        latest_view_name("analytics." + "x" * 60)  # the schema does not count towards the name's length
+        latest_view_name(TableName("x" * 60, "analytics"))  # the schema does not count towards the name's length
 
 
 def rows_for(key, ids, labels, source):
@@ -93,14 +93,14 @@ def test_postgres_schema_qualified_source_labels_view_and_history(pg_schema):
     source_name = f"{schema}.features"
     engine = open_engine(url)
     try:
-        source = describe_source(engine, source_name)
+        source = describe_source(engine, parse_table_name(source_name))
         assert source.name == source_name and source.table.schema == schema
         read = read_rows(engine, source, ["id", "f0"], order_by="id")
         assert read["id"].tolist() == sorted(frame["id"])
 
-        output = default_output_table(source_name)
-        assert output == f"{schema}.features_lwec_labels"
-        check_label_table(engine, output, source_name, id_type=source.table.c.id.type, id_column="id")
+        output = default_output_table(parse_table_name(source_name))
+        assert str(output) == f"{schema}.features_lwec_labels"
+        check_label_table(engine, output, parse_table_name(source_name), id_type=source.table.c.id.type, id_column="id")
         ids = np.sort(frame["id"].to_numpy())
         write_labels(engine, output, rows_for("first", ids, ids % 2, source_name), keep_runs=5)
         write_labels(engine, output, rows_for("second", ids, (ids + 1) % 2, source_name), keep_runs=5)
@@ -130,15 +130,15 @@ def test_postgres_quoted_names_with_dots_spaces_and_case(pg_schema):
     write_in_schema(url, schema, "Feature Table", frame)
     engine = open_engine(url)
     try:
-        assert describe_source(engine, f'{schema}."my.table"').table.name == "my.table"
-        assert describe_source(engine, f'{schema}."Feature Table"').table.name == "Feature Table"
-        assert describe_source(engine, f"{schema}.Feature Table").table.name == "Feature Table"
+        assert describe_source(engine, parse_table_name(f'{schema}."my.table"')).table.name == "my.table"
+        assert describe_source(engine, parse_table_name(f'{schema}."Feature Table"')).table.name == "Feature Table"
+        assert describe_source(engine, parse_table_name(f"{schema}.Feature Table")).table.name == "Feature Table"
         with pytest.raises(LwecInputError, match=r"not found.*existing tables: .*Feature Table"):
-            describe_source(engine, f"{schema}.feature table")  # case is kept: no such table
+            describe_source(engine, parse_table_name(f"{schema}.feature table"))  # case is kept: no such table
         out = f'{schema}."Feature Table"'
-        labels = default_output_table(out)
+        labels = default_output_table(parse_table_name(out))
         write_labels(engine, labels, rows_for("a", frame["id"].to_numpy(), np.zeros(20, dtype=int), out))
-        assert labels == f"{schema}.Feature_Table_lwec_labels"
+        assert str(labels) == f"{schema}.Feature_Table_lwec_labels"
         stored = sa.Table("Feature_Table_lwec_labels", sa.MetaData(), schema=schema, autoload_with=engine)
         with engine.connect() as connection:
             assert connection.execute(sa.select(sa.func.count()).select_from(stored)).scalar() == 20
@@ -154,12 +154,12 @@ def test_postgres_unknown_schema_names_the_schemas_and_how_to_quote():
     write_frame(url, f"{table}.x", blobs_frame(n=10))  # a table whose name contains a dot, default schema
     try:
         with pytest.raises(LwecInputError, match=r"has no schema 'no_such_schema'.*its schemas are.*'public'"):
-            describe_source(engine, "no_such_schema.features")
+            describe_source(engine, parse_table_name("no_such_schema.features"))
         with pytest.raises(LwecInputError, match=rf'in double quotes: "{table}.x"'):
-            describe_source(engine, f"{table}.x")
-        assert describe_source(engine, f'"{table}.x"').table.name == f"{table}.x"
+            describe_source(engine, parse_table_name(f"{table}.x"))
+        assert describe_source(engine, parse_table_name(f'"{table}.x"')).table.name == f"{table}.x"
         with pytest.raises(LwecInputError, match=r"has no schema 'no_such_schema'"):
-            check_label_table(engine, "no_such_schema.labels", f'"{table}.x"')
+            check_label_table(engine, parse_table_name("no_such_schema.labels"), parse_table_name(f'"{table}.x"'))
     finally:
         with engine.begin() as connection:
             sa.Table(f"{table}.x", sa.MetaData()).drop(connection, checkfirst=True)
@@ -175,21 +175,22 @@ def test_sqlite_main_schema_is_accepted_and_other_schemas_are_refused(tmp_path):
     write_frame(url, "features", frame)
     write_frame(url, "Feature Table", frame)
     engine = open_engine(url)
-    source = describe_source(engine, "main.features")
+    source = describe_source(engine, parse_table_name("main.features"))
     assert source.name == "main.features"
     assert len(read_rows(engine, source, ["id", "f0"], order_by="id")) == 20
-    write_labels(engine, "main.labels", rows_for("a", frame["id"].to_numpy(), np.zeros(20, dtype=int),
+    write_labels(engine, parse_table_name("main.labels"), rows_for("a", frame["id"].to_numpy(), np.zeros(20, dtype=int),
                                                  "main.features"))
-    assert ensure_latest_view(engine, "main.labels") == "main.labels_latest"
+    assert ensure_latest_view(engine, parse_table_name("main.labels")) == "main.labels_latest"
     assert sa.inspect(engine).has_table("labels")
-    assert len(read_rows(engine, describe_source(engine, '"Feature Table"'), ["id"])) == 20
+    assert len(read_rows(engine, describe_source(engine, parse_table_name('"Feature Table"')), ["id"])) == 20
     with pytest.raises(LwecInputError, match=r"no schema 'analytics' \(a SQLite schema is an attached database: "
                                              r"\['main'\]\).*\"analytics.features\""):
-        describe_source(engine, "analytics.features")
+        describe_source(engine, parse_table_name("analytics.features"))
     with pytest.raises(LwecInputError, match="has no schema 'analytics'"):
-        check_label_table(engine, "analytics.labels", "features")
+        check_label_table(engine, parse_table_name("analytics.labels"), parse_table_name("features"))
     with pytest.raises(LwecInputError, match="is the source table"):
-        check_label_table(engine, "main.features", "features")  # the same table, spelled two ways
+        check_label_table(engine, parse_table_name("main.features"),
+                          parse_table_name("features"))  # the same table, spelled two ways
     engine.dispose()
 
 
@@ -203,17 +204,17 @@ def test_default_output_names_fit_63_bytes_with_every_name_derived_from_them():
     from lwec_tasks.request import ConsensusRequest
 
     for source in ("f" * 63, "analytics." + "g" * 63, "Ä" * 31, "x" * 44, "x" * 45):
-        output = default_output_table(source)
+        output = default_output_table(parse_table_name(source))
         names = storage_names(output)
         for name in (names.view, names.runs, names.rows, names.latest):
             assert len(name.name.encode("utf-8")) <= 63, name
-        assert check_new_table_name(output) == output and default_output_table(source) == output  # deterministic
+        assert check_new_table_name(output) == output == default_output_table(parse_table_name(source))  # deterministic
         request = ConsensusRequest(database_url="sqlite:///x.db", table=source, n_clusters=3)
-        assert request.resolved_output_table == output
-    assert default_output_table("x" * 44) == "x" * 44 + "_lwec_labels"  # fits as it is: kept whole
-    cut = default_output_table("x" * 45)
+        assert request.resolved_output_table == str(output) and request.output_name == output
+    assert default_output_table(TableName("x" * 44)) == TableName("x" * 44 + "_lwec_labels")  # fits as it is: whole
+    cut = default_output_table(TableName("x" * 45)).name
     assert cut == "x" * 35 + "_" + hashlib.md5(b"x" * 45).hexdigest()[:8] + "_lwec_labels" and len(cut) == 56
-    assert default_output_table("y" * 60 + "a") != default_output_table("y" * 60 + "b")  # the hash tells them apart
+    assert default_output_table(TableName("y" * 60 + "a")) != default_output_table(TableName("y" * 60 + "b"))
 
 
 def test_a_too_long_output_table_is_refused_naming_the_option_and_what_lwec_would_derive():

@@ -21,6 +21,7 @@ from lwec_tasks.executors import InProcess
 from lwec_tasks.io import LabelRows, open_engine, write_labels
 from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.io.label_store import open_label_store
+from lwec_tasks.io.names import TableName, parse_table_name
 from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.io.staging import published_run_matching
 from lwec_tasks.request import ConsensusRequest
@@ -59,19 +60,21 @@ def labels_table(db_url):
 def test_only_the_published_run_with_the_same_parameters_and_row_count_is_compared(labels_table):
     engine, name = labels_table
     rows = rows_for(np.arange(100, 160), np.arange(60) % 3)
-    assert published_run_matching(engine, name, rows, 60) is None  # no table yet
+    assert published_run_matching(engine, parse_table_name(name), rows, 60) is None  # no table yet
     assert not sa.inspect(engine).has_table(f"{name}_runs")  # and none made
-    write_labels(engine, name, rows)
-    write_labels(engine, name, rows_for(rows.ids, rows.labels, run_key="other"))
+    write_labels(engine, parse_table_name(name), rows)
+    write_labels(engine, parse_table_name(name), rows_for(rows.ids, rows.labels, run_key="other"))
     with engine.connect() as connection:
-        runs = storage_names(name).runs.name
+        runs = storage_names(parse_table_name(name)).runs.name
         stored = connection.execute(sa.text(f"select run from {runs} where run_key = 'nightly'")).scalar_one()
-    assert published_run_matching(engine, name, rows, 60) == stored
-    assert published_run_matching(engine, name, dataclasses.replace(rows, flow_run_id="another"), 60) == stored
-    assert published_run_matching(engine, name, rows, 59) is None
+    assert published_run_matching(engine, parse_table_name(name), rows, 60) == stored
+    assert published_run_matching(engine, parse_table_name(name), dataclasses.replace(rows, flow_run_id="another"),
+                                  60) == stored
+    assert published_run_matching(engine, parse_table_name(name), rows, 59) is None
     for changed in (dict(k=4), dict(method="lwgp"), dict(theta=0.5), dict(ensemble_size=9), dict(seed=None),
                     dict(source_table="elsewhere"), dict(run_key="nightly-2")):
-        assert published_run_matching(engine, name, dataclasses.replace(rows, **changed), 60) is None, changed
+        assert published_run_matching(engine, parse_table_name(name), dataclasses.replace(rows, **changed),
+                                      60) is None, changed
 
 
 # ----------------------------------------------------------------------------- the write stage
@@ -89,7 +92,7 @@ class Source:
 
     def __init__(self, url: str, id_kind: str, monkeypatch):
         self.url, self.name = url, unique("features")
-        self.output_table = f"{self.name}_labels"
+        self.output_table = TableName(f"{self.name}_labels")
         id_type, make_ids = ID_KINDS[id_kind]
         self.ids = make_ids(N_ROWS)
         values = np.random.default_rng(0).normal(size=(N_ROWS, 2))
@@ -128,7 +131,7 @@ class Source:
 
     def close(self) -> None:
         with self.engine.begin() as connection:
-            drop_labels_table(connection, self.output_table)
+            drop_labels_table(connection, str(self.output_table))
             sa.Table(self.name, sa.MetaData()).drop(connection)
         self.engine.dispose()
 

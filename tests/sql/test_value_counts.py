@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lwec_tasks.io.catalog import count_values, describe_source
+from lwec_tasks.io.names import parse_table_name
 
 FEATURES = ["f0", "f1", "f2"]
 
@@ -47,7 +48,7 @@ def test_counts_equal_those_of_a_straightforward_reference(tmp_path, rows, null_
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'counts.db'}")
     try:
         write(engine, frame)
-        source = describe_source(engine, "t")
+        source = describe_source(engine, parse_table_name("t"))
         counts, selects = counted_statements(engine, lambda: count_values(
             engine, source, [*FEATURES, "id"], any_null_of=FEATURES, bounds_of="id"))
     finally:
@@ -65,7 +66,7 @@ def test_without_null_checks_every_column_is_counted_in_one_pass(tmp_path):
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'counts.db'}")
     try:
         write(engine, pd.DataFrame({"id": [1, 2, 3], "f0": [1.0, None, 2.0], "f1": [None] * 3, "f2": np.ones(3)}))
-        source = describe_source(engine, "t")
+        source = describe_source(engine, parse_table_name("t"))
         counts, selects = counted_statements(engine, lambda: count_values(engine, source, ["f0", "f1", "id"]))
     finally:
         engine.dispose()
@@ -79,7 +80,7 @@ def test_non_null_rows_counted_already_are_not_counted_again(tmp_path):
     frame = pd.DataFrame({"id": [1, 2, 3], "f0": [1.0, None, 2.0], "f1": [None] * 3, "f2": np.ones(3)})
     try:
         write(engine, frame)
-        source = describe_source(engine, "t")
+        source = describe_source(engine, parse_table_name("t"))
         known = {name: int(frame[name].notna().sum()) for name in FEATURES}
         counts, selects = counted_statements(engine, lambda: count_values(
             engine, source, [*FEATURES, "id"], any_null_of=FEATURES, bounds_of="id", known_non_null=known))
