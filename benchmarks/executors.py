@@ -42,6 +42,8 @@ import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+from lwec_tasks.executors.dask import WORKER_MODULE
+
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("baseline", "in-process", "dask")
 STAGES = ("load", "generate", "eci", "consensus", "stable_ids", "evidence", "write", "model")
@@ -263,7 +265,9 @@ def child_environment() -> dict:
 @contextmanager
 def dask_cluster(workdir: Path):
     """A ``dask scheduler`` and ``DASK_WORKERS`` one-thread ``dask worker`` processes on loopback; yields a
-    connected client (its ``scheduler.address`` is the flow's ``dask_address``)."""
+    connected client (its ``scheduler.address`` is the flow's ``dask_address``). The workers preload the module
+    their tasks run (``--preload``, as docs/scale.md advises), so their imports are done before the clock, as
+    the in-process mode's are."""
     from distributed import Client
 
     dask = Path(sys.executable).parent / "dask"
@@ -273,7 +277,8 @@ def dask_cluster(workdir: Path):
     processes = [start_logged([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
                               workdir / "scheduler.log", env)]
     processes += [start_logged([dask, "worker", address, "--nthreads", "1", "--nworkers", "1", "--memory-limit",
-                                "8GiB", "--no-dashboard", "--local-directory", str(workdir / f"worker{i}")],
+                                "8GiB", "--no-dashboard", "--local-directory", str(workdir / f"worker{i}"),
+                                "--preload", WORKER_MODULE],
                                workdir / f"worker{i}.log", env) for i in range(DASK_WORKERS)]
     try:
         with Client(address, timeout=60) as client:
