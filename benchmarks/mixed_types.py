@@ -61,7 +61,7 @@ from lwec_tasks.core.lwgp import lwgp
 from lwec_tasks.core.metrics import nmi
 from lwec_tasks.core.mixes import RUN_DEFAULT_MIX, run_default_mix
 from lwec_tasks.core.seeds import base_seed
-from lwec_tasks.core.views import clustering_views, distinct_views
+from lwec_tasks.core.views import clustering_views
 
 #: label → (weighting, factor, relevance scaling, relevance gate); see
 #: :func:`lwec_tasks.core.encoding.column_weight` and :func:`~lwec_tasks.core.encoding.relevance_factor`.
@@ -250,7 +250,7 @@ def views_nmi(frame: pd.DataFrame, y: np.ndarray, seed: int, spec: tuple, names:
     run's default mix); a table whose categorical columns are all gated gets the run's mix alone."""
     X, encoding = encoded(frame, *spec)
     views = None if names is None else clustering_views(encoding, 10, names, base_seed(seed))
-    weighted = bool(distinct_views(encoding, ("categorical",)))
+    weighted = bool(encoding.weighted_categories)
     mixes = {"run": RUN_DEFAULT_MIX, "kmeans": "kmeans" if weighted else RUN_DEFAULT_MIX}
     labels = {mix: generate_base_clusterings(X, 10, random_state=seed, generators=mixes[mix], views=views)
               for mix in {every, others}}
