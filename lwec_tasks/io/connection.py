@@ -68,15 +68,21 @@ def is_reference(database_url: str) -> bool:
     return bool(name) and (prefix == "env" or prefix in URL_RESOLVERS or prefix in ("block", "secret"))
 
 
-def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT) -> sa.Engine:
-    """Create an engine for ``database_url`` (nothing is connected yet).
+def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT, shared: bool = False) -> sa.Engine:
+    """Create an engine for ``database_url`` (nothing is connected yet): the one place engines of the user's
+    databases are made. The run's engine is its :class:`~lwec_tasks.io.label_store.LabelStore`'s; an engine for
+    one block (a partition's task, a command-line tool) is :func:`opened_engine`'s.
 
     ``connect_timeout`` (seconds, default :data:`CONNECT_TIMEOUT`) bounds each
     connection attempt on servers (PostgreSQL, MySQL) so an unreachable host
     fails promptly and can be retried; SQLite files ignore it. PostgreSQL sessions
-    are named :data:`APPLICATION_NAME` unless the URL names them.
+    are named :data:`APPLICATION_NAME` unless the URL names them. ``shared``: for one of several tasks working
+    on the same database at once (partitions on threads or Dask workers): a SQLite file gets a long lock wait,
+    since its writers take turns.
     """
     database_url = resolve_database_url(database_url)
+    if shared:
+        database_url = with_lock_wait(database_url)
     try:
         url = sa.make_url(database_url)
     except ArgumentError as error:
@@ -105,19 +111,22 @@ def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT) ->
 SQLITE_LOCK_WAIT_SECONDS = 600
 
 
+def with_lock_wait(database_url: str) -> str:
+    """``database_url`` with a :data:`SQLITE_LOCK_WAIT_SECONDS` lock wait when it is a SQLite file's URL that
+    sets none; any other URL as it is (one that does not parse too: :func:`open_engine` says why)."""
+    try:
+        url = sa.make_url(database_url)
+    except ArgumentError:
+        return database_url
+    if url.get_backend_name() != "sqlite" or "timeout" in url.query:
+        return database_url
+    return url.update_query_dict({"timeout": str(SQLITE_LOCK_WAIT_SECONDS)}).render_as_string(hide_password=False)
+
+
 @contextmanager
 def opened_engine(database_url: str, *, shared: bool = False) -> Iterator[sa.Engine]:
-    """:func:`open_engine` for the block, disposed of when it ends.
-
-    ``shared``: for one of several tasks working on the same database at once (partitions on threads or Dask
-    workers; ``database_url`` resolved): a SQLite file gets a long lock wait, since its writers take turns.
-    """
-    if shared:
-        url = sa.make_url(database_url)
-        if url.get_backend_name() == "sqlite" and "timeout" not in url.query:
-            database_url = url.update_query_dict({"timeout": str(SQLITE_LOCK_WAIT_SECONDS)}).render_as_string(
-                hide_password=False)
-    engine = open_engine(database_url)
+    """:func:`open_engine` for the block, disposed of when it ends (``shared`` as there)."""
+    engine = open_engine(database_url, shared=shared)
     try:
         yield engine
     finally:

@@ -2,7 +2,7 @@
 
 :func:`begin_run` makes the labels storage ready (created, or converted from a
 wide table of an earlier release: :mod:`lwec_tasks.io.storage_setup`) and adds
-an unpublished row to the runs table; :func:`append_labels` adds (run, id,
+an unpublished row to the runs table; :func:`append_to` adds (run, id,
 label) rows to the run's table — on PostgreSQL a table of its own, not indexed
 while the rows arrive (:mod:`lwec_tasks.io.run_tables`), elsewhere the rows
 table — from the flow or from Dask workers, each in one transaction. They are
@@ -41,7 +41,6 @@ from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.io.bulk_read import adbc_connector, fast_path_enabled, literal_sql
 from lwec_tasks.io.catalog import NARROW, labels_layout
 from lwec_tasks.io.cleanup import tidy
-from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.duckdb_dialect import duckdb_client, is_duckdb
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.history import check_keep, delete_runs, prune_runs
@@ -133,26 +132,19 @@ def drop_table_quietly(engine: sa.Engine, name: TableName) -> None:
         sa.Table(name.name, sa.MetaData(), schema=name.schema).drop(connection, checkfirst=True)
 
 
-def append_labels(database_url: str, table: TableName, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
-                  columns: Columns | None = None, confidence: np.ndarray | None = None) -> int:
-    """Append the (id, label) rows to ``table`` in one transaction; returns the rows written. ``confidence``
-    (n,), when given, fills the table's ``confidence`` column (left NULL by a table without one).
-
-    ``table`` is a pending run's target (:attr:`PendingRun.target`): the run's table, whose ``run`` column
-    takes ``run`` (:attr:`PendingRun.append_run`; None: the column's default), or a staging table (``run``
-    None). ``columns`` are its columns as :func:`begin_run` made them (:attr:`PendingRun.target_columns`;
-    default None: reflected from the database). For the flow's process
-    and Dask workers alike: ``database_url`` is resolved (no ``env:``/``block:`` reference); SQLite files get
-    a long lock wait (:func:`~lwec_tasks.io.connection.opened_engine`), as workers write to one file in
-    turn. Database errors are raised as :mod:`lwec_tasks.io.errors` describes.
-    """
-    with opened_engine(database_url, shared=True) as engine:
-        return append_to(engine, table, ids, labels, run, columns, confidence)
-
-
 def append_to(engine: sa.Engine, name: TableName, ids: np.ndarray, labels: np.ndarray, run: int | None = None,
               columns: Columns | None = None, confidence: np.ndarray | None = None) -> int:
-    """:func:`append_labels` on an open engine."""
+    """Append the (id, label) rows to ``name`` in one transaction; returns the rows written. ``confidence``
+    (n,), when given, fills the table's ``confidence`` column (left NULL by a table without one).
+
+    ``name`` is a pending run's target (:attr:`PendingRun.target`): the run's table, whose ``run`` column
+    takes ``run`` (:attr:`PendingRun.append_run`; None: the column's default), or a staging table (``run``
+    None). ``columns`` are its columns as :func:`begin_run` made them (:attr:`PendingRun.target_columns`;
+    default None: reflected from the database). For the flow's process and Dask workers alike: a partition's
+    task appends on its own engine (:func:`~lwec_tasks.stages.partitions.partition_engine`, whose SQLite files
+    get a long lock wait, as workers write to one file in turn). Database errors are raised as
+    :mod:`lwec_tasks.io.errors` describes.
+    """
     ids, labels = np.asarray(ids), np.asarray(labels).astype(np.int64)
     if not len(ids):
         return 0
@@ -247,11 +239,11 @@ class PendingRun:
     run : the run's number in the runs table (the rows table's ``run``)
     rows : the table the run's rows go to (:func:`~lwec_tasks.io.run_tables.create_run_rows`): on PostgreSQL
         the run's own table, attached to the rows table when published; elsewhere the rows table
-    target : the table partitions append to (:func:`append_labels`): ``rows``, or a staging table when the
+    target : the table partitions append to (:func:`append_to`): ``rows``, or a staging table when the
         ids need a cast (:attr:`staged`)
     id_type : the rows table's ``id`` type
     created : whether this write created the storage (dropped again if the write fails)
-    target_columns : ``target``'s columns (what :func:`append_labels` takes instead of reflecting them)
+    target_columns : ``target``'s columns (what :func:`append_to` takes instead of reflecting them)
     rows_columns : ``rows``' columns
     lock : the lock marking the run as live (:class:`~lwec_tasks.io.locks.RunLock`), freed when the run is
         published or discarded
@@ -274,7 +266,7 @@ class PendingRun:
 
     @property
     def append_run(self) -> int | None:
-        """The ``run`` to give :func:`append_labels`: None unless ``target`` is the rows table (a run's own table
+        """The ``run`` to give :func:`append_to`: None unless ``target`` is the rows table (a run's own table
         fills its ``run`` itself; a staging table has no such column)."""
         return self.run if self.target == self.output_table.rows else None
 

@@ -1,9 +1,10 @@
 """What the Dask workers run: one partition of the table at a time.
 
 A partition is the rows whose id lies in a half-open range. A worker reads it itself (its own engine,
-statements compiled by SQLAlchemy) and keeps it in memory while the flow asks for small summaries of it:
-column moments, a sample, contingency tables, graph blocks, microcluster tables. Labels are written to a
-staging table by the workers too; nothing per-row ever passes through the flow process.
+:func:`partition_engine`; statements compiled by SQLAlchemy) and keeps it in memory while the flow asks for
+small summaries of it: column moments, a sample, contingency tables, graph blocks, microcluster tables.
+Labels are written to a staging table by the workers too; nothing per-row ever passes through the flow
+process.
 
 Every function is a plain function of numpy arrays and small values, imported by reference on the
 workers, so workers need the ``lwec`` package (and the database driver), not the flow's code.
@@ -27,7 +28,7 @@ from lwec_tasks.io.connection import opened_engine
 from lwec_tasks.io.features import feature_matrix, id_values, numeric_column
 from lwec_tasks.io.names import TableName
 from lwec_tasks.io.source import read_rows
-from lwec_tasks.io.staging import Columns, append_labels
+from lwec_tasks.io.staging import Columns, append_to
 from lwec_tasks.stages.base_clusterings import assign_base_labels
 from lwec_tasks.stages.planning import EarlierRun
 from lwec_tasks.stages.sums import Moments
@@ -112,6 +113,13 @@ class PartitionSummary:
     column_moments: tuple[Moments, ...] | None = None
 
 
+def partition_engine(database_url: str):
+    """The engine of one partition's task (on a Dask worker or a thread), for the block and disposed of when it
+    ends: :func:`~lwec_tasks.io.connection.opened_engine` on the resolved ``database_url``, shared (a SQLite file
+    gets a long lock wait, as partitions write to it in turn)."""
+    return opened_engine(database_url, shared=True)
+
+
 def id_range(table: sa.TableClause, id_column: str, low, high) -> list:
     """WHERE clauses selecting ids in [low, high); None leaves that end open."""
     clauses = []
@@ -127,7 +135,7 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
     being row positions) by the database's fast path, and check them."""
     columns = [*([spec.id_column] if spec.id_column else []), *([spec.label_column] if spec.label_column else []),
                *spec.feature_columns, *spec.base_columns]
-    with opened_engine(spec.database_url, shared=True) as engine:
+    with partition_engine(spec.database_url) as engine:
         source = spec.source if spec.source is not None else describe_source(engine, spec.table)
         where = id_range(source.table, spec.id_column, spec.low, spec.high) if spec.id_column else []
         frame = read_rows(engine, source, columns, order_by=spec.id_column or columns, chunk_size=spec.chunk_size,
@@ -355,7 +363,7 @@ def stored_labels_equal(spec: PartitionSpec, keys: PartitionKeys, labels: np.nda
 def stored_run_rows(spec: PartitionSpec, stored: SourceTable, which: list) -> pd.DataFrame:
     """The (id, label) rows of the labels table ``stored`` that the ``which`` clauses select, in the partition's
     id range, read by the fast path as the partition itself was read (ids exactly)."""
-    with opened_engine(spec.database_url, shared=True) as engine:
+    with partition_engine(spec.database_url) as engine:
         return read_rows(engine, stored, ["id", "label"], exact_columns=["id"],
                          where=[*which, *id_range(stored.table, "id", spec.low, spec.high)])
 
@@ -432,6 +440,6 @@ def write_partition(database_url: str, target: TableName, keys: PartitionKeys, l
                     confidence: np.ndarray | None = None) -> int:
     """Append the partition's (id, label) rows to a pending run's ``target`` table (with ``run`` in each row,
     unless None; ``columns``: the target's, None to reflect them; with each row's ``confidence`` unless None;
-    :func:`lwec_tasks.io.staging.append_labels`) in one transaction; returns rows written."""
-    return append_labels(database_url, target, keys.ids, np.asarray(labels, dtype=np.int64), run, columns,
-                         confidence)
+    :func:`lwec_tasks.io.staging.append_to`) in one transaction; returns rows written."""
+    with partition_engine(database_url) as engine:
+        return append_to(engine, target, keys.ids, np.asarray(labels, dtype=np.int64), run, columns, confidence)

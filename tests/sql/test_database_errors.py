@@ -25,7 +25,8 @@ from lwec_tasks.io import (
 from lwec_tasks.io.catalog import count_values
 from lwec_tasks.io.errors import database_errors
 from lwec_tasks.io.names import parse_table_name
-from lwec_tasks.io.staging import append_labels, begin_run, discard_run
+from lwec_tasks.io.staging import begin_run, discard_run
+from lwec_tasks.stages.partitions import PartitionKeys, write_partition
 
 
 def rows_for(ids, key="a"):
@@ -94,7 +95,7 @@ def test_postgres_permission_denied_on_write_is_refused(pg):
         connection.exec_driver_sql(f'REVOKE INSERT ON "{pending.target}" FROM CURRENT_USER')
     with pytest.raises(DatabaseRefusedError, match=rf"refused to write labels to table '{target}': "
                                                    rf"permission denied for table {target}$") as error:
-        append_labels(url, pending.target, rows.ids, rows.labels, pending.append_run)
+        write_partition(url, pending.target, PartitionKeys(rows.ids, None), rows.labels, pending.append_run)
     assert_one_clean_line(str(error.value), "7, 8")
     discard_run(engine, pending)
     with engine.connect() as connection:  # the refused run left nothing behind

@@ -1,4 +1,4 @@
-"""Id-range reads (``read_rows(where=...)``) and the write path (``begin_run`` + ``append_labels`` +
+"""Id-range reads (``read_rows(where=...)``) and the write path (``begin_run`` + ``write_partition`` +
 ``finish_run``) on real SQLite files and the PostgreSQL test server, for every kind of id."""
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from lwec_tasks.io.bulk_read import read_fast
 from lwec_tasks.io.label_storage import storage_names
 from lwec_tasks.io.run_tables import run_rows_name
 from lwec_tasks.io.staging import (
-    append_labels,
     begin_run,
     discard_run,
     drop_table_quietly,
     finish_run,
     staging_table_name,
 )
+from lwec_tasks.stages.partitions import PartitionKeys, write_partition
 
 N = 40
 
@@ -160,8 +160,8 @@ def write_run(engine, db_url, out, kind, key, parts, expected=None, reflect=Fals
     pending = begin_run(engine, parse_table_name(out), ID_TYPES[kind], run_metadata(key))
     columns = None if reflect else pending.target_columns
     try:
-        written = sum(append_labels(db_url, pending.target, ids, labels, pending.append_run, columns)
-                      for ids, labels in parts)
+        written = sum(write_partition(db_url, pending.target, PartitionKeys(ids, None), labels, pending.append_run,
+                                      columns) for ids, labels in parts)
         return finish_run(engine, pending, run_metadata(key), written if expected is None else expected, written)
     except BaseException:
         discard_run(engine, pending)
@@ -239,7 +239,7 @@ def test_append_reports_database_errors_in_one_line_and_writes_nothing(db_url, e
                  sa.Column("label", sa.BigInteger, sa.CheckConstraint("label < 3"), nullable=False)).create(connection)
     refused = rf"refused to write labels to table '{staging}': .*(?i:check)"
     with pytest.raises(DatabaseRefusedError, match=refused) as error:
-        append_labels(db_url, parse_table_name(staging), np.arange(5000), np.arange(5000) % 4)
+        write_partition(db_url, parse_table_name(staging), PartitionKeys(np.arange(5000), None), np.arange(5000) % 4)
     assert "\n" not in str(error.value) and "INSERT" not in str(error.value) and "COPY" not in str(error.value)
     with engine.connect() as connection:
         assert connection.execute(sa.text(f"select count(*) from {staging}")).scalar_one() == 0
