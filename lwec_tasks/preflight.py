@@ -1,9 +1,11 @@
 """Checks that a run can start, made before anything runs: no Prefect, no MLflow, no full read.
 
-:func:`check_consensus_request` and :func:`check_assign_request` connect once
-and check, in this order, that the database answers, the table exists, its
-columns plan is valid (feature, id and label columns; no feature column NULL in
-every row), the table has enough rows, and the output table can take the
+:func:`check_consensus_request` and :func:`check_assign_request` connect once,
+with the engine of the labels store the run opens
+(:func:`~lwec_tasks.io.label_store.open_label_store`), and check, in this
+order, that the database answers, the table exists, its columns plan is valid
+(feature, id and label columns; no feature column NULL in every row), the
+table has enough rows, and the output table can take the
 labels (a table, not a view; the labels-table columns; ids of the same kind).
 The command line's check looks only at as many rows as show that the values
 are there (milliseconds on a table that passes); when they do not show it, or
@@ -40,8 +42,9 @@ from lwec_tasks.io.catalog import (
     values_seen_early,
 )
 from lwec_tasks.io.columns import ColumnPlan, plan_columns, require_columns, resolve_id_column
-from lwec_tasks.io.connection import URL_RESOLVERS, is_reference, open_engine
+from lwec_tasks.io.connection import URL_RESOLVERS, is_reference
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
+from lwec_tasks.io.label_store import open_label_store
 from lwec_tasks.io.levels import column_stats, level_counts
 from lwec_tasks.io.names import TableName, table_name
 
@@ -84,14 +87,11 @@ def check_consensus_request(request: ConsensusRequest) -> None:
     A ``database_url`` that names a Prefect block or secret (``block:NAME``,
     ``secret:NAME``) cannot be resolved without Prefect: then nothing is checked here.
     """
-    engine = _engine(request.database_url)
-    if engine is None:
+    if not _resolvable(request.database_url):
         return
-    try:
-        if not _passes_without_counting(engine, request):
-            plan_consensus_read(engine, request)
-    finally:
-        engine.dispose()
+    with open_label_store(request.database_url, request.output_name) as store:
+        if not _passes_without_counting(store.engine, request):
+            plan_consensus_read(store.engine, request)
 
 
 def _passes_without_counting(engine: sa.Engine, request: ConsensusRequest) -> bool:
@@ -133,22 +133,19 @@ def check_assign_request(
     if model_uri is not None and (not isinstance(model_uri, str) or not model_uri.strip()):
         raise LwecInputError(f"model_uri must be a non-empty string, got {model_uri!r}")
     output = None if output_table is None else check_new_table_name(output_table)  # fits, before connecting
-    engine = _engine(database_url)
-    if engine is None:
+    if not _resolvable(database_url):
         return
-    try:
-        source = table_name("table", table)
-        plan_assign_read(engine, source, feature_columns, id_column, output or default_output_table(source),
-                         allow_missing=True)
-    finally:
-        engine.dispose()
+    source = table_name("table", table)
+    output = output or default_output_table(source)
+    with open_label_store(database_url, output) as store:
+        plan_assign_read(store.engine, source, feature_columns, id_column, output, allow_missing=True)
 
 
-def _engine(database_url: str) -> sa.Engine | None:
+def _resolvable(database_url: str) -> bool:
+    """Whether ``database_url`` is a URL, or a reference resolved without Prefect (``env:``, or a prefix with a
+    registered resolver)."""
     prefix = database_url.partition(":")[0]
-    if is_reference(database_url) and prefix != "env" and prefix not in URL_RESOLVERS:
-        return None
-    return open_engine(database_url)
+    return not is_reference(database_url) or prefix == "env" or prefix in URL_RESOLVERS
 
 
 def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPlan:

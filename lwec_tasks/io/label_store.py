@@ -5,7 +5,7 @@ A flow opens one :class:`LabelStore` beside its executor (:func:`open_label_stor
 that touch the labels: they begin a run, have the partitions append its rows, publish or prune it, tidy what
 deleted runs left and keep the ``<view>_latest`` view through the store, which records each run it published.
 Partitions that run in other processes (Dask workers) get :attr:`LabelStore.database_url`, a plain string, and
-open their own connections with it.
+open their own engine with it (:func:`~lwec_tasks.stages.partitions.partition_engine`).
 
 The URL reference (``env:``, ``block:``, ``secret:``) is resolved once, when the store is first asked for the
 URL or the engine, so a reference that does not resolve fails the first stage that needs the database, as a
@@ -15,6 +15,7 @@ connections to the database (:mod:`lwec_tasks.io.adbc_pool`) are closed with it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -136,7 +137,9 @@ class LabelStore:
         if engine is None:
             return
         try:
-            if engine.url.get_backend_name() == "postgresql":  # the only database ADBC connections are pooled for
+            # PostgreSQL is the only database ADBC connections are pooled for; a process that never loaded the
+            # pool (a preflight check) has none, and need not load the bulk readers to find that out.
+            if engine.url.get_backend_name() == "postgresql" and "lwec_tasks.io.adbc_pool" in sys.modules:
                 from lwec_tasks.io.adbc_pool import close_idle_connections_to
                 from lwec_tasks.io.bulk_read import postgres_uri
 
