@@ -28,6 +28,8 @@ def build_demo_table(database: Path, dataset: str = "digits", table: str = "digi
     import sklearn.datasets
     import sqlalchemy as sa
 
+    from lwec_tasks.io.connection import opened_engine
+
     bunch = getattr(sklearn.datasets, f"load_{dataset}")()
     names = [_column_name(name, j) for j, name in enumerate(getattr(bunch, "feature_names", []) or [])]
     if len(names) != bunch.data.shape[1]:
@@ -37,18 +39,15 @@ def build_demo_table(database: Path, dataset: str = "digits", table: str = "digi
     frame["target"] = bunch.target.astype(int)
 
     url = database_url(database)
-    engine = sa.create_engine(url)
-    try:
-        columns = [sa.Column("id", sa.Integer, primary_key=True)]
-        columns += [sa.Column(name, sa.Float, nullable=False) for name in names]
-        columns += [sa.Column("target", sa.Integer, nullable=False)]
-        schema = sa.Table(table, sa.MetaData(), *columns)
-        with engine.begin() as connection:
-            schema.drop(connection, checkfirst=True)
-            schema.create(connection)
-            connection.execute(sa.insert(schema), frame.to_dict(orient="records"))
-    finally:
-        engine.dispose()
+    database.touch()  # the file this creates: open_engine refuses one that is not there (a mistyped path)
+    columns = [sa.Column("id", sa.Integer, primary_key=True)]
+    columns += [sa.Column(name, sa.Float, nullable=False) for name in names]
+    columns += [sa.Column("target", sa.Integer, nullable=False)]
+    schema = sa.Table(table, sa.MetaData(), *columns)
+    with opened_engine(url) as engine, engine.begin() as connection:
+        schema.drop(connection, checkfirst=True)
+        schema.create(connection)
+        connection.execute(sa.insert(schema), frame.to_dict(orient="records"))
     return url
 
 

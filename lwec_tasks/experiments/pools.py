@@ -162,8 +162,9 @@ def _make_pool(members, gt, name: str) -> Pool:
 def _read_sql_table(url: str, table: str) -> pd.DataFrame:
     import sqlalchemy as sa
 
-    engine = sa.create_engine(url)
-    try:
+    from lwec_tasks.io.connection import opened_engine
+
+    with opened_engine(url) as engine:
         names = sa.inspect(engine).get_table_names()
         if table not in names:
             raise LwecInputError(f"table {table!r} not found; the database has tables {sorted(names)}")
@@ -171,5 +172,3 @@ def _read_sql_table(url: str, table: str) -> pd.DataFrame:
         with engine.connect() as connection:
             rows = connection.execute(sa.select(reflected)).all()
         return pd.DataFrame(rows, columns=[c.name for c in reflected.columns])
-    finally:
-        engine.dispose()

@@ -62,8 +62,9 @@ def warm_process_log():
 
 def exercise(directory: Path) -> None:
     """A consensus as a flow run computes it (read, base clusterings, ECI, LWEA and LWGP at a given k and LWEA
-    at k auto, row evidence, labelling model) on a 60-row table in a SQLite file in ``directory``: every kernel a
-    run uses is compiled for the types a run gives it. Writes nothing else."""
+    at k auto, row evidence, labelling model) on a 60-row table in a SQLite file in ``directory``, read through
+    one labels store as a run's: every kernel a run uses is compiled for the types a run gives it. Writes nothing
+    else."""
     import logging
     from contextlib import closing
 
@@ -71,6 +72,7 @@ def exercise(directory: Path) -> None:
     import sqlalchemy as sa
 
     from lwec_tasks.executors import InProcess
+    from lwec_tasks.io.label_store import open_label_store
     from lwec_tasks.request import ConsensusRequest
     from lwec_tasks.stages.consensus import consensus_labels
     from lwec_tasks.stages.ensemble import reliability
@@ -80,27 +82,27 @@ def exercise(directory: Path) -> None:
     from lwec_tasks.stages.read import load_table
 
     log = logging.getLogger(__name__)
-    url = f"sqlite:///{directory / 'kernels.db'}"
+    database = directory / "kernels.db"
+    database.touch()  # open_engine refuses a SQLite file that is not there (a mistyped path)
+    url = f"sqlite:///{database}"
     rng = np.random.default_rng(0)
     centres = np.repeat(np.eye(3) * 6, 20, axis=0)
     rows = [{"id": i, "f0": x, "f1": y, "f2": z} for i, (x, y, z) in enumerate(centres + rng.normal(size=(60, 3)))]
-    engine = sa.create_engine(url)
-    with engine.begin() as connection:
-        connection.execute(sa.text("CREATE TABLE points (id INTEGER PRIMARY KEY, f0 REAL, f1 REAL, f2 REAL)"))
-        connection.execute(sa.text("INSERT INTO points VALUES (:id, :f0, :f1, :f2)"), rows)
-    engine.dispose()
-    with closing(InProcess()) as executor:
-        for method, k in (("lwea", 3), ("lwgp", 3), ("lwea", "auto")):
-            request = ConsensusRequest(database_url=url, table="points", n_clusters=k, method=method,
-                                       ensemble_size=4, seed=0)
-            table = load_table(executor, request, log)
+    requests = [ConsensusRequest(database_url=url, table="points", n_clusters=k, method=method, ensemble_size=4,
+                                 seed=0) for method, k in (("lwea", 3), ("lwgp", 3), ("lwea", "auto"))]
+    with closing(InProcess()) as executor, open_label_store(url, requests[0].output_name) as store:
+        with store.engine.begin() as connection:
+            connection.execute(sa.text("CREATE TABLE points (id INTEGER PRIMARY KEY, f0 REAL, f1 REAL, f2 REAL)"))
+            connection.execute(sa.text("INSERT INTO points VALUES (:id, :f0, :f1, :f2)"), rows)
+        for request in requests:
+            table = load_table(executor, request, log, store)
             ensemble = base_clusterings(table, request.ensemble_size, request.seed, log,
                                          request.for_rows(table.n_rows).generators)
             _, eci = reliability(table, ensemble, request.theta, log)
-            labels = consensus_labels(table, ensemble, eci, method, request.n_clusters, request.theta, request.seed,
-                                      log)
-            evidence = run_evidence(table, ensemble, labels, log, request.seed, method, request.theta)
-            labelling_model(table, ensemble, labels, eci, method, request.theta, labels.k, request.seed,
+            labels = consensus_labels(table, ensemble, eci, request.method, request.n_clusters, request.theta,
+                                      request.seed, log)
+            evidence = run_evidence(table, ensemble, labels, log, request.seed, request.method, request.theta)
+            labelling_model(table, ensemble, labels, eci, request.method, request.theta, labels.k, request.seed,
                             request.standardize, log, evidence=evidence)
 
 
