@@ -14,6 +14,7 @@ import inspect
 import json
 import re
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -287,14 +288,17 @@ class ConsensusRequest(BaseModel):
         except ValidationError as error:
             raise LwecInputError(_first_problem(error)) from None
 
-    @property
+    # cached_property writes the instance's __dict__ directly, which a frozen model allows; pydantic leaves such
+    # values out of equality, hashing and dumps.
+    @cached_property
     def source_name(self) -> TableName:
-        """``table`` as a :class:`~lwec_tasks.io.names.TableName`."""
+        """``table`` as a :class:`~lwec_tasks.io.names.TableName` (read once)."""
         return table_name("table", self.table)
 
-    @property
+    @cached_property
     def output_name(self) -> TableName:
-        """The :class:`~lwec_tasks.io.names.TableName` of ``output_table``, or of ``<table>_lwec_labels``."""
+        """The :class:`~lwec_tasks.io.names.TableName` of ``output_table``, or of ``<table>_lwec_labels`` (read
+        once)."""
         if self.output_table is None:
             return default_output_table(self.source_name)
         return check_new_table_name(self.output_table)
