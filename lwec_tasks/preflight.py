@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.validation import check_non_empty_text
 from lwec_tasks.io.catalog import (
     NOT_CHECKED,
     SourceTable,
@@ -127,11 +128,10 @@ def check_assign_request(
     model with typed columns fills them in, and the flow, which has loaded the model, refuses them for one
     that cannot (before anything is written).
     """
-    for name, value in (("database_url", database_url), ("table", table)):
-        if not isinstance(value, str) or not value.strip():
-            raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
-    if model_uri is not None and (not isinstance(model_uri, str) or not model_uri.strip()):
-        raise LwecInputError(f"model_uri must be a non-empty string, got {model_uri!r}")
+    check_non_empty_text("database_url", database_url)
+    check_non_empty_text("table", table)
+    if model_uri is not None:
+        check_non_empty_text("model_uri", model_uri)
     output = None if output_table is None else check_new_table_name(output_table)  # fits, before connecting
     if not _resolvable(database_url):
         return

@@ -31,7 +31,7 @@ from lwec_tasks.core.mixes import (
     canonical_mix,
     run_default_mix,
 )
-from lwec_tasks.core.validation import check_integer, check_theta
+from lwec_tasks.core.validation import check_integer, check_non_empty_text, check_theta
 from lwec_tasks.gate import canonical_gate
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table, latest_view_name
 from lwec_tasks.io.limits import DEFAULT_CHUNK_SIZE
@@ -69,7 +69,7 @@ def _must_be(what: str, fits, optional: bool = False):
     return check
 
 
-non_empty_text = _must_be("a non-empty string", lambda value: isinstance(value, str) and value.strip())
+non_empty_text = check_non_empty_text
 optional_column = _must_be("a column name or None", lambda value: isinstance(value, str) and value, optional=True)
 _optional_model_name = _must_be("a registered model name or None",
                                 lambda value: isinstance(value, str) and value.strip(), optional=True)

@@ -1,14 +1,27 @@
-"""Validation of the scalar parameters shared by every consensus function."""
+"""Validation of the scalar parameters shared by every consensus function, and of the text parameters the
+requests and table names share.
+
+numpy is imported by the checks that need it, so that light modules (:mod:`lwec_tasks.io.names`, used before
+anything runs) can use the others."""
 
 from __future__ import annotations
 
 import math
 import numbers
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from lwec_tasks.core.errors import LwecInputError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def check_non_empty_text(name: str, value) -> str:
+    """Return ``value``; it must be a string with more than white space in it."""
+    if not isinstance(value, str) or not value.strip():
+        raise LwecInputError(f"{name} must be a non-empty string, got {value!r}")
+    return value
 
 
 def check_integer(name: str, value, minimum: int) -> int:
@@ -40,6 +53,8 @@ def check_n_clusters(
     changes the message for a bad value: the caller also accepts "auto" (and
     handles it before calling this).
     """
+    import numpy as np
+
     scalar = isinstance(n_clusters, numbers.Integral) and not isinstance(n_clusters, bool)
     if scalar:
         ks = [n_clusters]
@@ -69,6 +84,8 @@ def check_k_range(ks, upper: int, *, not_integer: str, below_two: str, above_upp
     own wording: fields ``k`` (the offending value, as an int for ``below_two``
     and ``above_upper``), ``upper`` and any keyword given in ``fields``.
     """
+    import numpy as np
+
     for k in ks:
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
             raise LwecInputError(not_integer.format(k=k, upper=upper, **fields))

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from lwec_tasks.core.errors import LwecInputError
+from lwec_tasks.core.validation import check_non_empty_text
 
 
 @dataclass(frozen=True, repr=False)
@@ -83,9 +84,7 @@ def parse_table_name(text: str | TableName, parameter: str = "table") -> TableNa
 def table_name(parameter: str, value) -> TableName:
     """The table name ``value`` a user gave as ``parameter`` (the grammar above): :class:`LwecInputError` naming
     ``parameter`` when it is not a non-empty string, or has more than two parts."""
-    if not isinstance(value, str) or not value.strip():
-        raise LwecInputError(f"{parameter} must be a non-empty string, got {value!r}")
-    return parse_table_name(value, parameter)
+    return parse_table_name(check_non_empty_text(parameter, value), parameter)
 
 
 #: One part: in double quotes (``""`` inside stands for one quote), or not starting with a quote and without dots.
