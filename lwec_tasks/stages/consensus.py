@@ -16,12 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from lwec_tasks.core import lwgp as lwgp_core
 from lwec_tasks.core.auto_k import select_k
 from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.k_criterion import selection_sample
-from lwec_tasks.core.pair_kernels import sparse_cluster_graph
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.validation import check_n_clusters
 from lwec_tasks.executors.in_process import InProcess
@@ -32,6 +30,7 @@ from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import agreement_from_contingency, microcluster_graph_blocks
 from lwec_tasks.stages.whole_table import (
     check_lwea_fits,
+    cluster_graph_vectors,
     log_linkage_progress,
     lwea_on_microclusters,
     lwgp_on_microclusters,
@@ -90,12 +89,13 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
             "leaving objects without links in the bipartite graph; use a larger theta")
     factors = np.sqrt(eci / ensemble.cluster_sizes)
     blocks = session.submit(microcluster_graph_blocks, micro.table, ensemble.offsets, eci, name="graph")
-    graph = session.submit(sparse_cluster_graph, blocks, ensemble.offsets, factors, name="graph-assemble").result()
     started = time.perf_counter()
-    cluster_vectors, n_components = lwgp_core.graph_cluster_vectors(graph, eci, ensemble.cluster_sizes, int(k))
+    solved = session.submit(cluster_graph_vectors, blocks, ensemble.offsets, factors, eci, ensemble.cluster_sizes,
+                            int(k), name="graph-eigenproblem").result()
+    cluster_vectors = solved.vectors
     log.info("Solved the %d × %d cluster graph's eigenproblem (%d non-zeros, %d components) in %.2f s",
-             graph.shape[0], graph.shape[1], graph.nnz, n_components, time.perf_counter() - started)
-    del graph
+             solved.n_clusters, solved.n_clusters, solved.non_zeros, solved.n_components,
+             time.perf_counter() - started)
     started = time.perf_counter()
     fitted = session.submit(lwgp_on_microclusters, micro.table, ensemble.offsets, eci, cluster_vectors, int(k),
                             derived_seed(base_seed(seed), int(k)), name="lwgp-microclusters")

@@ -1,22 +1,24 @@
 """Whole-table steps that need only small, reduced inputs; they run as single tasks on a worker.
 
-The cluster graph is assembled from its summed blocks, LWEA runs on the microcluster table, and LWGP's
-k-means on the embedded microclusters — each with the numeric core's own functions, so the results are the
-library's on the same inputs.
+The cluster graph is assembled from its summed blocks and its eigenproblem solved, LWEA runs on the
+microcluster table, and LWGP's k-means on the embedded microclusters — each with the numeric core's own
+functions, so the results are the library's on the same inputs. The flow process only receives what they
+return.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from lwec_tasks.core.counts_linkage import counts_average_linkage, counts_memory_bytes
 from lwec_tasks.core.dendrogram_cut import MicroclusterDendrogram
-from lwec_tasks.core.lwgp import normalised_rows, partition_embedding
+from lwec_tasks.core.lwgp import graph_cluster_vectors, normalised_rows, partition_embedding
 from lwec_tasks.core.memory import ensure_fits
-from lwec_tasks.core.pair_kernels import object_degrees, transfer_rows
+from lwec_tasks.core.pair_kernels import object_degrees, sparse_cluster_graph, transfer_rows
 from lwec_tasks.stages.reductions import Microclusters
 
 
@@ -91,3 +93,24 @@ def lwgp_on_microclusters(micro: Microclusters, offsets: np.ndarray, eci: np.nda
     rows = normalised_rows(embedding, embedding.shape[1]) * counts[:, None]
     sums = np.stack([np.bincount(labels, weights=rows[:, j], minlength=int(k)) for j in range(rows.shape[1])], axis=1)
     return labels, sums
+
+
+@dataclass(frozen=True)
+class SolvedClusterGraph:
+    """LWGP's Tcut vectors of the cluster graph: ``vectors`` (n_c, k), with the graph's ``n_clusters`` (n_c),
+    stored ``non_zeros`` and connected ``n_components``."""
+
+    vectors: np.ndarray
+    n_clusters: int
+    non_zeros: int
+    n_components: int
+
+
+def cluster_graph_vectors(blocks: list, offsets: np.ndarray, factors: np.ndarray, eci: np.ndarray,
+                          cluster_sizes: np.ndarray, k: int) -> SolvedClusterGraph:
+    """The normalised cluster graph assembled from its summed ``blocks``
+    (:func:`~lwec_tasks.core.pair_kernels.sparse_cluster_graph`, scaled by ``factors``) and its leading ``k``
+    Tcut vectors (:func:`~lwec_tasks.core.lwgp.graph_cluster_vectors` with the clusters' ``eci`` and sizes)."""
+    graph = sparse_cluster_graph(blocks, offsets, factors)
+    vectors, n_components = graph_cluster_vectors(graph, eci, cluster_sizes, int(k))
+    return SolvedClusterGraph(vectors, int(graph.shape[0]), int(graph.nnz), int(n_components))
