@@ -4,8 +4,8 @@
 - :mod:`~lwec_tasks.executors.dask` — the workers of an existing Dask cluster (``dask_address``)
 - :mod:`~lwec_tasks.executors.progress` — fixed-order tree reductions and progress lines, for both
 
-Both offer ``submit``, ``map``, ``gather`` and ``share`` over handles with ``result()``, so the stages in
-:mod:`lwec_tasks.stages` are written once.
+Both offer ``submit``, ``map``, ``gather``, ``share`` and ``load_libraries`` over handles with ``result()``, so
+the stages in :mod:`lwec_tasks.stages` are written once.
 """
 
 from __future__ import annotations

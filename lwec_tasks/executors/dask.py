@@ -55,6 +55,14 @@ class DaskSession:
         (instead of carrying a copy in every task, through the scheduler)."""
         return self.client.scatter(array, hash=False)
 
+    def load_libraries(self, kinds) -> None:
+        """Import what the generators ``kinds`` need on every worker, before their tasks fit them
+        (:func:`~lwec_tasks.core.generators.load_libraries`); the flow process, which fits nothing, imports
+        none of it."""
+        from lwec_tasks.core.generators import load_libraries
+
+        self.client.run(load_libraries, list(kinds))
+
     @property
     def n_threads(self) -> int:
         return sum(w.get("nthreads", 1) for w in self.client.scheduler_info()["workers"].values()) or 1

@@ -83,6 +83,13 @@ class InProcess:
     def share(self, value):
         return value
 
+    def load_libraries(self, kinds) -> None:
+        """Import what the generators ``kinds`` need here, in this thread, before the pool's threads fit them
+        (:func:`~lwec_tasks.core.generators.load_libraries`)."""
+        from lwec_tasks.core.generators import load_libraries
+
+        load_libraries(kinds)
+
     def close(self) -> None:
         """Shut the thread pool down (``contextlib.closing`` calls this at the end of a run)."""
         if self._pool is not None:

@@ -11,7 +11,6 @@ import operator
 
 import numpy as np
 
-from lwec_tasks.core.generators import load_libraries
 from lwec_tasks.core.mixes import DEFAULT_MIX, canonical_mix
 from lwec_tasks.core.seeds import base_seed
 from lwec_tasks.executors.progress import Progress, tree_reduce
@@ -89,7 +88,7 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
     picture = picture_positions(positions, seed)
     picture_rows = session.submit(operator.getitem, rows, np.searchsorted(positions, picture), name="picture-rows")
     shared_positions = session.share(positions)
-    load_libraries(plan.kinds)
+    session.load_libraries(plan.kinds)
     models = session.map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), plan.kinds,
                          [plan.budget] * len(plan.kinds), name="fit-base", rows=rows, positions=shared_positions)
     fitted = "k-means" if set(plan.kinds) == {"kmeans"} else f"base ({canonical_mix(generators)})"
