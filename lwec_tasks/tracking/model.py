@@ -27,6 +27,7 @@ import lwec_tasks
 from lwec_tasks.core.errors import LwecInputError
 from lwec_tasks.core.label_placement import LabelPlacement, load_placement
 from lwec_tasks.core.placement import Placement
+from lwec_tasks.core.validation import check_non_empty_text
 from lwec_tasks.masking import scrub
 from lwec_tasks.tracking.failures import first_line
 from lwec_tasks.tracking.fluent import FLUENT_LOCK, using_tracking_uri
@@ -236,8 +237,7 @@ def load_placement_model(model_uri: str, tracking_uri: str | None = None) -> Pla
     """
     tracking_uri = resolve_tracking_uri(tracking_uri)
     limit_mlflow_requests()
-    if not isinstance(model_uri, str) or not model_uri.strip():
-        raise LwecInputError(f"model_uri must be a non-empty string, got {model_uri!r}")
+    check_non_empty_text("model_uri", model_uri)
     try:
         with using_tracking_uri(tracking_uri):
             loaded = mlflow.pyfunc.load_model(model_uri)

@@ -104,6 +104,12 @@ def test_an_unresolvable_uri_names_itself(mlflow_store):
             load_placement_model(uri, mlflow_store)
 
 
+@pytest.mark.parametrize("uri", ["", "   ", None, 3])
+def test_a_model_uri_that_is_not_text_is_named_before_the_store_is_asked(mlflow_store, uri):
+    with pytest.raises(LwecInputError, match=f"model_uri must be a non-empty string, got {uri!r}"):
+        load_placement_model(uri, mlflow_store)
+
+
 def test_missing_feature_columns_are_named(trained):
     placement, frame = trained
     with pytest.raises(LwecInputError, match=r"lacks feature column\(s\) \['b'\]"):
