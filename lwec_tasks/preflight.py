@@ -1,7 +1,7 @@
 """Checks that a run can start, made before anything runs: no Prefect, no MLflow, no full read.
 
 :func:`check_consensus_request` and :func:`check_assign_request` connect once,
-with the engine of the labels store the run opens
+through a labels store of their own opened as a run opens its
 (:func:`~lwec_tasks.io.label_store.open_label_store`), and check, in this
 order, that the database answers, the table exists, its columns plan is valid
 (feature, id and label columns; no feature column NULL in every row), the

@@ -93,8 +93,8 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     solved = session.submit(cluster_graph_vectors, blocks, ensemble.offsets, factors, eci, ensemble.cluster_sizes,
                             int(k), name="graph-eigenproblem").result()
     cluster_vectors = solved.vectors
-    log.info("Solved the %d × %d cluster graph's eigenproblem (%d non-zeros, %d components) in %.2f s",
-             solved.n_clusters, solved.n_clusters, solved.non_zeros, solved.n_components,
+    log.info("Assembled the %d × %d cluster graph (%d non-zeros, %d components) and solved its eigenproblem in "
+             "%.2f s", solved.n_clusters, solved.n_clusters, solved.non_zeros, solved.n_components,
              time.perf_counter() - started)
     started = time.perf_counter()
     fitted = session.submit(lwgp_on_microclusters, micro.table, ensemble.offsets, eci, cluster_vectors, int(k),
