@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.sparse as sp
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from scipy.spatial.distance import cdist
 from sklearn.datasets import make_blobs
@@ -203,15 +203,27 @@ def test_the_kmeans_mix_is_the_papers_protocol(blobs):
 @settings(max_examples=50, deadline=None)
 @given(weights=st.lists(st.integers(0, 5), min_size=len(mixes.GENERATORS), max_size=len(mixes.GENERATORS)),
        m=st.integers(1, 40))
+@example(weights=[1, 1, 1, 5, 5, 5], m=11)  # a generator 1.06 clusterings behind its share at the 11th
 def test_a_mix_gives_each_generator_its_share_of_every_prefix(weights, m):
+    """Smooth weighted round robin: with c_g = w_g · j − total · count_g(j) (its counter), the counters sum to 0
+    and the one chosen is ≥ 0 before ``total`` is taken off, so every counter stays above −total: no generator
+    ever gets a whole clustering ahead of its share; the others' counters then bound how far one falls behind
+    (less than one clustering per other generator in the mix). Every ``total`` clusterings hold each generator
+    exactly its weight."""
     if not any(weights):
         return
     text = ",".join(f"{g}:{w}" for g, w in zip(mixes.GENERATORS, weights))
     kinds = mixes.mix_kinds(text, m)
     total = sum(weights)
+    others = sum(1 for w in weights if w) - 1
     for j in range(1, m + 1):
         for g, w in zip(mixes.GENERATORS, weights):
-            assert abs(kinds[:j].count(g) - j * w / total) < 1 + 1e-9
+            ahead = kinds[:j].count(g) - j * w / total
+            assert ahead < 1 - 1e-9
+            assert -ahead < max(others, 1) - 1e-9
+    for start in range(0, m - total + 1, total):
+        cycle = kinds[start:start + total]
+        assert [cycle.count(g) for g in mixes.GENERATORS] == list(weights)
 
 
 @pytest.mark.parametrize("value, canonical", [
