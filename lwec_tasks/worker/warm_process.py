@@ -171,10 +171,14 @@ class WarmProcessWorker(BaseWorker[WarmJobConfiguration, WarmVariables, WarmWork
 
     async def kill_infrastructure(self, infrastructure_pid: str, configuration: WarmJobConfiguration,
                                   grace_seconds: int = GRACE_SECONDS) -> None:
-        """SIGTERM the flow run's process, then SIGKILL it if it still lives after ``grace_seconds``."""
+        """SIGTERM the flow run's process, then SIGKILL it if it still lives after ``grace_seconds``; :meth:`run`
+        then marks the run Cancelled, as when :meth:`_end_cancelled_runs` ends it (Prefect's own cancellation
+        calls this; without the mark, a run whose process reported the signal first would end Crashed)."""
         pid = int(infrastructure_pid.rsplit(":", 1)[-1])
-        if pid not in self._running.values():
+        runs = [run_id for run_id, running_pid in self._running.items() if running_pid == pid]
+        if not runs:
             raise InfrastructureNotFound(f"process {pid} is not a flow run of this worker")
+        self._cancelling.update(runs)
         await anyio.to_thread.run_sync(_terminate, pid, grace_seconds)
 
     async def _poll_when_runs_are_scheduled(self) -> None:

@@ -251,3 +251,29 @@ def test_a_run_after_lwecs_code_changed_starts_a_new_interpreter(prefect_api, tm
     finally:
         stop(server)
         forget_served(prefect_api.url, pool)
+
+
+def test_prefects_own_cancellation_ends_the_process_and_has_the_run_marked_cancelled():
+    """Prefect's worker cancels through ``kill_infrastructure``: the run's process ends and the run is among those
+    :meth:`~WarmProcessWorker.run` marks Cancelled (not left to end Crashed by the signal); a process that is not
+    one of the worker's runs is refused."""
+    import subprocess
+    import uuid
+
+    import anyio
+    from prefect.exceptions import InfrastructureNotFound
+
+    worker = WarmProcessWorker(work_pool_name=unique("warm_kill"))
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    run_id = uuid.uuid4()
+    worker._running[run_id] = process.pid
+    try:
+        with pytest.raises(InfrastructureNotFound, match=str(process.pid + 1)):
+            anyio.run(lambda: worker.kill_infrastructure(str(process.pid + 1), None, grace_seconds=1))
+        assert run_id not in worker._cancelling
+        anyio.run(lambda: worker.kill_infrastructure(f"host:{process.pid}", None, grace_seconds=5))
+        assert process.wait(timeout=10) == -signal.SIGTERM
+        assert run_id in worker._cancelling
+    finally:
+        process.kill()
+        process.wait()
