@@ -4,10 +4,14 @@ threadpoolctl's ``threadpool_limits`` finds the pools anew on every call, by wal
 (``dl_iterate_phdr``) with a Python callback, which holds the dynamic loader's lock while it waits for the
 GIL. Done in one thread while another imports an extension module (``dlopen``, waiting for that lock while it
 holds the GIL), the two wait for each other forever: a run whose threads fit base clusterings hung so. The
-pools are found when this module is first imported and again by :func:`find_pools_again` (a stage about to
+pools are found on the first :func:`thread_pools` call and again by :func:`find_pools_again` (a stage about to
 fit in threads calls it after its imports); :func:`single_threaded` only sets their sizes and restores them
 (also some milliseconds a call cheaper). scikit-learn keeps a controller of its own, made on its first
-k-means fit; one tiny fit here makes it in the importing thread too.
+k-means fit; one tiny fit then makes it in the same thread.
+
+Whoever runs work on threads enters :func:`single_threaded` (or calls :func:`thread_pools`) in its own thread
+before the threads start: the in-process executor's ``map``, the base clusterings' thread pool, and a Dask
+worker when the flow first checks it (:func:`~lwec_tasks.executors.dask.worker_facts`).
 """
 
 from __future__ import annotations
@@ -22,8 +26,13 @@ from threadpoolctl import ThreadpoolController
 
 @cache
 def thread_pools() -> ThreadpoolController:
-    """The process's BLAS and OpenMP thread pools, found once."""
-    return ThreadpoolController()
+    """The process's BLAS and OpenMP thread pools, found once, by the calling thread (scikit-learn's own
+    controller made there too)."""
+    controller = ThreadpoolController()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        KMeans(n_clusters=1, n_init=1).fit(np.zeros((2, 1)))
+    return controller
 
 
 def find_pools_again() -> None:
@@ -37,13 +46,3 @@ def single_threaded(user_api: str | None = None):
     """Context manager: every pool (``user_api`` "blas" or "openmp": only those) at one thread inside the block,
     as before it after."""
     return thread_pools().limit(limits=1, user_api=user_api)
-
-
-def _find_pools_now() -> None:
-    thread_pools()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        KMeans(n_clusters=1, n_init=1).fit(np.zeros((2, 1)))
-
-
-_find_pools_now()  # by the importing thread, before any worker thread needs the pools

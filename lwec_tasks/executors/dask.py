@@ -127,14 +127,17 @@ WORKER_MODULE = "lwec_tasks.stages.partitions"
 def worker_facts() -> dict:
     """What the flow checks about a worker: its lwec version and process id.
 
-    Run on the worker, it imports :data:`WORKER_MODULE` there, as the first task of a run would. It names
-    the module rather than importing it here: the executors sit below the stages they run.
+    Run on the worker, it imports :data:`WORKER_MODULE` there, as the first task of a run would, and finds its
+    native thread pools before tasks run on its threads (:func:`~lwec_tasks.core.thread_pools.thread_pools`).
+    It names the module rather than importing it here: the executors sit below the stages they run.
     """
     import importlib
 
     import lwec_tasks
+    from lwec_tasks.core.thread_pools import thread_pools
 
     importlib.import_module(WORKER_MODULE)
+    thread_pools()
     return {"lwec": lwec_tasks.__version__, "pid": os.getpid()}
 
 

@@ -11,7 +11,7 @@ import threadpoolctl
 from sklearn.datasets import make_blobs
 
 from lwec_tasks import generate_base_clusterings
-from lwec_tasks.core.thread_pools import find_pools_again, single_threaded
+from lwec_tasks.core.thread_pools import find_pools_again, single_threaded, thread_pools
 from lwec_tasks.executors.in_process import InProcess
 from lwec_tasks.stages.base_clusterings import base_plan, fit_base_model
 
@@ -49,8 +49,9 @@ def test_base_clusterings_fitted_side_by_side_never_walk_the_libraries(library_w
 
 def test_the_pipelines_fits_on_the_in_process_executor_never_walk_the_libraries(library_walks):
     X, _ = make_blobs(600, 4, centers=4, random_state=1)
+    thread_pools.cache_clear()  # not found yet: the executor's map finds them, in its caller's thread
     plan = base_plan(len(X), 6, 0, "kmeans:1,genie:1,gmm:1")
     models = InProcess(2).map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), plan.kinds,
                               [plan.budget] * 6, rows=X[plan.positions], positions=plan.positions)
     assert len(models) == 6 and all(np.asarray(model.result().predict(X)).shape == (600,) for model in models)
-    assert library_walks == []  # the stage's caller imported and looked up beforehand (here: the module import)
+    assert set(library_walks) == {threading.current_thread().name}  # the executor's caller's, before the threads
