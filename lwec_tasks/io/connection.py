@@ -21,6 +21,9 @@ from lwec_tasks.masking import mask_url, url_has_credentials  # noqa: F401 - re-
 #: :data:`~lwec_tasks.tasks.retry.DB_RETRIES` retries) plus the waits between them stay under 30 s.
 CONNECT_TIMEOUT = 5
 
+#: The driver option bounding a connection attempt, per SQLAlchemy backend that has servers (SQLite has none).
+CONNECT_TIMEOUT_OPTION = {"postgresql": "connect_timeout", "mysql": "connect_timeout", "mssql": "timeout"}
+
 #: ``application_name`` of lwec's PostgreSQL sessions unless the URL sets its own: a database administrator finds
 #: them in ``pg_stat_activity`` by it.
 APPLICATION_NAME = "lwec"
@@ -68,17 +71,18 @@ def is_reference(database_url: str) -> bool:
     return bool(name) and (prefix == "env" or prefix in URL_RESOLVERS or prefix in ("block", "secret"))
 
 
-def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT, shared: bool = False) -> sa.Engine:
-    """Create an engine for ``database_url`` (nothing is connected yet): the one place engines of the user's
-    databases are made. The run's engine is its :class:`~lwec_tasks.io.label_store.LabelStore`'s; an engine for
-    one block (a partition's task, a command-line tool) is :func:`opened_engine`'s.
+def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT, shared: bool = False,
+                parameter: str = "database_url") -> sa.Engine:
+    """Create an engine for ``database_url`` (nothing is connected yet): the one place lwec makes engines. The
+    run's engine is its :class:`~lwec_tasks.io.label_store.LabelStore`'s; an engine for one block (a partition's
+    task, a command-line tool, the check of a database-backed MLflow store) is :func:`opened_engine`'s.
 
     ``connect_timeout`` (seconds, default :data:`CONNECT_TIMEOUT`) bounds each
-    connection attempt on servers (PostgreSQL, MySQL) so an unreachable host
-    fails promptly and can be retried; SQLite files ignore it. PostgreSQL sessions
+    connection attempt on servers (PostgreSQL, MySQL, SQL Server: :data:`CONNECT_TIMEOUT_OPTION`) so an
+    unreachable host fails promptly and can be retried; SQLite files ignore it. PostgreSQL sessions
     are named :data:`APPLICATION_NAME` unless the URL names them. ``shared``: for one of several tasks working
     on the same database at once (partitions on threads or Dask workers): a SQLite file gets a long lock wait,
-    since its writers take turns.
+    since its writers take turns. ``parameter`` names the URL in errors (default ``database_url``).
     """
     database_url = resolve_database_url(database_url)
     if shared:
@@ -86,25 +90,25 @@ def open_engine(database_url: str, *, connect_timeout: int = CONNECT_TIMEOUT, sh
     try:
         url = sa.make_url(database_url)
     except ArgumentError as error:
-        raise LwecInputError(f"database_url is not a valid SQLAlchemy URL: {mask_url(database_url)!r}") from error
+        raise LwecInputError(f"{parameter} is not a valid SQLAlchemy URL: {mask_url(database_url)!r}") from error
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:") \
             and "uri" not in url.query and not os.path.exists(url.database):
         # sqlite3 would silently create an empty file here.
-        raise LwecInputError(f"database_url {mask_url(database_url)!r}: SQLite file {url.database!r} does not exist")
+        raise LwecInputError(f"{parameter} {mask_url(database_url)!r}: SQLite file {url.database!r} does not exist")
     connect_args = {}
-    if url.get_backend_name() in ("postgresql", "mysql"):
-        connect_args["connect_timeout"] = connect_timeout
+    if url.get_backend_name() in CONNECT_TIMEOUT_OPTION:
+        connect_args[CONNECT_TIMEOUT_OPTION[url.get_backend_name()]] = connect_timeout
     if url.get_backend_name() == "postgresql" and "application_name" not in url.query:
         connect_args["application_name"] = APPLICATION_NAME
     try:
         return sa.create_engine(url, connect_args=connect_args, pool_pre_ping=True)
     except NoSuchModuleError as error:
         raise LwecInputError(
-            f"database_url {mask_url(database_url)!r} names a database dialect or driver that SQLAlchemy does "
+            f"{parameter} {mask_url(database_url)!r} names a database dialect or driver that SQLAlchemy does "
             f"not know ({url.drivername!r}): {error}"
         ) from error
     except ModuleNotFoundError as error:
-        raise LwecInputError(missing_driver_message(database_url, url, error.name or "")) from error
+        raise LwecInputError(missing_driver_message(database_url, url, error.name or "", parameter)) from error
 
 
 #: Seconds a SQLite writer waits for the file lock held by another (SQLite has one writer at a time).
@@ -124,19 +128,19 @@ def with_lock_wait(database_url: str) -> str:
 
 
 @contextmanager
-def opened_engine(database_url: str, *, shared: bool = False) -> Iterator[sa.Engine]:
-    """:func:`open_engine` for the block, disposed of when it ends (``shared`` as there)."""
-    engine = open_engine(database_url, shared=shared)
+def opened_engine(database_url: str, **options) -> Iterator[sa.Engine]:
+    """:func:`open_engine` for the block (its keyword ``options``), disposed of when it ends."""
+    engine = open_engine(database_url, **options)
     try:
         yield engine
     finally:
         engine.dispose()
 
 
-def missing_driver_message(database_url: str, url: sa.URL, module: str) -> str:
+def missing_driver_message(database_url: str, url: sa.URL, module: str, parameter: str = "database_url") -> str:
     """A one-line error naming the pip package that provides the missing driver ``module``."""
     package = DRIVER_PACKAGES.get(module.split(".")[0], module.split(".")[0])
     return (
-        f"database_url {mask_url(database_url)!r} needs the database driver {module!r} "
+        f"{parameter} {mask_url(database_url)!r} needs the database driver {module!r} "
         f"(dialect {url.drivername!r}), which is not installed: pip install '{package}'"
     )

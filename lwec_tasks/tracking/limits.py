@@ -41,8 +41,8 @@ HTTP_REQUEST_DEFAULTS = {
 }
 #: Seconds lwec waits for a database-backed store to accept a connection.
 DATABASE_CONNECT_TIMEOUT = 10
-#: SQLAlchemy backends MLflow stores runs in, other than SQLite → the driver option for a connect timeout.
-_CONNECT_TIMEOUT_OPTION = {"postgresql": "connect_timeout", "mysql": "connect_timeout", "mssql": "timeout"}
+#: SQLAlchemy backends MLflow stores runs in, other than SQLite.
+DATABASE_BACKENDS = ("postgresql", "mysql", "mssql")
 
 
 def limit_mlflow_requests() -> None:
@@ -63,26 +63,21 @@ def is_http_store(tracking_uri: str) -> bool:
 def database_backend(tracking_uri: str) -> str | None:
     """``postgresql``, ``mysql`` or ``mssql`` when ``tracking_uri`` is such a database; else None (SQLite too)."""
     backend = tracking_uri.split(":", 1)[0].split("+", 1)[0].lower()
-    return backend if backend in _CONNECT_TIMEOUT_OPTION else None
+    return backend if backend in DATABASE_BACKENDS else None
 
 
 def check_database_store(tracking_uri: str) -> None:
     """Connect once to a database-backed store and close again; no-op for other stores.
 
     Raises whatever the driver raises when the database does not accept the
-    connection within :data:`DATABASE_CONNECT_TIMEOUT` s (or the driver is
-    missing), before MLflow would spend about 100 s retrying.
+    connection within :data:`DATABASE_CONNECT_TIMEOUT` s, before MLflow would spend about 100 s retrying, and
+    :class:`~lwec_tasks.core.errors.LwecInputError` naming ``tracking_uri`` when its driver is missing. The
+    engine is the project's own (:func:`lwec_tasks.io.connection.opened_engine`).
     """
-    backend = database_backend(tracking_uri)
-    if backend is None:
+    if database_backend(tracking_uri) is None:
         return
-    import sqlalchemy as sa
-    from sqlalchemy.pool import NullPool
+    from lwec_tasks.io.connection import opened_engine
 
-    engine = sa.create_engine(tracking_uri, poolclass=NullPool,
-                              connect_args={_CONNECT_TIMEOUT_OPTION[backend]: DATABASE_CONNECT_TIMEOUT})
-    try:
-        with engine.connect():
-            pass
-    finally:
-        engine.dispose()
+    with opened_engine(tracking_uri, connect_timeout=DATABASE_CONNECT_TIMEOUT, parameter="tracking_uri") as engine, \
+            engine.connect():
+        pass

@@ -4,6 +4,7 @@ Real sockets throughout: a closed port, a local HTTP server answering 403 / 500 
 on a closed port.
 """
 
+import importlib.util
 import os
 import time
 
@@ -91,6 +92,15 @@ def test_a_database_store_that_is_down_fails_at_once_and_may_be_retried(lwec_def
     assert str(error).startswith("logging to MLflow at postgresql+psycopg://lwec:***@127.0.0.1:")
     assert "s3cret" not in str(error) and "\n" not in str(error)
     assert error.retryable
+
+
+def test_a_database_store_whose_driver_is_missing_names_the_tracking_uri_and_the_package(lwec_defaults):
+    if importlib.util.find_spec("pg8000") is not None:
+        pytest.skip("pg8000 is installed here: its absence is what this test needs")
+    error, _ = failure(f"postgresql+pg8000://lwec:s3cret@127.0.0.1:{closed_port()}/mlflow")
+    assert "tracking_uri 'postgresql+pg8000://lwec:***@127.0.0.1:" in str(error)
+    assert "pip install 'pg8000'" in str(error) and "s3cret" not in str(error)
+    assert not error.retryable  # installing the driver, not waiting, mends it
 
 
 def test_retryable_survives_pickling():
