@@ -6,30 +6,13 @@ import numpy as np
 
 from lwec_tasks.core.defaults import DEFAULT_THETA  # noqa: F401 - re-exported
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
-from lwec_tasks.core.pair_kernels import column_major_codes, split_entropy_terms
 from lwec_tasks.core.validation import check_theta
 
 
 def ensemble_uncertainty(ensemble: Ensemble) -> np.ndarray:
-    """H^Π of every cluster of an encoded ensemble, shape (n_c,), in bits.
-
-    Computed from the M(M-1)/2 pairwise contingency tables (one compiled pass
-    over the codes per pair, pairs in parallel): table (a, b) gives H^b of every
-    cluster of column a (row entropies) and H^a of every cluster of column b
-    (column entropies). A cluster's entropy w.r.t. its own column is 0.
-    """
-    cached = getattr(ensemble, "_uncertainty", None)
-    if cached is not None:
-        return cached
-    terms = split_entropy_terms(
-        column_major_codes(ensemble.codes),
-        ensemble.offsets.astype(np.int64),
-        ensemble.cluster_sizes.astype(np.float64),
-    )
-    h = terms.sum(axis=0)
-    h.setflags(write=False)
-    ensemble._uncertainty = h
-    return h
+    """H^Π of every cluster of an encoded ensemble, shape (n_c,), in bits, read-only
+    (:attr:`Ensemble.uncertainty <lwec_tasks.core.ensemble.Ensemble.uncertainty>`, computed once per ensemble)."""
+    return ensemble.uncertainty
 
 
 def eci_from_uncertainty(uncertainty: np.ndarray, theta: float, n_columns: int) -> np.ndarray:

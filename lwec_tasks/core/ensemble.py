@@ -53,6 +53,8 @@ class Ensemble:
     cluster_label : ndarray of shape (n_c,)
         Original label value of each cluster within its column.
     column_names : list[str]
+    uncertainty : ndarray of shape (n_c,)
+        H^Π of every cluster in bits, read-only, computed on first use.
     """
 
     def __init__(self, labels):
@@ -102,6 +104,22 @@ class Ensemble:
             (np.ones(n * m), self.global_codes.ravel(), np.arange(0, n * m + 1, m)),
             shape=(n, self.n_clusters_total),
         )
+
+    @cached_property
+    def uncertainty(self) -> np.ndarray:
+        """(n_c,) read-only H^Π of every cluster, in bits (paper Def. 4), computed on first use.
+
+        From the M(M-1)/2 pairwise contingency tables (one compiled pass over the codes per pair, pairs in
+        parallel): table (a, b) gives H^b of every cluster of column a (row entropies) and H^a of every cluster
+        of column b (column entropies). A cluster's entropy w.r.t. its own column is 0.
+        """
+        from lwec_tasks.core.pair_kernels import column_major_codes, split_entropy_terms  # numba, on first use
+
+        terms = split_entropy_terms(column_major_codes(self.codes), self.offsets.astype(np.int64),
+                                    self.cluster_sizes.astype(np.float64))
+        h = terms.sum(axis=0)
+        h.setflags(write=False)
+        return h
 
     @cached_property
     def _microclusters(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
