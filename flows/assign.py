@@ -80,8 +80,8 @@ def assign_flow(
         rows = read_rows_to_label(executor, store, source, columns, id_column,
                                   base_columns=isinstance(placement, LabelPlacement),
                                   encoding=getattr(placement, "encoding", None))
-        labels, counts = place_rows(placement, rows)
-        written = write_assigned_labels(rows, source, store, run_key, placement, labels)
+        labels, confidence, counts = place_rows(placement, rows)
+        written = write_assigned_labels(rows, source, store, run_key, placement, labels, confidence)
     get_run_logger().info("Labelled %d rows of table %r (%s) with model %s → table %r, run key %r",
                           written, table, mask_url(database_url), model_uri, output_table, run_key)
     return {

@@ -143,7 +143,7 @@ def run_stages(request: ConsensusRequest) -> dict:
             request = with_generators(request, table.n_rows,
                                       table.encoding.weighted_categories if table.encoding is not None else ())
             ensemble = generate_ensemble(table, request, clock=clock)
-            reliability = cluster_reliability(table, ensemble, request.theta, clock=clock)
+            ensemble, reliability = cluster_reliability(table, ensemble, request.theta, clock=clock)
             labels = consensus(table, ensemble, reliability, request, clock=clock)
             labels, stable = stable_cluster_ids(table, labels, request, store, clock=clock)
             evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta, clock=clock)

@@ -12,11 +12,22 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from typing import Any, Protocol
 
 from lwec_tasks.executors.dask import DaskSession, DaskUnreachableError, connect
 from lwec_tasks.executors.in_process import InProcess
 
 Executor = InProcess | DaskSession
+
+
+class Handle(Protocol):
+    """A task's result as an executor hands it back: a Dask future, or the in-process executor's finished
+    :class:`~lwec_tasks.executors.in_process.Done`."""
+
+    key: str
+    status: str
+
+    def result(self) -> Any: ...
 
 
 @contextmanager
@@ -31,4 +42,4 @@ def open_executor(dask_address: str | None = None) -> Iterator[Executor]:
             yield executor
 
 
-__all__ = ["DaskSession", "DaskUnreachableError", "Executor", "InProcess", "open_executor"]
+__all__ = ["DaskSession", "DaskUnreachableError", "Executor", "Handle", "InProcess", "open_executor"]

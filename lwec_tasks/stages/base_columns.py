@@ -63,7 +63,7 @@ def base_column_ensemble(table: PartitionedTable, missing_labels: str, seed: int
     ks = np.array([len(d) for d in dictionaries], dtype=np.int64) + missing.sum(axis=0)
     sizes = tree_reduce(session, session.map(part.column_sizes, codes, name="sizes", ks=ks), add_tables,
                         "sizes-sum").result()
-    table.rows = None
+    table.release_rows()  # the base columns' labels are coded: free the workers' memory
     sample = picture_positions(np.arange(table.n_rows), seed)
     sample_rows = gather_rows(session, codes, sample, table.offsets, part.code_rows, "picture-codes").result()
     ensemble = PartitionedEnsemble(

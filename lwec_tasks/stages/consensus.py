@@ -8,18 +8,19 @@ the labels stay in the partitions. ``n_clusters="auto"`` is the library's choice
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lwec_tasks.core.auto_k import select_k
 from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.errors import LwecInputError
-from lwec_tasks.core.k_criterion import selection_sample
+from lwec_tasks.core.k_criterion import KSelection, selection_sample
 from lwec_tasks.core.seeds import base_seed, derived_seed
 from lwec_tasks.core.validation import check_n_clusters
 from lwec_tasks.executors.in_process import InProcess
@@ -36,34 +37,38 @@ from lwec_tasks.stages.whole_table import (
     lwgp_on_microclusters,
 )
 
+if TYPE_CHECKING:
+    from lwec_tasks.executors import Handle
+    from lwec_tasks.stages.ensemble import FoundMicroclusters
 
-@dataclass(eq=False)
+
+@dataclass(frozen=True, eq=False)
 class PartitionedLabels:
     """Consensus labels and what the later stages need of the consensus.
 
     Attributes
     ----------
-    labels : handles of each partition's (n_p,) labels
-    sizes : (k,) rows per cluster id (None until counted)
-    quality : NMI/ARI against the ground truth, or empty
-    cluster_vectors : LWGP's (n_c, k) Tcut vectors (what the labelling model needs), else None
-    embedding_sums : LWGP's (k, k) sums of each cluster's normalised embedding rows (the labelling model's
-        consensus centres), else None
-    micro : LWEA's microclusters (what the labelling model needs), else None
-    linkage : LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format, else None
+    labels : handles of each partition's (n_p,) int64 labels
+    sizes : (k,) rows per cluster id
     k : the number of clusters asked for (chosen, for "auto")
-    selection : the automatic choice of k (:class:`~lwec_tasks.core.auto_k.KSelection`), else None
+    quality : NMI/ARI against the ground truth (``{"nmi", "ari"}``), or empty (the default)
+    cluster_vectors : LWGP's (n_c, k) Tcut vectors (what the labelling model needs), else None (the default)
+    embedding_sums : LWGP's (k, k) sums of each cluster's normalised embedding rows (the labelling model's
+        consensus centres), else None (the default)
+    micro : LWEA's microclusters (what the labelling model needs), else None (the default)
+    linkage : LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format, else None (the default)
+    selection : the automatic choice of k, else None (the default)
     """
 
-    labels: list
-    sizes: np.ndarray | None = None
-    quality: dict = field(default_factory=dict)
+    labels: list[Handle]
+    sizes: np.ndarray
+    k: int
+    quality: dict[str, float] = field(default_factory=dict)
     cluster_vectors: np.ndarray | None = None
     embedding_sums: np.ndarray | None = None
-    micro: Any = None
+    micro: FoundMicroclusters | None = None
     linkage: np.ndarray | None = None
-    k: int | None = None
-    selection: Any = None
+    selection: KSelection | None = None
 
 
 def sample_labels(table: PartitionedTable, labels: PartitionedLabels, positions: np.ndarray) -> np.ndarray:
@@ -103,9 +108,9 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     embedding_sums = session.submit(operator.getitem, fitted, 1, name="lwgp-sums").result()
     log.info("k-means (k=%d) on %d weighted microclusters in %.2f s", k, micro.size, time.perf_counter() - started)
     labels = session.map(part.lookup, micro.index, name="labels", values=micro_labels)
-    result = _finish(table, labels, int(k), log)
-    result.cluster_vectors, result.embedding_sums = cluster_vectors, embedding_sums
-    return result
+    sizes, quality = _counted(table, labels, int(k), log)
+    return PartitionedLabels(labels, sizes, int(k), quality, cluster_vectors=cluster_vectors,
+                             embedding_sums=embedding_sums)
 
 
 def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, k: int,
@@ -148,9 +153,8 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     numbering = np.empty(len(ids), dtype=np.int64)
     numbering[np.argsort(positions, kind="stable")] = np.arange(len(ids))
     labels = session.map(part.renumber, raw, name="labels", ids=ids, labels=numbering)
-    result = _finish(table, labels, int(k), log)
-    result.micro, result.linkage = micro, linkage
-    return result
+    sizes, quality = _counted(table, labels, int(k), log)
+    return PartitionedLabels(labels, sizes, int(k), quality, micro=micro, linkage=linkage)
 
 
 def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.ndarray, method: str,
@@ -174,12 +178,11 @@ def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci
         result = lwea_labels(table, ensemble, eci, n_clusters, log)
     else:
         result = lwgp_labels(table, ensemble, eci, n_clusters, seed, log)
-    result.k, result.selection = int(n_clusters), selection
-    return result
+    return result if selection is None else dataclasses.replace(result, selection=selection)
 
 
-def _finish(table: PartitionedTable, labels: list, k: int, log) -> PartitionedLabels:
-    """Cluster sizes and agreement with the ground truth, from per-partition counts."""
+def _counted(table: PartitionedTable, labels: list, k: int, log) -> tuple[np.ndarray, dict[str, float]]:
+    """((k,) cluster sizes, agreement with the ground truth or empty), from per-partition counts."""
     session = table.session
     progress = Progress(log, "consensus labels")
     sizes_f = session.map(np.bincount, labels, name="label-sizes", minlength=k)
@@ -193,4 +196,4 @@ def _finish(table: PartitionedTable, labels: list, k: int, log) -> PartitionedLa
             quality = agreement_from_contingency(contingency.unstack(fill_value=0).to_numpy())
     log.info("Consensus: %d clusters (requested %d); sizes from %d to %d", int((sizes > 0).sum()), k,
              int(sizes[sizes > 0].min()), int(sizes.max()))
-    return PartitionedLabels(labels=labels, sizes=sizes, quality=quality)
+    return sizes, quality

@@ -5,7 +5,10 @@ and merged).
 
 from __future__ import annotations
 
+import dataclasses
 import operator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,18 +24,37 @@ from lwec_tasks.stages.reductions import (
     split_entropy_terms,
 )
 
+if TYPE_CHECKING:
+    from lwec_tasks.executors import Handle
 
+
+@dataclass(frozen=True, eq=False)
 class FoundMicroclusters:
-    """The merged microcluster table (a future of :class:`~lwec_tasks.stages.reductions.Microclusters`), its size
-    and each partition's row → microcluster index (futures of (n_p,) int64)."""
+    """The microclusters (distinct label rows) of a partitioned ensemble.
 
-    def __init__(self, table, size: int, index: list):
-        self.table, self.size, self.index = table, size, index
+    Attributes
+    ----------
+    table : handle of the merged :class:`~lwec_tasks.stages.reductions.Microclusters` (Ñ rows with their counts)
+    size : Ñ, the number of microclusters
+    index : handles of each partition's (n_p,) int64 row → microcluster index
+    """
+
+    table: Handle
+    size: int
+    index: list[Handle]
+
+
+@dataclass(frozen=True)
+class ClusterReliability:
+    """Per-base-cluster uncertainty H^Π (bits) and ECI, each shape (n_c,), in the ensemble's cluster order."""
+
+    uncertainty: np.ndarray
+    eci: np.ndarray
 
 
 def find_microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, log) -> FoundMicroclusters:
     """The distinct label rows with their counts (a group-by per partition, merged by a tree reduction) and
-    each row's microcluster; kept as ``ensemble.micro``."""
+    each row's microcluster."""
     session = table.session
     located = session.map(microclusters_of, ensemble.codes, name="microclusters", radices=np.diff(ensemble.offsets))
     Progress(log, "microclusters").wait(located, rows=table.counts)
@@ -40,15 +62,15 @@ def find_microclusters(table: PartitionedTable, ensemble: PartitionedEnsemble, l
     merged = tree_reduce(session, parts, merge_microclusters, "microclusters-merge")
     size = int(session.submit(len, merged, name="count").result())
     index = session.map(microcluster_index, located, name="micro-index", table=merged)
-    ensemble.micro = FoundMicroclusters(merged, size, index)
     log.info("Found %d microclusters (distinct label rows) among %d rows", size, table.n_rows)
-    return ensemble.micro
+    return FoundMicroclusters(merged, size, index)
 
 
 def reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: float,
-                log) -> tuple[np.ndarray, np.ndarray]:
-    """(uncertainty H^Π, ECI) of every base cluster, from the pairwise contingency tables counted over the
-    microclusters (:func:`find_microclusters`, which the consensus then uses)."""
+                log) -> tuple[PartitionedEnsemble, ClusterReliability]:
+    """(the ensemble with its microclusters as ``micro``, the uncertainty H^Π and ECI of every base cluster), from
+    the pairwise contingency tables counted over the microclusters (:func:`find_microclusters`; the consensus, the
+    evidence and the labelling model use them too)."""
     session = table.session
     micro = find_microclusters(table, ensemble, log)
     tables = session.submit(microcluster_pair_tables, micro.table, ensemble.ks, name="contingency")
@@ -57,4 +79,4 @@ def reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: f
     eci = eci_from_uncertainty(uncertainty, theta, ensemble.n_columns)
     log.info("ECI (θ=%g) over %d clusters: min %.3f, median %.3f, max %.3f", theta, len(eci), eci.min(),
              np.median(eci), eci.max())
-    return uncertainty, eci
+    return dataclasses.replace(ensemble, micro=micro), ClusterReliability(uncertainty, eci)

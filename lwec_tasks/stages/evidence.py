@@ -110,11 +110,11 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
     k = len(labels.sizes)
     seconds = {}
     started = time.perf_counter()
-    rows = table.rows if table.rows is not None else [None] * table.n_partitions
+    rows = table.rows if table.holds_rows else [None] * table.n_partitions
     sums_f = session.map(parts.evidence_sums, rows, ensemble.codes, labels.labels, name="evidence-sums", k=k,
                          offsets=ensemble.offsets)
     sums, overlap = tree_reduce(session, sums_f, add_tables, "evidence-sums-sum").result()
-    has_features = sums.sums.shape[1] > 0 and table.rows is not None
+    has_features = sums.sums.shape[1] > 0 and table.holds_rows
     present = sums.counts > 0
     centres = (sums.means - table.mean) / table.scale if has_features else None
     shares = base_shares(overlap, ensemble.cluster_sizes)
@@ -133,9 +133,9 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
                                                  name="confidence-sums", k=k)), axis=0)
     histogram = np.sum(session.gather(session.map(confidence_histogram, confidence, name="confidence-histogram")),
                        axis=0)
-    table.rows = None  # the features are no longer needed: free the workers' memory
+    table.release_rows()  # the features are no longer needed: free the workers' memory
     seconds["confidence"] = time.perf_counter() - started
-    moments = getattr(table, "moments", None)
+    moments = table.moments
     if has_features and moments is not None and moments.n:
         table_mean, table_std = moments.mean, np.sqrt(moments.variance)
     elif has_features:
@@ -144,9 +144,8 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
         table_std = np.sqrt(np.clip(sums.squares.sum(axis=0) / n - table_mean**2, 0, None))
     else:
         table_mean = table_std = np.zeros(0)
-    features = tuple(getattr(table, "feature_names", table.plan.feature_columns)) if has_features else ()
-    encoding = getattr(table, "encoding", None)
-    shares = encoding.category_mask() if has_features and encoding is not None else None
+    features = table.feature_names if has_features else ()
+    shares = table.encoding.category_mask() if has_features and table.encoding is not None else None
     cohesion = cluster_cohesion(overlap, ensemble.cluster_column, ensemble.n_columns)
     profiles = cluster_profiles(sums, by_label, features, table_mean, table_std, shares, cohesion)
     label_column = table.plan.label_column if table.keys is not None else None

@@ -8,9 +8,13 @@ and scikit-learn (no numba kernels).
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lwec_tasks.core.base_clusterings import categorical_k_max
 from lwec_tasks.core.mixes import DEFAULT_MIX, canonical_mix
 from lwec_tasks.core.seeds import base_seed
 from lwec_tasks.executors.progress import Progress, tree_reduce
@@ -19,25 +23,53 @@ from lwec_tasks.stages.base_clusterings import base_plan, fit_base_model
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.sums import add_tables
 
+if TYPE_CHECKING:
+    from lwec_tasks.executors import Handle
+    from lwec_tasks.stages.ensemble import FoundMicroclusters
+
 #: Rows kept (a seeded uniform sample) for the cluster map, at most.
 PICTURE_SAMPLE = 2_000
 
 
+@dataclass(frozen=True, eq=False)
 class PartitionedEnsemble:
-    """The base clusterings: ``codes`` (futures of (M, n_p) int32 per-column codes) and what the local
-    Ensemble knows about its clusters (``ks``, ``cluster_sizes``, ``cluster_label``; ``offsets`` and
-    ``cluster_column`` follow from ``ks``); ``n_microclusters`` and ``micro``
-    (:class:`~lwec_tasks.stages.ensemble.FoundMicroclusters`) once they are found; for the cluster map ``sample``
-    (S,) the sorted table positions of a seeded sample of S ≤ :data:`PICTURE_SAMPLE` rows and ``sample_rows``
-    (S, d) their features as clustered; ``dictionaries`` each base column's label values in code order, for an
-    ensemble read from label columns (else None)."""
+    """The M base clusterings, their codes kept in the executor's partitions.
 
-    def __init__(self, **values):
-        self.micro = None
-        self.dictionaries = None
-        self.__dict__.update(values)
-        self.offsets = np.concatenate([[0], np.cumsum(self.ks)]).astype(np.int64)
-        self.cluster_column = np.repeat(np.arange(len(self.ks)), self.ks)
+    Attributes
+    ----------
+    codes : handles of each partition's (M, n_p) int32 per-column codes
+    ks : (M,) int64 clusters per base clustering
+    cluster_sizes : (n_c,) int64 rows per base cluster, n_c = ks.sum(), clusters column by column
+    cluster_label : (n_c,) int64 each base cluster's label value within its clustering
+    models : handles of the M fitted base models; None for an ensemble read from label columns
+    sample : (S,) int64 sorted table positions of a seeded sample of S ≤ :data:`PICTURE_SAMPLE` rows (the
+        cluster map's rows)
+    sample_rows : (S, d) those rows' features as clustered (their codes, for an ensemble read from label columns)
+    dictionaries : each base column's label values in code order, for an ensemble read from label columns;
+        default None
+    micro : the microclusters (:class:`~lwec_tasks.stages.ensemble.FoundMicroclusters`) once the ECI stage found
+        them (:func:`~lwec_tasks.stages.ensemble.reliability` returns the ensemble with them); default None
+    offsets : (M + 1,) int64 global id of each clustering's first cluster, then n_c (from ``ks``)
+    cluster_column : (n_c,) the clustering each cluster belongs to (from ``ks``)
+    """
+
+    codes: list[Handle]
+    ks: np.ndarray
+    cluster_sizes: np.ndarray
+    cluster_label: np.ndarray
+    models: list[Handle] | None
+    sample: np.ndarray
+    sample_rows: np.ndarray
+    dictionaries: list[list] | None = None
+    micro: FoundMicroclusters | None = None
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.ks)]).astype(np.int64)
+
+    @cached_property
+    def cluster_column(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.ks)), self.ks)
 
     @property
     def n_microclusters(self) -> int | None:
@@ -70,18 +102,22 @@ def gather_rows(session, parts: list, positions: np.ndarray, offsets: np.ndarray
 
 
 def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log,
-                     generators: str = DEFAULT_MIX) -> PartitionedEnsemble:
+                     generators: str = DEFAULT_MIX, n_clusters: int | None = None) -> PartitionedEnsemble:
     """M base clusterings by the library's rule: each model fitted on the rows the library fits it on
     (all rows, or above ``LARGE_N`` a seeded sample per clustering; for generators other than k-means up to
     ``FIT_SAMPLE`` rows), every partition assigned to the models; ``generators`` is the mix
-    (:mod:`lwec_tasks.core.generators`).
+    (:mod:`lwec_tasks.core.generators`). Each k is drawn from [2, ⌊√N⌋] (the paper's rule), or on a table with a
+    weighted text or boolean column from [2, :func:`~lwec_tasks.core.base_clusterings.categorical_k_max`] of N and
+    the requested ``n_clusters`` (None: k chosen by the run).
 
     The features stay in the partitions for the row confidences and cluster profiles
     (:mod:`lwec_tasks.stages.evidence`, which releases them); a seeded sample of at most
     :data:`PICTURE_SAMPLE` of the gathered rows is kept for the cluster map (see :func:`picture_positions`).
     """
     session = table.session
-    plan = base_plan(table.n_rows, ensemble_size, seed, generators)
+    weighted = table.encoding is not None and bool(table.encoding.weighted_categories)
+    plan = base_plan(table.n_rows, ensemble_size, seed, generators,
+                     categorical_k_max(table.n_rows, n_clusters) if weighted else None)
     positions = plan.positions
     rows = gather_rows(session, table.rows, positions, table.offsets, part.standardised_rows, "base-sample",
                         mean=table.mean, scale=table.scale)

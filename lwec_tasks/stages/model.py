@@ -96,7 +96,7 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
         seed=None if seed is None else int(seed))
     if base_values is None:
         placement = Placement(feature_columns=tuple(table.plan.feature_columns),
-                              encoding=getattr(table, "encoding", None), **fields)
+                              encoding=table.encoding, **fields)
     else:
         placement = LabelPlacement(feature_columns=table.plan.base_columns, base_values=base_values, **fields)
     share = _labels_given_back(table, ensemble, labels, placement)

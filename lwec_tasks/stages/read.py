@@ -8,10 +8,12 @@ read as one partition sorted by every column read; its ids are the row positions
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,50 +29,79 @@ from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.planning import absolute_sqlite_url, id_bounds, partition_count
 from lwec_tasks.stages.sums import Moments, standard_scale
 
+if TYPE_CHECKING:
+    from sqlalchemy.types import TypeEngine
 
-@dataclass(eq=False, repr=False)
+    from lwec_tasks.core.encoding import TableEncoding
+    from lwec_tasks.executors import Executor, Handle
+    from lwec_tasks.io.columns import ColumnPlan
+
+
+@dataclass(frozen=True, eq=False, repr=False)
 class PartitionedTable:
     """The source table as partitions in the executor's memory.
 
     Attributes
     ----------
     session : the executor
-    plan : the columns read (:class:`~lwec_tasks.io.columns.ColumnPlan`)
+    plan : the columns read
     id_type : SQL type of the labels' id column (None: row positions)
     database_url : resolved
-    specs : the partitions' read specifications
-    rows : handles of PartitionRows, released (None) once the evidence stage has used them
-    keys : handles of PartitionKeys
-    counts : (P,) rows per partition
-    offsets : (P + 1,) position of each partition's first row, then the row count
-    n_rows, n_read, n_dropped : rows kept, read, dropped
-    mean, scale : (d,) the standardisation (None: none)
-    moments : the whole table's column moments (:class:`~lwec_tasks.stages.sums.Moments`; the cluster
-        profiles' z-scores), None until read
-    seconds : how long reading took
+    specs : the P partitions' read specifications
+    rows : handles of the P partitions' :class:`~lwec_tasks.stages.partitions.PartitionRows` (features as read,
+        numeric gaps filled); emptied by :meth:`release_rows` once the last stage that reads them is done
+    keys : handles of the P partitions' :class:`~lwec_tasks.stages.partitions.PartitionKeys`
+    counts : (P,) int64 rows per partition
+    n_read, n_dropped : rows read, rows dropped (non-finite features with ``drop_nonfinite``)
+    mean, scale : (d,) the standardisation; default None (a table read to be labelled: the model's own)
+    moments : the whole table's column moments (the cluster profiles' z-scores); default None
+    encoding : the typed features' encoding with its fill values (the matrix columns are its ``encoded_names``);
+        default None (base columns, or a table read to be labelled)
+    imputed_counts : values imputed per source column (numeric gaps), logged and reported; default empty
+    seconds : how long reading took; default None
+    offsets : (P + 1,) int64 position of each partition's first row, then the row count (from ``counts``)
     """
 
-    session: Any = None
-    plan: Any = None
-    id_type: Any = None
-    database_url: str | None = None
-    specs: list = field(default_factory=list)
-    rows: list | None = None
-    keys: list | None = None
-    counts: np.ndarray | None = None
-    offsets: np.ndarray | None = None
-    n_rows: int = 0
-    n_read: int = 0
-    n_dropped: int = 0
+    session: Executor
+    plan: ColumnPlan
+    id_type: TypeEngine | None
+    database_url: str
+    specs: list[part.PartitionSpec]
+    rows: list[Handle]
+    keys: list[Handle]
+    counts: np.ndarray
+    n_read: int
+    n_dropped: int
     mean: np.ndarray | None = None
     scale: np.ndarray | None = None
     moments: Moments | None = None
+    encoding: TableEncoding | None = None
+    imputed_counts: dict[str, int] = field(default_factory=dict)
     seconds: float | None = None
-    #: the typed features' :class:`~lwec_tasks.core.encoding.TableEncoding` with its fill values (None: base
-    #: columns); the matrix columns are its ``encoded_names``
-    encoding: Any = None
-    #: values imputed per source column (numeric gaps), logged and reported
-    imputed_counts: dict = field(default_factory=dict)
+
+    def release_rows(self) -> None:
+        """Free the partitions' rows (the features, or the base columns' labels): the table's one change after it
+        is built.
+
+        The rows are the run's largest data (about 10M × d floats at scale). Prefect may keep a task's return
+        value, this table, referenced until the flow ends, so a copy of the table without the rows would leave
+        them held; emptying the list the table owns drops the executor's last handles on them.
+        """
+        self.rows.clear()
+
+    @property
+    def holds_rows(self) -> bool:
+        """Whether the partitions' rows are still held (not yet released)."""
+        return bool(self.rows)
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows kept (read, less those dropped)."""
+        return int(self.counts.sum())
 
     @property
     def feature_names(self) -> tuple[str, ...]:
@@ -108,21 +139,23 @@ def load_table(session, request, log, store: LabelStore | None = None) -> Partit
     d = len(names)
     if encoding.has_categories:  # each categorical column weighted by how much it goes with the rest
         encoding = encoding.with_relevance(_relevance(table, encoding))
+    rows, imputed_counts = table.rows, {}
     moments = sum((s.moments for s in summaries), Moments(0, np.zeros(d), np.zeros(d)))
     if any(s.column_moments is not None for s in summaries):
-        moments = _impute(table, summaries, encoding, log, request.table)
-    table.moments = moments  # the whole table's column moments (the cluster profiles' z-scores)
+        rows, moments, imputed_counts = _impute(table, summaries, encoding)
     numeric = encoding.numeric_positions
-    table.encoding = encoding.with_fill(dict(zip([c.name for c in encoding.columns if c.kind == "numeric"],
-                                                 moments.mean[numeric].tolist())))
+    encoding = encoding.with_fill(dict(zip([c.name for c in encoding.columns if c.kind == "numeric"],
+                                           moments.mean[numeric].tolist())))
     mean, scale = (moments.mean, standard_scale(moments)) if request.standardize else (np.zeros(d), np.ones(d))
-    table.mean, table.scale = table.encoding.scales(mean[numeric], scale[numeric])
+    mean, scale = encoding.scales(mean[numeric], scale[numeric])
     _log_columns(log, request.table, plan, summaries, table.n_read)
-    _log_encoding(log, request.table, table.encoding, summaries, table)
-    table.seconds = time.perf_counter() - started
+    _log_encoding(log, request.table, encoding, imputed_counts)
+    seconds = time.perf_counter() - started
+    table = dataclasses.replace(table, rows=rows, mean=mean, scale=scale, moments=moments, encoding=encoding,
+                                imputed_counts=imputed_counts, seconds=seconds)
     log.info("Loaded %d rows × %d features from table %r of %s in %.2f s (%.0f rows/s; %d partition%s; id column: "
-             "%s, ground truth: %s%s)", table.n_rows, d, request.table, mask_url(table.database_url), table.seconds,
-             table.n_read / max(table.seconds, 1e-9), table.n_partitions, "s" if table.n_partitions != 1 else "",
+             "%s, ground truth: %s%s)", table.n_rows, d, request.table, mask_url(table.database_url), seconds,
+             table.n_read / max(seconds, 1e-9), table.n_partitions, "s" if table.n_partitions != 1 else "",
              plan.id_column or "row position", plan.label_column or "none",
              f"; dropped {table.n_dropped} rows with non-finite features" if table.n_dropped else "")
     return table
@@ -152,9 +185,10 @@ def _relevance(table: PartitionedTable, encoding) -> dict[str, float]:
     return column_relevance(tree_reduce(session, parts, add_tables, "association-sum").result(), encoding)
 
 
-def _impute(table: PartitionedTable, summaries, encoding, log, table_name: str) -> Moments:
+def _impute(table: PartitionedTable, summaries, encoding) -> tuple[list[Handle], Moments, dict[str, int]]:
     """Fill every numeric gap (NULL, NaN, ±inf) with its column's mean over the whole table's finite values;
-    returns the table's column moments after filling (n = all rows; a filled value adds nothing to M2)."""
+    returns (the filled partitions' rows, the table's column moments after filling (n = all rows; a filled value
+    adds nothing to M2), the values filled per numeric column that had any)."""
     kept = [s for s in summaries if s.n_rows > 0]
     d = encoding.width
     columns = []
@@ -167,16 +201,16 @@ def _impute(table: PartitionedTable, summaries, encoding, log, table_name: str) 
     mean = np.array([c.mean[0] for c in columns])
     m2 = np.array([c.m2[0] for c in columns])
     positions = encoding.numeric_positions
-    table.rows = table.session.map(part.impute_partition, table.rows, name="impute", positions=positions,
-                                   fill=mean[positions])
+    rows = list(table.session.map(part.impute_partition, table.rows, name="impute", positions=positions,
+                                  fill=mean[positions]))
     nan = np.sum([s.nan_counts for s in summaries], axis=0)
     inf = np.sum([s.inf_counts for s in summaries], axis=0)
     numeric = [c.name for c in encoding.columns if c.kind == "numeric"]
-    table.imputed_counts = {name: int(nan[j] + inf[j]) for name, j in zip(numeric, positions) if nan[j] + inf[j]}
-    return Moments(table.n_rows, mean, m2)
+    imputed = {name: int(nan[j] + inf[j]) for name, j in zip(numeric, positions) if nan[j] + inf[j]}
+    return rows, Moments(table.n_rows, mean, m2), imputed
 
 
-def _log_encoding(log, table_name: str, encoding, summaries, table: PartitionedTable) -> None:
+def _log_encoding(log, table_name: str, encoding, imputed_counts: dict[str, int]) -> None:
     """How the text and boolean columns are encoded, and what was imputed or is a NULL level."""
     for code in encoding.columns:
         if code.kind == "category":
@@ -185,8 +219,8 @@ def _log_encoding(log, table_name: str, encoding, summaries, table: PartitionedT
                      code.name, table_name, code.source_kind, len(code.levels), code.relevance or 0.0,
                      code.weight[0] if code.weight else 0.0,
                      f"; {nulls} NULL value(s) are a level of their own" if nulls else "")
-    if table.imputed_counts:
-        listed = ", ".join(f"{name!r}: {n}" for name, n in table.imputed_counts.items())
+    if imputed_counts:
+        listed = ", ".join(f"{name!r}: {n}" for name, n in imputed_counts.items())
         log.info("Imputed missing/non-finite numeric values of table %r with each column's mean (%s); those rows' "
                  "confidence is scaled down by the share of their features imputed", table_name, listed)
 
@@ -230,9 +264,8 @@ def read_partitions(session, store: LabelStore, table_name: TableName, planned, 
     kept_rows = [rows[p] for p in kept]
     table = PartitionedTable(
         session=session, plan=plan, id_type=id_type, database_url=url, specs=[specs[p] for p in kept],
-        rows=kept_rows, keys=session.map(part.keys_of, kept_rows, name="keys"), counts=counts,
-        offsets=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), n_rows=int(counts.sum()), n_read=n_read,
-        n_dropped=n_dropped, mean=None, scale=None, seconds=None)
+        rows=kept_rows, keys=list(session.map(part.keys_of, kept_rows, name="keys")), counts=counts, n_read=n_read,
+        n_dropped=n_dropped)
     return table, summaries
 
 

@@ -101,16 +101,15 @@ def read_rows_to_label(executor, store: LabelStore, table: TableName, feature_co
 
 
 @task(name="place-rows", cache_policy=NO_CACHE)
-def place_rows(placement: Placement, rows: PartitionedTable) -> tuple[list, dict[int, int]]:
-    """The model's cluster id of every row, one handle of (n_p,) int64 per partition, and rows per cluster id.
-    The rows' confidences (one handle per partition, None for a model without confidence state) are kept as
-    ``rows.confidence`` for the write."""
+def place_rows(placement: Placement, rows: PartitionedTable) -> tuple[list, list | None, dict[int, int]]:
+    """(the model's cluster id of every row, one handle of (n_p,) int64 per partition; the rows' confidences for
+    the write, one handle per partition, None for a model without confidence state; rows per cluster id)."""
     started = time.perf_counter()
     session = rows.session
     placed = session.map(part.place_partition_with_confidence, rows.rows, name="place",
                          placement=session.share(placement))
     labels = session.map(operator.itemgetter(0), placed, name="placed-labels")
-    rows.confidence = session.map(operator.itemgetter(1), placed, name="placed-confidence") \
+    confidence = session.map(operator.itemgetter(1), placed, name="placed-confidence") \
         if placement.has_confidence else None
     counts = Counter()
     for ids, n in session.gather(session.map(np.unique, labels, name="label-counts", return_counts=True)):
@@ -118,17 +117,18 @@ def place_rows(placement: Placement, rows: PartitionedTable) -> tuple[list, dict
     seconds = time.perf_counter() - started
     get_run_logger().info("Placed %d rows in %.2f s (%.0f rows/s)", rows.n_rows, seconds,
                           rows.n_rows / max(seconds, 1e-9))
-    return labels, dict(sorted(counts.items()))
+    return labels, confidence, dict(sorted(counts.items()))
 
 
 @database_task("write-assigned-labels")
 def write_assigned_labels(rows: PartitionedTable, table: TableName, store: LabelStore, run_key: str,
-                          placement: Placement, labels: list) -> int:
-    """Replace the rows of ``run_key`` in ``store`` (one transaction) by the partitions' ``labels``;
-    returns the rows labelled. Creates the ``<output_table>_latest`` view if missing, as the consensus flow does.
+                          placement: Placement, labels: list, confidence: list | None = None) -> int:
+    """Replace the rows of ``run_key`` in ``store`` (one transaction) by the partitions' ``labels`` (and each row's
+    ``confidence`` beside its label: one handle per partition, or None); returns the rows labelled. Creates the
+    ``<output_table>_latest`` view if missing, as the consensus flow does.
     """
     run = RunMetadata(run_key=run_key, k=placement.n_clusters, method=placement.method, theta=placement.theta,
                       ensemble_size=placement.ensemble_size, seed=placement.seed, source_table=str(table),
                       flow_run_id=flow_run.id)
-    write_labels(rows, labels, store, run, get_run_logger(), confidence=getattr(rows, "confidence", None))
+    write_labels(rows, labels, store, run, get_run_logger(), confidence=confidence)
     return rows.n_rows

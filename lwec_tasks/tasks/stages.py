@@ -7,8 +7,6 @@ the executor's partitions until they are written.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -21,7 +19,7 @@ from lwec_tasks.io.run_metadata import RunMetadata
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.base_columns import base_column_ensemble
 from lwec_tasks.stages.consensus import PartitionedLabels, consensus_labels
-from lwec_tasks.stages.ensemble import reliability
+from lwec_tasks.stages.ensemble import ClusterReliability, reliability
 from lwec_tasks.stages.evidence import RunEvidence, run_evidence
 from lwec_tasks.stages.generate import PartitionedEnsemble, base_clusterings
 from lwec_tasks.stages.identities import StableIds, stable_ids
@@ -30,14 +28,6 @@ from lwec_tasks.stages.read import PartitionedTable, load_table
 from lwec_tasks.stages.write import write_labels
 from lwec_tasks.tasks.retry import database_task
 from lwec_tasks.tasks.timings import timed_stage
-
-
-@dataclass(frozen=True)
-class ClusterReliability:
-    """Per-base-cluster uncertainty H^Π (bits) and ECI, each shape (n_c,), in the ensemble's cluster order."""
-
-    uncertainty: np.ndarray
-    eci: np.ndarray
 
 
 @database_task("load-features")
@@ -60,14 +50,17 @@ def generate_ensemble(table: PartitionedTable, request: ConsensusRequest) -> Par
     seeded sample), every row assigned; with ``request.base_columns`` the clusterings those label columns hold."""
     if request.base_columns is not None:
         return base_column_ensemble(table, request.missing_labels, request.seed, get_run_logger())
-    return base_clusterings(table, request.ensemble_size, request.seed, get_run_logger(), request.generators)
+    return base_clusterings(table, request.ensemble_size, request.seed, get_run_logger(), request.generators,
+                            None if request.auto_k else request.n_clusters)
 
 
 @task(name="ensemble-driven-cluster-index", cache_policy=NO_CACHE)
 @timed_stage("eci")
-def cluster_reliability(table: PartitionedTable, ensemble: PartitionedEnsemble, theta: float) -> ClusterReliability:
-    """Uncertainty and ECI of every base cluster (paper Defs. 3–5), from contingency tables summed over partitions."""
-    return ClusterReliability(*reliability(table, ensemble, theta, get_run_logger()))
+def cluster_reliability(table: PartitionedTable, ensemble: PartitionedEnsemble,
+                        theta: float) -> tuple[PartitionedEnsemble, ClusterReliability]:
+    """(the ensemble with its microclusters, the uncertainty and ECI of every base cluster: paper Defs. 3–5), from
+    contingency tables summed over partitions."""
+    return reliability(table, ensemble, theta, get_run_logger())
 
 
 @task(name="consensus", cache_policy=NO_CACHE)

@@ -13,11 +13,11 @@ from lwec_tasks.io import mask_url
 from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.consensus import PartitionedLabels
+from lwec_tasks.stages.ensemble import ClusterReliability
 from lwec_tasks.stages.generate import PartitionedEnsemble
 from lwec_tasks.stages.identities import StableIds
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.tasks.retry import tracking_task
-from lwec_tasks.tasks.stages import ClusterReliability
 from lwec_tasks.tracking.dataset import SourceTable
 from lwec_tasks.tracking.limits import database_backend
 from lwec_tasks.tracking.store import mask_uri, resolve_tracking_uri, run_page_url

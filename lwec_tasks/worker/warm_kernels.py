@@ -98,7 +98,8 @@ def exercise(directory: Path) -> None:
             table = load_table(executor, request, log, store)
             ensemble = base_clusterings(table, request.ensemble_size, request.seed, log,
                                          request.for_rows(table.n_rows).generators)
-            _, eci = reliability(table, ensemble, request.theta, log)
+            ensemble, found = reliability(table, ensemble, request.theta, log)
+            eci = found.eci
             labels = consensus_labels(table, ensemble, eci, request.method, request.n_clusters, request.theta,
                                       request.seed, log)
             evidence = run_evidence(table, ensemble, labels, log, request.seed, request.method, request.theta)

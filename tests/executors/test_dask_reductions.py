@@ -150,10 +150,13 @@ def test_the_cluster_map_sample_is_the_local_runs_and_its_labels_are_taken_at_it
 
     labels = np.random.default_rng(2).integers(0, 9, size=BOUNDS[-1]) * 3 + 1  # ids not 0..k−1
     parts = [labels[a:b] for a, b in zip(BOUNDS[:-1], BOUNDS[1:])]
-    table = PartitionedTable(session=InProcess(n_threads=1), offsets=np.array(BOUNDS))
+    # what sample_labels reads: the session and the partitions' row counts
+    table = PartitionedTable(session=InProcess(n_threads=1), plan=None, id_type=None, database_url="", specs=[],
+                             rows=[], keys=[], counts=np.diff(BOUNDS), n_read=BOUNDS[-1], n_dropped=0)
+    consensus = PartitionedLabels(labels=parts, sizes=np.bincount(labels), k=9)
     for positions in (np.array([0, 129, 130, 131, 999]), picture_positions(np.arange(BOUNDS[-1]), 3),
                       np.zeros(0, np.int64)):
-        taken = sample_labels(table, PartitionedLabels(labels=parts), positions)
+        taken = sample_labels(table, consensus, positions)
         np.testing.assert_array_equal(taken, labels[positions])
 
 
@@ -347,7 +350,8 @@ def test_lwgp_stage_is_the_library_lwgp_and_its_sums_are_every_rows_embedding_su
     table, *_ = read_stage(blobs_frame(n=3_000, centers=5), tmp_path)
     assert table.n_partitions > 1
     ensemble = base_clusterings(table, 8, 0, log)
-    _, eci = reliability(table, ensemble, 0.4, log)
+    ensemble, found = reliability(table, ensemble, 0.4, log)
+    eci = found.eci
     labels = consensus_labels(table, ensemble, eci, "lwgp", 5, 0.4, 0, log)
     assert ensemble.n_microclusters > 100 or not sampled
     codes = np.concatenate(table.session.gather(ensemble.codes), axis=1).T  # (N, M), each column's own labels
@@ -389,7 +393,8 @@ def test_a_mixed_ensembles_labelling_model_places_its_training_rows_by_their_pro
     expected = generate_base_clusterings(X, 6, random_state=0, generators=mix)
     codes = np.concatenate(table.session.gather(ensemble.codes), axis=1).T
     assert all(ari(codes[:, m], expected[:, m]) == 1.0 for m in range(6))
-    _, eci = reliability(table, ensemble, 0.4, log)
+    ensemble, found = reliability(table, ensemble, 0.4, log)
+    eci = found.eci
     labels = consensus_labels(table, ensemble, eci, "lwea", 4, 0.4, 0, log)
     placement, share = labelling_model(table, ensemble, labels, eci, "lwea", 0.4, 4, 0, True, log)
     global_codes = codes + ensemble.offsets[:-1]
