@@ -16,14 +16,17 @@ over the whole table; numeric gaps filled with the column mean; a NULL text valu
 categorical column's relevance, its chance-corrected association with the other columns,
 :func:`lwec_tasks.core.encoding.column_relevance`), standardised as a run standardises (numerics z-scored,
 each indicator scaled by its column's weight), then clustered as a run clusters (the run's default
-generators, M = 10, LWEA at the true k). Candidates (:data:`CANDIDATES`): the ``one_numeric`` weighting (each
+generators, M = 10, each k from [2, ⌊√N⌋] or, on a table with a weighted categorical column, from
+[2, max(∛N, 2k)] (:func:`lwec_tasks.core.base_clusterings.categorical_k_max`), LWEA at the true k). Candidates
+(:data:`CANDIDATES`): the ``one_numeric`` weighting (each
 categorical column counts like one numeric column) with or without the relevance factor, ``plain`` 0/1
 indicators, ``scaled`` (each indicator z-scored); and (:data:`VIEW_CANDIDATES`) ensembles whose base
 clusterings see views of the columns (:mod:`lwec_tasks.core.views`: every column, the numerics, the weighted
 indicators, a random share of the source columns per clustering), on the run's weighting or the ``even`` one
 (each indicator z-scored as if its column's levels were equally common, times the relevance factor), made by
 the run's generators or by k-means (k-modes-like on the indicators) on tables with a weighted categorical
-column, combined by LWEA or LWGP. The candidate is chosen on the *selection* tables (seeds
+column, combined by LWEA or LWGP, with the base clusterings' k drawn from the paper's range or a narrower one
+(:func:`k_max_of`). The candidate is chosen on the *selection* tables (seeds
 0–2) — most tables meeting the targets, then the highest mean NMI — and reported on the *held-out* tables
 (other seeds, other k, purities, level counts, sizes), never looked at while choosing.
 
@@ -43,7 +46,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from lwec_tasks.core.base_clusterings import generate_base_clusterings
+from lwec_tasks.core.base_clusterings import (
+    categorical_k_max,
+    generate_base_clusterings,
+    nearest_cube_root,
+    paper_k_max,
+)
 from lwec_tasks.core.encoding import (
     DEFAULT_RELEVANCE,
     DEFAULT_RELEVANCE_GATE,
@@ -79,8 +87,11 @@ CANDIDATES = {
     "scaled": ("scaled", 1.0, "none", 0.0),
 }
 #: label → (encoding (a :data:`CANDIDATES` spec), views in round robin or None, generators of the clusterings
-#: seeing every column, generators of the others, consensus); see :mod:`lwec_tasks.core.views`. ``"run"``: the run's
-#: default mix. A table whose categorical columns are all gated (weight 0) has no views and keeps the run's mix.
+#: seeing every column, generators of the others, consensus[, k range]); see :mod:`lwec_tasks.core.views`.
+#: ``"run"``: the run's default mix. A table whose categorical columns are all gated (weight 0) has no views and
+#: keeps the run's mix and the paper's k range. k range (:func:`k_max_of`, default ``"paper"``): each base
+#: clustering's k from [2, ⌊√N⌋] (``"paper"``), [2, 2k] (``"2k"``), [2, ∛N] (``"cbrt"``), k alone (``"k"``) or
+#: the run's [2, max(∛N, 2k)] (``"run"``, :func:`~lwec_tasks.core.base_clusterings.categorical_k_max`).
 EVEN_R = ("even", 1.0, "linear", 0.1)
 EVEN_SQRT = ("even", 1.0, "sqrt", 0.1)
 ONE_NUMERIC = CANDIDATES["one_numeric·√r, gate 0.1"]
@@ -100,6 +111,12 @@ VIEW_CANDIDATES = {
     "even·r, views all/subset, run mix + k-means": (EVEN_R, "all,subset", "run", "kmeans", "lwea"),
     "even·r, views all/numeric/categorical, k-means": (EVEN_R, "all,numeric,categorical", "kmeans", "kmeans",
                                                        "lwea"),
+    "even·√r, k-means, k ≤ 2k": (EVEN_SQRT, None, "kmeans", "kmeans", "lwea", "2k"),
+    "even·√r, k-means, k ≤ ∛N": (EVEN_SQRT, None, "kmeans", "kmeans", "lwea", "cbrt"),
+    "even·√r, k-means, k = k": (EVEN_SQRT, None, "kmeans", "kmeans", "lwea", "k"),
+    "even·√r, k-means, k ≤ max(∛N, 2k)": (EVEN_SQRT, None, "kmeans", "kmeans", "lwea", "run"),
+    "even·√r, k-means, k ≤ max(∛N, 2k), LWGP": (EVEN_SQRT, None, "kmeans", "kmeans", "lwgp", "run"),
+    "even·r, k-means, k ≤ max(∛N, 2k)": (EVEN_R, None, "kmeans", "kmeans", "lwea", "run"),
 }
 NUMERIC_COLUMNS = ("n0", "n1", "n2")
 
@@ -219,11 +236,22 @@ def encoded(frame: pd.DataFrame, weighting: str | None, factor: float = 1.0, rel
     return (X - mean_all) / scale_all, encoding
 
 
+def k_max_of(rule: str, n: int, k: int) -> int:
+    """The largest k of the base clusterings of an N = ``n``-row table clustered at ``k`` under ``rule`` (see
+    :data:`VIEW_CANDIDATES`)."""
+    return {"paper": paper_k_max(n), "2k": min(2 * k, paper_k_max(n)), "cbrt": max(nearest_cube_root(n), 2),
+            "k": k, "run": categorical_k_max(n, k)}[rule]
+
+
 def lwec_nmi(X: np.ndarray, y: np.ndarray, seed: int, views=None, method: str = "lwea",
-             generators: str = RUN_DEFAULT_MIX) -> float:
+             generators: str = RUN_DEFAULT_MIX, k_rule: str = "paper") -> float:
     """NMI of the consensus (``method`` at the true k) of M = 10 base clusterings by ``generators``, each seeing
-    its row of ``views`` ((M, width) bool, None: every column)."""
-    labels = generate_base_clusterings(X, n_clusterings=10, random_state=seed, generators=generators, views=views)
+    its row of ``views`` ((M, width) bool, None: every column), each k from [2, :func:`k_max_of` ``k_rule``]
+    (``"k"``: k alone)."""
+    k = len(np.unique(y))
+    k_min = k if k_rule == "k" else 2
+    labels = generate_base_clusterings(X, n_clusterings=10, k_min=k_min, k_max=k_max_of(k_rule, len(y), k),
+                                       random_state=seed, generators=generators, views=views)
     return consensus_nmi(labels, y, method, seed)
 
 
@@ -237,22 +265,28 @@ def run_nmi(frame: pd.DataFrame, y: np.ndarray, seed: int) -> float:
     """NMI of the table clustered as a run given no options clusters it: the run's encoding
     (:data:`~lwec_tasks.core.encoding.DEFAULT_WEIGHTING` and relevance), the run's default mix for the table
     (:func:`~lwec_tasks.core.mixes.run_default_mix`: k-means where a text or boolean column is weighted), M = 10,
-    LWEA at the true k."""
+    each k from [2, ⌊√N⌋], or where a text or boolean column is weighted from
+    [2, :func:`~lwec_tasks.core.base_clusterings.categorical_k_max`], LWEA at the true k."""
     X, encoding = encoded(frame, DEFAULT_WEIGHTING, DEFAULT_WEIGHT_FACTOR, DEFAULT_RELEVANCE, DEFAULT_RELEVANCE_GATE)
-    mix = run_default_mix(len(y), bool(encoding.weighted_categories))
-    return lwec_nmi(X, y, seed, generators=mix)
+    weighted = bool(encoding.weighted_categories)
+    return lwec_nmi(X, y, seed, generators=run_default_mix(len(y), weighted), k_rule="run" if weighted else "paper")
 
 
 def views_nmi(frame: pd.DataFrame, y: np.ndarray, seed: int, spec: tuple, names: str | None, every: str,
-              others: str, method: str) -> float:
+              others: str, method: str, k_rule: str = "paper") -> float:
     """NMI of a :data:`VIEW_CANDIDATES` design: the table encoded by ``spec``, its views ``names`` drawn as a run
     draws them, the clusterings seeing every column made by ``every``, the others by ``others`` (``"run"``: the
-    run's default mix); a table whose categorical columns are all gated gets the run's mix alone."""
+    run's default mix), each k drawn under ``k_rule`` (:func:`k_max_of`); a table whose categorical columns are
+    all gated gets the run's mix alone, with the paper's k range."""
     X, encoding = encoded(frame, *spec)
     views = None if names is None else clustering_views(encoding, 10, names, base_seed(seed))
     weighted = bool(encoding.weighted_categories)
     mixes = {"run": RUN_DEFAULT_MIX, "kmeans": "kmeans" if weighted else RUN_DEFAULT_MIX}
-    labels = {mix: generate_base_clusterings(X, 10, random_state=seed, generators=mixes[mix], views=views)
+    k_rule = k_rule if weighted else "paper"
+    k = len(np.unique(y))
+    k_min, k_max = (k if k_rule == "k" else 2), k_max_of(k_rule, len(y), k)
+    labels = {mix: generate_base_clusterings(X, 10, k_min, k_max, random_state=seed, generators=mixes[mix],
+                                             views=views)
               for mix in {every, others}}
     seen_all = np.ones(10, dtype=bool) if views is None else views.all(axis=1)
     columns = [labels[every if seen_all[m] else others][:, m] for m in range(10)]
@@ -322,7 +356,7 @@ def meets(row: dict, value: float, method: str = "lwea") -> bool:
 
 
 def method_of(label: str) -> str:
-    return VIEW_CANDIDATES[label][-1] if label in VIEW_CANDIDATES else "lwea"
+    return VIEW_CANDIDATES[label][4] if label in VIEW_CANDIDATES else "lwea"
 
 
 def has_views(label: str) -> bool:

@@ -48,6 +48,38 @@ LARGE_N_K_MAX = 50
 ASSIGN_CHUNK = 500_000
 
 
+def paper_k_max(n_rows: int) -> int:
+    """The largest k of the paper's rule for N = ``n_rows`` objects: ⌊√N⌋, capped at :data:`LARGE_N_K_MAX` above
+    :data:`LARGE_N` (at least 2)."""
+    root = math.isqrt(n_rows)
+    return max(min(root, LARGE_N_K_MAX) if n_rows > LARGE_N else root, 2)
+
+
+def nearest_cube_root(n: int) -> int:
+    """The integer nearest ∛n for an integer n ≥ 0 (exact: no rounding of a float decides it)."""
+    c = int(round(n ** (1.0 / 3.0)))
+    while c > 0 and c ** 3 > n:
+        c -= 1
+    while (c + 1) ** 3 <= n:
+        c += 1
+    # c = ⌊∛n⌋; c + 1 is nearer when n ≥ (c + ½)³, i.e. 8n ≥ (2c + 1)³ (never equal: (2c + 1)³ is odd)
+    return c + 1 if 8 * n > (2 * c + 1) ** 3 else c
+
+
+def categorical_k_max(n_rows: int, n_clusters: int | None = None) -> int:
+    """The largest k of the base clusterings of a run on a table with a weighted text or boolean column
+    (:attr:`~lwec_tasks.core.encoding.TableEncoding.weighted_categories`): the larger of the integer nearest ∛N
+    and twice the requested k (``n_clusters``; None when k is chosen by the run), never above
+    :func:`paper_k_max` (at least 2).
+
+    The paper's [2, ⌊√N⌋] on such a table gives many base clusterings far finer than the clusters, which split
+    rows by their combinations of levels and keep rows sharing them together through the consensus; a range up
+    to max(∛N, 2k) was chosen on generated mixed tables (``benchmarks/mixed_types.py``, docs/pipeline.md). Above
+    about 125,000 rows ∛N reaches the paper's cap of 50, so large tables keep the paper's range."""
+    wanted = max(nearest_cube_root(int(n_rows)), 2 * int(n_clusters) if n_clusters is not None else 0)
+    return max(min(wanted, paper_k_max(int(n_rows))), 2)
+
+
 def _check_features(X) -> np.ndarray:
     if isinstance(X, pd.DataFrame):
         non_numeric = [str(c) for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
@@ -148,7 +180,7 @@ def fit_base_clusterings(
     k_min = check_integer("k_min", k_min, 2)
     large = n > LARGE_N
     if k_max is None:
-        k_max = max(min(math.isqrt(n), LARGE_N_K_MAX) if large else math.isqrt(n), k_min)
+        k_max = max(paper_k_max(n), k_min)
     else:
         k_max = check_integer("k_max", k_max, 2)
     if k_min > k_max:

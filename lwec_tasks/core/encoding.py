@@ -37,9 +37,11 @@ NUMERIC, CATEGORY = "numeric", "category"
 DEFAULT_WEIGHTING = "even"
 #: Weight multiplier of ``one_numeric`` and ``even`` (see :func:`column_weight`), chosen by held-out validation.
 DEFAULT_WEIGHT_FACTOR = 1.0
-#: How a categorical column's relevance scales its weight (:func:`relevance_factor`): ``"linear"`` (default,
-#: chosen by ``benchmarks/mixed_types.py``), ``"sqrt"``, ``"none"`` (every column its full weight).
-DEFAULT_RELEVANCE = "linear"
+#: How a categorical column's relevance scales its weight (:func:`relevance_factor`): ``"sqrt"`` (default,
+#: chosen by ``benchmarks/mixed_types.py`` with the base clusterings' k range of
+#: :func:`lwec_tasks.core.base_clusterings.categorical_k_max`), ``"linear"``, ``"none"`` (every column its full
+#: weight).
+DEFAULT_RELEVANCE = "sqrt"
 #: Relevance up to this is taken for chance (the largest of several chance-corrected statistics of independent
 #: columns still reaches a few hundredths): the factor uses (r − gate) / (1 − gate), at least 0.
 DEFAULT_RELEVANCE_GATE = 0.1

@@ -13,7 +13,6 @@ set of labelled prototypes; rows are still placed by their nearest centre.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,13 +53,17 @@ class BasePlan:
         return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])]
 
 
-def base_plan(n_rows: int, n_clusterings: int, random_state=None, generators=DEFAULT_MIX) -> BasePlan:
+def base_plan(n_rows: int, n_clusterings: int, random_state=None, generators=DEFAULT_MIX,
+              k_max: int | None = None) -> BasePlan:
     """The ks, seeds, fitting rows and generators of the base clusterings of ``n_rows`` rows: the library's
-    draws."""
+    draws, each k from [2, ``k_max``] (default: the paper's rule,
+    :func:`~lwec_tasks.core.base_clusterings.paper_k_max`)."""
     base = base_seed(random_state)
-    large = n_rows > local_rule.LARGE_N
-    k_max = max(min(math.isqrt(n_rows), local_rule.LARGE_N_K_MAX) if large else math.isqrt(n_rows), 2)
-    ks = np.random.default_rng(base).integers(2, k_max + 1, size=n_clusterings).astype(np.int64)
+    if k_max is None:
+        k_max = local_rule.paper_k_max(n_rows)
+    elif not 2 <= int(k_max) <= n_rows:
+        raise LwecInputError(f"k_max ({k_max}) must be from 2 to the number of rows ({n_rows})")
+    ks = np.random.default_rng(base).integers(2, int(k_max) + 1, size=n_clusterings).astype(np.int64)
     seeds = np.array([derived_seed(base, m) for m in range(n_clusterings)], dtype=np.int64)
     kinds = mix_kinds(generators, n_clusterings)
     every_row = np.arange(n_rows)
