@@ -13,6 +13,7 @@ from flows.assign import assign_flow
 from flows.consensus import consensus_flow
 from helpers.mixed import mixed_frame, write_mixed
 from helpers.pipeline import read_labels, unique
+from lwec_tasks.core.base_clusterings import categorical_k_max, paper_k_max
 from lwec_tasks.core.encoding import DEFAULT_RELEVANCE_GATE
 from lwec_tasks.core.mixes import RUN_DEFAULT_MIX_CATEGORICAL
 from lwec_tasks.preflight import check_assign_request
@@ -46,6 +47,10 @@ def run_and_assign(url: str, store: str, table: str, monkeypatch):
     assert params["imputed_values"] == f"amount (€): {int(frame['amount (€)'].isna().sum())}"
     # the profiles: each cluster's level shares of the text and boolean columns beside the numeric means
     client = MlflowClient(store)
+    # such a table's base clusterings draw k up to max(∛N, 2k), not the paper's √N
+    base = pd.read_csv(client.download_artifacts(summary["mlflow_run_id"], "eci_per_cluster.csv"))
+    ks = base.groupby("base_clustering").size()
+    assert len(ks) == 6 and ks.max() <= categorical_k_max(len(frame), 3) < paper_k_max(len(frame))
     profiles = pd.read_csv(client.download_artifacts(summary["mlflow_run_id"], "cluster_profiles.csv"))
     shares = [c for c in profiles.columns if c.startswith("colour=") and c.endswith("_share")]
     assert shares == ["colour=blue_share", "colour=green_share", "colour=red_share", "colour=NULL_share"]
