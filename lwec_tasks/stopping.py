@@ -8,12 +8,19 @@ which turns SIGTERM into a cancellation of a deployed run's flow run, or the com
 label write) goes on to its publishing boundary, :func:`publishing`, which refuses to publish once a stop was
 requested (:class:`RunStopped`), so the database is left as it was. :func:`stopped_outcome` then says, in one
 line, what was and was not published, once a publish under way has ended.
+
+A signal handler's exception is raised wherever the main thread is, which may be a garbage collector's
+callback or a ``__del__``: Python cannot raise it there and prints it as "Exception ignored in …" with a
+traceback. Once the stop is recorded that interruption is not needed (the publishing boundary refuses), so
+within both blocks such a lost interruption is dropped silently (:func:`_lost_interruptions_dropped`); every
+other unraisable error is printed as before.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -138,6 +145,27 @@ def _silence_console() -> None:
 
 
 @contextmanager
+def _lost_interruptions_dropped(stops: StopRequests) -> Iterator[None]:
+    """Within the block, an interruption that could not be raised (a :class:`BaseException` that is not an
+    :class:`Exception`, such as :class:`KeyboardInterrupt` or Prefect's ``TerminationSignal``, raised by a signal
+    handler inside a garbage collector's callback or a ``__del__``) is dropped once ``stops`` holds a stop
+    request; anything else goes to the hook in force before (:data:`sys.unraisablehook`)."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if stops.signal is not None and not isinstance(unraisable.exc_value, Exception) \
+                and isinstance(unraisable.exc_value, BaseException):
+            return  # the stop is recorded: the run stops at its publishing boundary without this interruption
+        previous(unraisable)
+
+    sys.unraisablehook = hook
+    try:
+        yield
+    finally:
+        sys.unraisablehook = previous
+
+
+@contextmanager
 def stop_on_signals() -> Iterator[None]:
     """Within the block (in the main thread), the first SIGINT or SIGTERM requests a stop of the run in force
     (a new :class:`~lwec_tasks.run_context.RunContext` for the block when none is), silences the console's log
@@ -158,7 +186,8 @@ def stop_on_signals() -> Iterator[None]:
         previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
         stops.quiet = True
         try:
-            yield
+            with _lost_interruptions_dropped(stops):
+                yield
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -189,7 +218,8 @@ def stops_recorded() -> Iterator[None]:
         for signum in STOP_SIGNALS:
             signal.signal(signum, record)
         try:
-            yield
+            with _lost_interruptions_dropped(stops):
+                yield
         finally:
             for signum, handler in previous.items():
                 if handler is not None:

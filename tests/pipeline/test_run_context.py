@@ -50,3 +50,43 @@ def test_a_flow_without_a_run_context_gets_one_for_its_block_and_keeps_one_it_is
         assert kept is given
     with pytest.raises(AttributeError):
         given.heartbeat_seconds = 1  # frozen: a context is replaced, never changed
+
+
+INTERRUPTED_IN_DEL = """
+import os, signal
+from lwec_tasks.stopping import {block}, stop_requested
+
+class SignalledWhileCollected:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10_000):  # the handler runs here, inside __del__, where its exception cannot be raised
+            pass
+
+class FailsWhileCollected:
+    def __del__(self):
+        raise ValueError("an error of its own")
+
+{prelude}
+with {block}():
+    SignalledWhileCollected()
+    FailsWhileCollected()
+    print("went on; stop requested by", stop_requested())
+"""
+
+
+@pytest.mark.parametrize("block, prelude", [
+    ("stop_on_signals", ""),
+    # a flow's block before a handler that raises, as Prefect's SIGTERM handler does
+    ("stops_recorded",
+     "def raising(signum, frame):\n    raise KeyboardInterrupt\nsignal.signal(signal.SIGTERM, raising)"),
+])
+def test_an_interruption_lost_inside_a_destructor_after_a_stop_prints_nothing_and_other_errors_still_do(block, prelude):
+    import subprocess
+    import sys
+
+    script = INTERRUPTED_IN_DEL.format(block=block, prelude=prelude)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"went on; stop requested by {int(signal.SIGTERM)}"
+    assert "KeyboardInterrupt" not in done.stderr and "SignalledWhileCollected" not in done.stderr, done.stderr
+    assert done.stderr.count("ValueError: an error of its own") == 1  # not every unraisable error is dropped
