@@ -44,6 +44,7 @@ with imports_without_collections():
     from lwec_tasks.tasks.error_logs import log_errors_once
     from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
     from lwec_tasks.tasks.quality_gate import settle_run
+    from lwec_tasks.tasks.run_facts import RunFacts
     from lwec_tasks.tasks.run_names import consensus_run_name
     from lwec_tasks.tasks.stages import (
         build_labelling_model,
@@ -57,7 +58,7 @@ with imports_without_collections():
     )
     from lwec_tasks.tasks.summary import publish_summary
     from lwec_tasks.tasks.timings import StageClock
-    from lwec_tasks.tasks.track import RunFacts, draw_figures, log_to_mlflow, prepare_tracking
+    from lwec_tasks.tasks.track import draw_figures, log_to_mlflow, prepare_tracking
     from lwec_tasks.tracking.system_metrics import SystemSampler
 
 FLOW_NAME = "lwec-consensus"
@@ -158,7 +159,8 @@ def run_stages(request: ConsensusRequest) -> dict:
             written = writing.result()
             model = build_labelling_model(table, ensemble, labels, reliability, request, evidence, clock=clock)
             system.stop()
-            facts = RunFacts(executor, table, ensemble, labels, stable, model, figures, evidence, system.series())
+            facts = RunFacts.of(executor, table, ensemble, labels, stable, model, figures, evidence,
+                                system.series())
         timings = clock.seconds()
         tracked = log_to_mlflow(request, facts, reliability, store, timings, return_state=True)
         summary = publish_summary(request, facts, written, allow_failure(tracked), timings)

@@ -57,7 +57,41 @@ COASSOCIATION_MAX_COLUMNS = 16
 COASSOCIATION_MICROCLUSTERS = 40_000
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
+class EvidenceSummary:
+    """The small, picklable part of a run's :class:`RunEvidence` (no per-row handles) that its MLflow run, summary
+    and figures report; every field's default is what a run without evidence reports (``EvidenceSummary()``).
+
+    Attributes
+    ----------
+    profiles : one row per non-empty cluster id (:func:`~lwec_tasks.core.profiles.cluster_profiles`), or None
+    feature_columns : the profiles' feature columns
+    histogram : (CONFIDENCE_BINS,) rows per confidence bin, or None
+    coassociation : the co-association's distribution over the pairs of ``pair_rows`` rows, or None
+    k_curve : the automatic choice's criterion over k on ``k_curve_rows`` rows, for a run whose k was given, or None
+    label_table : the cluster × label table of a run given ``label_column``, or None
+    """
+
+    profiles: pd.DataFrame | None = None
+    feature_columns: tuple[str, ...] = ()
+    histogram: np.ndarray | None = None
+    coassociation: CoassociationDistribution | None = None
+    pair_rows: int = 0
+    k_curve: KSelection | None = None
+    k_curve_rows: int = 0
+    label_table: pd.DataFrame | None = None
+    label_column: str | None = None
+
+    @property
+    def mean_confidence(self) -> float | None:
+        """The rows' mean confidence (the clusters' means weighted by their sizes); None without profiles."""
+        if self.profiles is None:
+            return None
+        sizes = self.profiles["size"].to_numpy(dtype=np.float64)
+        return float(np.dot(sizes, self.profiles["mean_confidence"]) / max(sizes.sum(), 1.0))
+
+
+@dataclass(frozen=True, eq=False)
 class RunEvidence:
     """What the stage found: ``confidence`` handles of each partition's (n_p,) float32 confidences;
     ``profiles`` (one row per non-empty cluster id, :func:`~lwec_tasks.core.profiles.cluster_profiles`);
@@ -95,10 +129,14 @@ class RunEvidence:
                 "coassociation": self.coassociation, "k_curve": self.k_curve, "k_curve_rows": self.k_curve_rows,
                 "label_table": self.label_table, "label_column": self.label_column}
 
+    def summary(self) -> EvidenceSummary:
+        """What the run's MLflow run and summary report of the evidence (no per-row handles)."""
+        return EvidenceSummary(self.profiles, self.feature_columns, self.histogram, self.coassociation,
+                               self.pair_rows, self.k_curve, self.k_curve_rows, self.label_table, self.label_column)
+
     @property
     def mean_confidence(self) -> float:
-        sizes = self.profiles["size"].to_numpy(dtype=np.float64)
-        return float(np.dot(sizes, self.profiles["mean_confidence"]) / max(sizes.sum(), 1.0))
+        return self.summary().mean_confidence
 
 
 def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels, log,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -15,17 +16,26 @@ from lwec_tasks.stages.planning import earlier_run
 from lwec_tasks.stages.read import PartitionedTable
 
 
+@dataclass(frozen=True, eq=False)
 class StableIds:
-    """The ids a Dask run writes: ``ids`` (k,) the id of each consensus cluster 0..k−1, ``aligned_to`` the
-    earlier run's key (None: none, or turned off), ``agreement`` the share of the objects both runs labelled
-    that keep their id (None without an earlier run or shared object), ``n_shared`` those objects; ``jaccard``
-    maps each id that kept an earlier cluster's id to its Jaccard overlap with that cluster over the objects
-    both runs labelled (:func:`lwec_tasks.core.stability.matched_jaccard`; empty without an earlier run)."""
+    """The ids a run writes.
 
-    def __init__(self, ids: np.ndarray, aligned_to: str | None = None, agreement: float | None = None,
-                 n_shared: int = 0, jaccard: dict[int, float] | None = None):
-        self.ids, self.aligned_to, self.agreement, self.n_shared = ids, aligned_to, agreement, n_shared
-        self.jaccard = jaccard or {}
+    Attributes
+    ----------
+    ids : (k,) int64 the id of each consensus cluster 0..k−1
+    aligned_to : the earlier run's key; default None (none, or turned off)
+    agreement : the share of the objects both runs labelled that keep their id; default None (no earlier run or
+        shared object)
+    n_shared : those objects; default 0
+    jaccard : each id that kept an earlier cluster's id → its Jaccard overlap with that cluster over the objects
+        both runs labelled (:func:`lwec_tasks.core.stability.matched_jaccard`); default empty (no earlier run)
+    """
+
+    ids: np.ndarray
+    aligned_to: str | None = None
+    agreement: float | None = None
+    n_shared: int = 0
+    jaccard: dict[int, float] = field(default_factory=dict)
 
 
 def stable_ids(table: PartitionedTable, labels: PartitionedLabels, store: LabelStore,

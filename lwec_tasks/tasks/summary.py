@@ -13,7 +13,7 @@ from prefect.runtime import flow_run
 from lwec_tasks.io import mask_url
 from lwec_tasks.masking import scrub
 from lwec_tasks.request import ConsensusRequest
-from lwec_tasks.tasks.track import RunFacts
+from lwec_tasks.tasks.run_facts import RunFacts
 from lwec_tasks.tracking import TrackingError, mask_uri, resolve_tracking_uri
 from lwec_tasks.tracking.runs import StoreUnreachableError, tracking_error
 
@@ -61,9 +61,9 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
         "mlflow_experiment": request.experiment,
         "mlflow_tracking_uri": mask_uri(resolve_tracking_uri(request.tracking_uri)), "mlflow_run_id": None,
         "mlflow_run_url": None, "model_uri": None, "figures": {}, "timings": dict(timings or {}),
-        "executor": facts.executor, "dask_scheduler": facts.scheduler,
-        "confidence_mean": facts.mean_confidence,
-        "pac": facts.coassociation.pac() if facts.coassociation is not None else None,
+        "executor": facts.executor.name, "dask_scheduler": facts.executor.scheduler,
+        "confidence_mean": facts.evidence.mean_confidence,
+        "pac": facts.evidence.coassociation.pac() if facts.evidence.coassociation is not None else None,
         "clusters": cluster_lines(facts), "label_column": request.label_column,
         "columns_left_out": {str(name): reason for name, reason in facts.left_out},
         "categorical_columns": {name: {"kind": kind, "levels": levels, "null_rows": nulls, "relevance": relevance}
@@ -98,15 +98,16 @@ def cluster_lines(facts: RunFacts, top: int = 3) -> list[dict]:
     from lwec_tasks.core.cohesion import MIXED_BELOW
     from lwec_tasks.core.profiles import distinctive_features
 
-    if facts.profiles is None:
+    evidence = facts.evidence
+    if evidence.profiles is None:
         return []
-    features = distinctive_features(facts.profiles, facts.profile_features, top)
+    features = distinctive_features(evidence.profiles, evidence.feature_columns, top)
     majority = {}
-    if facts.label_table is not None:
+    if evidence.label_table is not None:
         majority = {int(row.cluster): (_plain(row.majority_label), float(row.majority_share))
-                    for row in facts.label_table.itertuples()}
+                    for row in evidence.label_table.itertuples()}
     lines = []
-    for row, distinctive in zip(facts.profiles.itertuples(), features):
+    for row, distinctive in zip(evidence.profiles.itertuples(), features):
         cohesion = float(row.cohesion) if hasattr(row, "cohesion") else None
         relative = float(row.cohesion_relative) if hasattr(row, "cohesion_relative") else None
         line = {"id": int(row.cluster), "size": int(row.size), "mean_confidence": float(row.mean_confidence),
@@ -114,7 +115,7 @@ def cluster_lines(facts: RunFacts, top: int = 3) -> list[dict]:
                 "mixed": relative is not None and relative < MIXED_BELOW,
                 "jaccard_previous": facts.stable.jaccard.get(int(row.cluster)),
                 "distinctive": [[name, round(z, 3)] for name, z in distinctive]}
-        if facts.label_table is not None:
+        if evidence.label_table is not None:
             line["majority_label"], line["majority_share"] = majority.get(int(row.cluster), (None, None))
         lines.append(line)
     return lines
@@ -200,7 +201,7 @@ def profile_rows(facts: RunFacts) -> list[dict]:
     NaN as None (no matched earlier cluster); empty without profiles."""
     import math
 
-    if facts.profiles is None:
+    if facts.evidence.profiles is None:
         return []
     frame = facts.profiles_with_stability()
     return [{str(name): (None if isinstance(value, float) and math.isnan(value) else

@@ -3,151 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from prefect import get_run_logger
 from prefect.runtime import deployment, flow_run
 
-from lwec_tasks.core.k_criterion import SELECTION_SAMPLE
-from lwec_tasks.core.placement import Placement
 from lwec_tasks.io import mask_url
 from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.consensus import PartitionedLabels
 from lwec_tasks.stages.ensemble import ClusterReliability
 from lwec_tasks.stages.generate import PartitionedEnsemble
-from lwec_tasks.stages.identities import StableIds
-from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.tasks.retry import tracking_task
+from lwec_tasks.tasks.run_facts import RunFacts
 from lwec_tasks.tracking.dataset import SourceTable
 from lwec_tasks.tracking.limits import database_backend
 from lwec_tasks.tracking.store import mask_uri, resolve_tracking_uri, run_page_url
-
-#: Rows of the model's input example (raw feature values of sampled training rows).
-INPUT_EXAMPLE_ROWS = 5
-
-
-class RunFacts:
-    """The small facts of a finished run that the MLflow run and the summary report.
-
-    ``figures`` maps artifact names to the PNG bytes of the run's figures (:func:`draw_figures`);
-    ``sample_rows`` (S, d) are the cluster map's rows (S ≤ 2,000, as clustered), whose first rows are the
-    model's input example; ``selection`` is the automatic choice of k (None when k was given); ``evidence``
-    the row confidences' summary, cluster profiles and co-association's distribution
-    (:class:`~lwec_tasks.stages.evidence.RunEvidence`, None for none); ``system_series`` the run's CPU and
-    memory samples (:meth:`~lwec_tasks.tracking.system_metrics.SystemSampler.series`, empty for none).
-    """
-
-    def __init__(self, executor, table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                 stable: StableIds, model: tuple[Placement, float], figures: dict[str, bytes], evidence=None,
-                 system_series: dict | None = None):
-        self.executor = executor.name
-        self.system_series = system_series or {}
-        self.scheduler = executor.address
-        self.n_workers = executor.n_workers
-        self.n_threads = executor.n_threads
-        self.n_partitions = table.n_partitions
-        self.id_column = table.plan.id_column
-        self.feature_columns = table.plan.feature_columns
-        #: (column, reason) of every column not clustered on; values imputed per numeric column; rows with a
-        #: NULL level per text/boolean column
-        self.left_out = tuple(table.plan.left_out)
-        self.imputed_counts = dict(getattr(table, "imputed_counts", {}) or {})
-        encoding = getattr(table, "encoding", None)
-        self.categorical = {} if encoding is None else {
-            code.name: (code.source_kind, len(code.levels),
-                        code.counts[code.levels.index(None)] if None in code.levels else 0, code.relevance)
-            for code in encoding.columns if code.kind == "category"}
-        self.n_objects, self.n_rows_read, self.n_rows_dropped = table.n_rows, table.n_read, table.n_dropped
-        self.n_base_clusters = ensemble.n_clusters_total
-        self.n_microclusters = ensemble.n_microclusters
-        self.clusters = pd.DataFrame({
-            "cluster": np.arange(ensemble.n_clusters_total), "base_clustering": ensemble.cluster_column,
-            "base_label": ensemble.cluster_label, "size": ensemble.cluster_sizes,
-        })
-        self.k, self.selection = labels.k, labels.selection
-        self.sizes = labels.sizes
-        self.quality = labels.quality
-        self.stable = stable
-        self.placement, self.model_given_back = model
-        self.sample_rows = ensemble.sample_rows
-        self.figures = figures
-        self.profiles = evidence.profiles if evidence is not None else None
-        self.profile_features = evidence.feature_columns if evidence is not None else ()
-        self.mean_confidence = evidence.mean_confidence if evidence is not None else None
-        self.confidence_histogram = evidence.histogram if evidence is not None else None
-        self.coassociation = evidence.coassociation if evidence is not None else None
-        self.pair_rows = evidence.pair_rows if evidence is not None else 0
-        self.k_curve = evidence.k_curve if evidence is not None else None
-        self.k_curve_rows = evidence.k_curve_rows if evidence is not None else 0
-        #: the cluster × label table of a run given a label column (None otherwise) and that column
-        self.label_table = getattr(evidence, "label_table", None)
-        self.label_column = getattr(evidence, "label_column", None)
-
-    def profiles_with_stability(self) -> pd.DataFrame:
-        """The cluster profiles with each cluster's Jaccard overlap with its matched earlier cluster (NaN for
-        a cluster without one, or without an earlier run) after its mean confidence."""
-        frame = self.profiles.copy()
-        frame.insert(4, "jaccard_previous", [self.stable.jaccard.get(int(c), np.nan) for c in frame["cluster"]])
-        return frame
-
-    def evidence_metrics(self) -> tuple[dict, dict]:
-        """(metrics, series) of the run's evidence: mean confidence and the share of rows below 0.5; PAC; each
-        cluster's size, mean confidence, cohesion (and the count flagged mixed), with a label column its majority
-        label's share (and the count below :data:`~lwec_tasks.core.label_table.MAJORITY_BELOW`), and its Jaccard
-        overlap with its matched cluster of the earlier run (and their size-weighted mean); series: the consensus
-        CDF over the co-association's values (step a of M: share of pairs at most a/M) and the automatic choice's
-        criterion over k (for a given k, on the evidence's seeded sample: :mod:`lwec_tasks.core.k_curve`), with the
-        k it is highest at (``k_criterion_best_k``) and the rows it was computed on (``k_criterion_rows``)."""
-        metrics, series = {}, {}
-        if self.mean_confidence is not None:
-            histogram = self.confidence_histogram
-            metrics["confidence_mean"] = self.mean_confidence
-            metrics["confidence_below_0_5_fraction"] = float(histogram[:len(histogram) // 2].sum()
-                                                             / max(histogram.sum(), 1))
-        if self.coassociation is not None:
-            metrics["pac"] = self.coassociation.pac()
-            metrics["pac_rows"] = self.pair_rows
-            series["consensus_cdf"] = list(enumerate(self.coassociation.cdf.tolist()))
-        if self.profiles is not None:
-            for row in self.profiles.itertuples():
-                metrics[f"cluster_{row.cluster}_size"] = int(row.size)
-                metrics[f"cluster_{row.cluster}_mean_confidence"] = float(row.mean_confidence)
-            if "cohesion" in self.profiles:
-                from lwec_tasks.core.cohesion import mixed_clusters
-
-                for row in self.profiles.itertuples():
-                    metrics[f"cluster_{row.cluster}_cohesion"] = float(row.cohesion)
-                flagged = mixed_clusters(self.profiles["cohesion"], self.profiles["size"])
-                metrics["clusters_flagged_mixed"] = int(flagged.sum())
-        if self.label_table is not None:
-            from lwec_tasks.core.label_table import MAJORITY_BELOW
-
-            for row in self.label_table.itertuples():
-                metrics[f"cluster_{row.cluster}_majority_share"] = float(row.majority_share)
-            low = int((self.label_table["majority_share"] < MAJORITY_BELOW).sum())
-            metrics[f"clusters_majority_below_{MAJORITY_BELOW:g}".replace(".", "_")] = low
-        jaccard = self.stable.jaccard
-        if jaccard:
-            for cluster_id, value in sorted(jaccard.items()):
-                metrics[f"cluster_{cluster_id}_jaccard_previous"] = value
-            sizes = np.array([self.sizes[c] for c in sorted(jaccard)], dtype=np.float64)
-            metrics["jaccard_previous_mean"] = float(np.dot(sizes, [jaccard[c] for c in sorted(jaccard)])
-                                                     / max(sizes.sum(), 1.0))
-            metrics["clusters_matched_previous"] = len(jaccard)
-        curve = self.selection if self.selection is not None else self.k_curve
-        if curve is not None:
-            series["k_criterion"] = list(zip(np.asarray(curve.ks).tolist(), np.asarray(curve.scores).tolist()))
-            metrics["k_criterion_best_k"] = int(curve.k)
-            metrics["k_criterion_rows"] = (min(self.n_objects, SELECTION_SAMPLE) if self.selection is not None
-                                           else self.k_curve_rows)
-        return metrics, series
-
-    def input_example(self) -> pd.DataFrame:
-        """A few sampled training rows as raw feature values (the standardisation undone); base labels seen in
-        fitting for a run on base columns."""
-        from lwec_tasks.tracking.model import example_frame
-
-        return example_frame(self.placement, self.sample_rows, INPUT_EXAMPLE_ROWS)
 
 
 def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliability, ensemble: PartitionedEnsemble,
@@ -217,14 +86,15 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         "method": request.method, "theta": request.theta, "ensemble_size": request.ensemble_size,
         "n_clusters": request.n_clusters, "k": facts.k,
         "k_criterion": facts.selection.criterion if facts.selection is not None
-        else facts.k_curve.criterion if facts.k_curve is not None else None, "seed": request.seed,
+        else facts.evidence.k_curve.criterion if facts.evidence.k_curve is not None else None, "seed": request.seed,
         "table": request.table, "database": mask_url(request.database_url),
         "output_table": request.resolved_output_table, "run_key": request.run_key, "id_column": facts.id_column,
         "label_column": request.label_column, "feature_count": len(facts.feature_columns),
         "feature_columns": ",".join(facts.feature_columns), "n_objects": facts.n_objects,
         "standardize": request.standardize, "drop_nonfinite": request.drop_nonfinite,
-        "executor": facts.executor, "partitions": facts.n_partitions, "threads": facts.n_threads,
-        "dask_scheduler": facts.scheduler, "dask_workers": facts.n_workers if facts.scheduler else None,
+        "executor": facts.executor.name, "partitions": facts.n_partitions, "threads": facts.executor.n_threads,
+        "dask_scheduler": facts.executor.scheduler,
+        "dask_workers": facts.executor.n_workers if facts.executor.scheduler else None,
         "stable_ids": request.stable_ids, "keep_runs": request.keep_runs, "ids_aligned_to": facts.stable.aligned_to,
     }
     params.update(column_params(facts))
@@ -245,7 +115,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         "k": facts.k, "model_labels_given_back": facts.model_given_back,
     }
     tags = {
-        "lwec.run_key": request.run_key, "lwec.method": request.method, "lwec.executor": facts.executor,
+        "lwec.run_key": request.run_key, "lwec.method": request.method, "lwec.executor": facts.executor.name,
         **({"lwec.aligned_to_run_key": facts.stable.aligned_to} if facts.stable.aligned_to else {}),
         **{f"prefect.{key}": value for key, value in {
             "flow_run_id": flow_run.id, "flow_run_name": flow_run.name, "flow_run_url": flow_run_page(),
@@ -264,10 +134,10 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
                                                n_rows=facts.n_objects,
                                                n_rows_read=facts.n_rows_read))
         writer.log_table(run_id, clusters, "eci_per_cluster.csv")
-        if facts.profiles is not None:
+        if facts.evidence.profiles is not None:
             writer.log_table(run_id, facts.profiles_with_stability(), "cluster_profiles.csv")
-        if facts.label_table is not None:
-            writer.log_table(run_id, facts.label_table, "cluster_labels.csv")
+        if facts.evidence.label_table is not None:
+            writer.log_table(run_id, facts.evidence.label_table, "cluster_labels.csv")
         writer.log_dict(run_id, location, "labels_location.json")
         figures = facts.figures
         writer.log_files(run_id, figures, "figures")
