@@ -39,7 +39,7 @@ from lwec_tasks.stages.whole_table import (
 
 if TYPE_CHECKING:
     from lwec_tasks.executors import Handle
-    from lwec_tasks.stages.ensemble import FoundMicroclusters
+    from lwec_tasks.stages.generate import FoundMicroclusters
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,13 +8,12 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lwec_tasks.core.eci import eci_from_uncertainty
 from lwec_tasks.executors.progress import Progress, tree_reduce
-from lwec_tasks.stages.generate import PartitionedEnsemble
+from lwec_tasks.stages.generate import FoundMicroclusters, PartitionedEnsemble
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import (
     merge_microclusters,
@@ -23,25 +22,6 @@ from lwec_tasks.stages.reductions import (
     microclusters_of,
     split_entropy_terms,
 )
-
-if TYPE_CHECKING:
-    from lwec_tasks.executors import Handle
-
-
-@dataclass(frozen=True, eq=False)
-class FoundMicroclusters:
-    """The microclusters (distinct label rows) of a partitioned ensemble.
-
-    Attributes
-    ----------
-    table : handle of the merged :class:`~lwec_tasks.stages.reductions.Microclusters` (Ñ rows with their counts)
-    size : Ñ, the number of microclusters
-    index : handles of each partition's (n_p,) int64 row → microcluster index
-    """
-
-    table: Handle
-    size: int
-    index: list[Handle]
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,25 @@ from lwec_tasks.stages.sums import add_tables
 
 if TYPE_CHECKING:
     from lwec_tasks.executors import Handle
-    from lwec_tasks.stages.ensemble import FoundMicroclusters
 
 #: Rows kept (a seeded uniform sample) for the cluster map, at most.
 PICTURE_SAMPLE = 2_000
+
+
+@dataclass(frozen=True, eq=False)
+class FoundMicroclusters:
+    """The microclusters (distinct label rows) of a partitioned ensemble.
+
+    Attributes
+    ----------
+    table : handle of the merged :class:`~lwec_tasks.stages.reductions.Microclusters` (Ñ rows with their counts)
+    size : Ñ, the number of microclusters
+    index : handles of each partition's (n_p,) int64 row → microcluster index
+    """
+
+    table: Handle
+    size: int
+    index: list[Handle]
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,7 +62,7 @@ class PartitionedEnsemble:
     sample_rows : (S, d) those rows' features as clustered (their codes, for an ensemble read from label columns)
     dictionaries : each base column's label values in code order, for an ensemble read from label columns;
         default None
-    micro : the microclusters (:class:`~lwec_tasks.stages.ensemble.FoundMicroclusters`) once the ECI stage found
+    micro : the microclusters (:class:`FoundMicroclusters`) once the ECI stage found
         them (:func:`~lwec_tasks.stages.ensemble.reliability` returns the ensemble with them); default None
     offsets : (M + 1,) int64 global id of each clustering's first cluster, then n_c (from ``ks``)
     cluster_column : (n_c,) the clustering each cluster belongs to (from ``ks``)
