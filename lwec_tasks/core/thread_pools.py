@@ -27,9 +27,10 @@ from threadpoolctl import ThreadpoolController
 @cache
 def thread_pools() -> ThreadpoolController:
     """The process's BLAS and OpenMP thread pools, found once, by the calling thread (scikit-learn's own
-    controller made there too)."""
+    controller made there too, by a tiny k-means fit on one OpenMP thread: in a process forked from one whose
+    OpenMP threads had worked, a parallel region would wait for threads the child does not have)."""
     controller = ThreadpoolController()
-    with warnings.catch_warnings():
+    with controller.limit(limits=1, user_api="openmp"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         KMeans(n_clusters=1, n_init=1).fit(np.zeros((2, 1)))
     return controller

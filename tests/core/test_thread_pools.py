@@ -55,3 +55,35 @@ def test_the_pipelines_fits_on_the_in_process_executor_never_walk_the_libraries(
                               [plan.budget] * 6, rows=X[plan.positions], positions=plan.positions)
     assert len(models) == 6 and all(np.asarray(model.result().predict(X)).shape == (600,) for model in models)
     assert set(library_walks) == {threading.current_thread().name}  # the executor's caller's, before the threads
+
+
+FORKED_AFTER_OPENMP_WORKED = """
+import os, sys, time
+import numpy as np
+from sklearn.cluster import KMeans
+from lwec_tasks.core.thread_pools import thread_pools
+
+KMeans(n_clusters=3, n_init=1, random_state=0).fit(np.random.default_rng(0).normal(size=(20_000, 4)))
+child = os.fork()
+if child == 0:  # the pools not found yet in the parent: the child finds them first
+    thread_pools()
+    os._exit(0)
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    done, status = os.waitpid(child, os.WNOHANG)
+    if done:
+        sys.exit(os.waitstatus_to_exitcode(status))
+    time.sleep(0.05)
+os.kill(child, 9)
+sys.exit("the child hung")
+"""
+
+
+def test_a_process_forked_after_openmp_threads_worked_finds_its_pools_without_hanging():
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FORKED_AFTER_OPENMP_WORKED], capture_output=True, text=True,
+                          timeout=180, env={**os.environ, "OMP_NUM_THREADS": "2"})
+    assert done.returncode == 0, done.stderr[-2000:]
