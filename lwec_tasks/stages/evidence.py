@@ -123,14 +123,8 @@ class RunEvidence:
     level_map: np.ndarray | None = None
     gaussian_fit: float | None = None
 
-    def for_figures(self) -> dict:
-        """The small, picklable part the figures are drawn from (no per-row handles)."""
-        return {"profiles": self.profiles, "feature_columns": self.feature_columns, "histogram": self.histogram,
-                "coassociation": self.coassociation, "k_curve": self.k_curve, "k_curve_rows": self.k_curve_rows,
-                "label_table": self.label_table, "label_column": self.label_column}
-
     def summary(self) -> EvidenceSummary:
-        """What the run's MLflow run and summary report of the evidence (no per-row handles)."""
+        """What the run's MLflow run, summary and figures report of the evidence (no per-row handles)."""
         return EvidenceSummary(self.profiles, self.feature_columns, self.histogram, self.coassociation,
                                self.pair_rows, self.k_curve, self.k_curve_rows, self.label_table, self.label_column)
 

@@ -31,7 +31,7 @@ def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliabil
 
     return consensus_pngs(request.method, request.theta, cluster_reliability.eci, labels.sizes,
                           ensemble.sample_rows, shown_labels, labels.k, labels.linkage, labels.selection,
-                          evidence.for_figures() if evidence is not None else None)
+                          dict(vars(evidence.summary())) if evidence is not None else None)
 
 
 def deployment_id() -> str | None:

@@ -21,8 +21,8 @@ def consensus_figures(method: str, theta: float, eci: np.ndarray, sizes: np.ndar
     ``sample_rows`` (S, d) sampled standardised rows and ``sample_labels`` (S,) their
     written ids; ``linkage`` LWEA's dendrogram over microclusters (None for LWGP),
     cut into ``k``; ``selection`` the automatic choice of k (ks, scores, k,
-    criterion), None when k was given; ``evidence`` what
-    :meth:`~lwec_tasks.stages.evidence.RunEvidence.for_figures` gives (cluster profiles, the confidences'
+    criterion), None when k was given; ``evidence`` the fields of the run's
+    :class:`~lwec_tasks.stages.evidence.EvidenceSummary` as a dict (cluster profiles, the confidences'
     histogram, the co-association's distribution, for a given k the criterion over k, the cluster × label table
     of a run given a label column), None for none.
     """
