@@ -11,11 +11,15 @@ k-means fit; one tiny fit then makes it in the same thread.
 
 Whoever runs work on threads enters :func:`single_threaded` (or calls :func:`thread_pools`) in its own thread
 before the threads start: the in-process executor's ``map``, the base clusterings' thread pool, and a Dask
-worker when the flow first checks it (:func:`~lwec_tasks.executors.dask.worker_facts`).
+worker when the flow first checks it (:func:`~lwec_tasks.executors.dask.worker_facts`). Two threads may be
+inside at once (the flow writes labels while the evidence is made): the pools go to one thread when the first
+enters and back to their sizes when the last leaves, not when the first leaves.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import warnings
 from functools import cache
 
@@ -43,7 +47,44 @@ def find_pools_again() -> None:
     thread_pools()
 
 
+class _OneThreadSections:
+    """Counts the threads inside :func:`single_threaded` per kind of pool, and keeps each pool's size from before
+    the first entered: threadpoolctl's limiter restores the sizes it found on entry, which, entered by two
+    threads that leave in the other order, would leave the pools at one thread for good."""
+
+    KINDS = ("blas", "openmp")
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._inside = dict.fromkeys(self.KINDS, 0)
+        self._sizes = {}  # kind -> [(the pool's controller, its size before)]
+
+    @contextlib.contextmanager
+    def entered(self, user_api: str | None):
+        kinds = self.KINDS if user_api is None else (user_api,)
+        with self._lock:
+            for kind in kinds:
+                if self._inside[kind] == 0:
+                    pools = [pool for pool in thread_pools().lib_controllers if pool.user_api == kind]
+                    self._sizes[kind] = [(pool, pool.num_threads) for pool in pools]
+                    for pool in pools:
+                        pool.set_num_threads(1)
+                self._inside[kind] += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                for kind in kinds:
+                    self._inside[kind] -= 1
+                    if self._inside[kind] == 0:
+                        for pool, size in self._sizes.pop(kind):
+                            pool.set_num_threads(size)
+
+
+_sections = _OneThreadSections()
+
+
 def single_threaded(user_api: str | None = None):
     """Context manager: every pool (``user_api`` "blas" or "openmp": only those) at one thread inside the block,
-    as before it after."""
-    return thread_pools().limit(limits=1, user_api=user_api)
+    as before the first of the threads inside entered after the last has left."""
+    return _sections.entered(user_api)

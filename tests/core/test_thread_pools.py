@@ -39,6 +39,29 @@ def test_single_threaded_sets_every_pool_to_one_thread_and_restores_it():
     assert {info["filepath"]: info["num_threads"] for info in threadpoolctl.threadpool_info()} == before
 
 
+def test_sections_left_in_the_other_order_give_the_pools_their_sizes_back():
+    """The flow's label write and its evidence each enter a one-thread section from their own thread, and the
+    first to enter may leave first: here the two sections are entered and left in that order by hand."""
+    find_pools_again()
+
+    def sizes(kind=None):
+        return {pool.filepath: pool.num_threads for pool in thread_pools().lib_controllers
+                if kind in (None, pool.user_api)}
+
+    with thread_pools().limit(limits=2):  # a known size above one, whatever the environment set
+        before = sizes()
+        first, second = single_threaded(), single_threaded(user_api="blas")
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        blas_while_second_inside = sizes("blas")
+        second.__exit__(None, None, None)
+        after = sizes()
+    assert set(before.values()) == {2}, before
+    assert set(blas_while_second_inside.values()) == {1}
+    assert after == before
+
+
 def test_base_clusterings_fitted_side_by_side_never_walk_the_libraries(library_walks):
     X, _ = make_blobs(600, 4, centers=4, random_state=0)
     labels = generate_base_clusterings(X, n_clusterings=6, random_state=0, n_jobs=2,
