@@ -1,7 +1,7 @@
 """The consensus clustering flow: a database table in, labels table and MLflow run out.
 
     load features → base clusterings → ECI → LWEA | LWGP (k given or chosen) → stable cluster ids
-    → row confidence → write labels (cluster profiles, consensus CDF, k curve and figures made meanwhile)
+    → row confidence, cluster profiles, consensus CDF → write labels (figures drawn meanwhile)
     → labelling model → log to MLflow (figures, model, CPU and memory) → summary → quality gate and events
 
 Each flow run is named after its work (``customers-k8-lwea``), and so is its MLflow run. With ``promote_if``
@@ -52,7 +52,6 @@ with imports_without_collections():
         consensus,
         generate_ensemble,
         load_features,
-        row_confidence,
         row_evidence,
         stable_cluster_ids,
         write_label_rows,
@@ -148,14 +147,12 @@ def run_stages(request: ConsensusRequest) -> dict:
             ensemble, reliability = cluster_reliability(table, ensemble, request.theta, clock=clock)
             labels = consensus(table, ensemble, reliability, request, clock=clock)
             labels, stable = stable_cluster_ids(table, labels, request, store, clock=clock)
-            confidences = row_confidence(table, ensemble, labels, clock=clock)
+            evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta, clock=clock)
             shown = sample_labels(table, labels, ensemble.sample)
             prepare_tracking(request.tracking_uri)
-            # The rest of the evidence and the figures are made while the labels are written; MLflow after.
-            writing = write_label_rows.submit(table, labels, request, store, confidences.confidence, clock=clock)
+            # The figures are drawn while the labels are written; MLflow is contacted after.
+            writing = write_label_rows.submit(table, labels, request, store, evidence.confidence, clock=clock)
             try:
-                evidence = row_evidence(table, ensemble, labels, confidences, request.seed, request.method,
-                                        request.theta, clock=clock)
                 figures = draw_figures(request, reliability, ensemble, labels, shown, evidence)
             finally:
                 writing.wait()

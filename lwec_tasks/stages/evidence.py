@@ -1,7 +1,6 @@
 """Stage: the evidence a person reads — row confidence, cluster profiles, the consensus CDF and PAC.
 
-Runs on the written ids (after stable ids), on either executor; steps 1–2 (:func:`row_confidences`) before the
-labels are written, since each row's confidence is written beside its label, the rest while they are written:
+Runs on the written ids (after stable ids), before the labels are written, on either executor:
 
 1. each partition sums its raw features per label and counts its rows per (base cluster, label)
    (:func:`~lwec_tasks.stages.evidence_parts.evidence_sums`); a fixed-order reduction adds them up;
@@ -32,7 +31,7 @@ import pandas as pd
 
 from lwec_tasks.core.coassociation_cdf import CoassociationDistribution, coassociation_distribution
 from lwec_tasks.core.cohesion import cluster_cohesion
-from lwec_tasks.core.confidence import ClusterSums, base_shares
+from lwec_tasks.core.confidence import base_shares
 from lwec_tasks.core.confidence_level import ClusterGaussians, LevelCounts
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
 from lwec_tasks.core.k_criterion import KSelection, selection_sample
@@ -134,32 +133,14 @@ class RunEvidence:
         return self.summary().mean_confidence
 
 
-@dataclass(frozen=True, eq=False)
-class RowConfidences:
-    """Steps 1–2 of the stage: what the labels' write needs (``confidence``: handles of each partition's (n_p,)
-    float32 confidences) and what the rest of the evidence is made from: ``sums`` the clusters' feature sums,
-    ``overlap`` (n_c, k) rows per (base cluster, id), ``centres`` (k, d) in the clustered space (None without
-    features), ``by_label`` (k,) the confidences' sums per id, ``histogram`` (CONFIDENCE_BINS,), ``level_map``
-    and ``gaussian_fit`` (see :class:`RunEvidence`), ``has_features``, ``seconds`` ({"confidence": s})."""
-
-    confidence: list
-    sums: ClusterSums
-    overlap: np.ndarray
-    centres: np.ndarray | None
-    by_label: np.ndarray
-    histogram: np.ndarray
-    level_map: np.ndarray | None
-    gaussian_fit: float | None
-    has_features: bool
-    seconds: dict
-
-
-def row_confidences(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels
-                    ) -> RowConfidences:
-    """Steps 1–2 (the module's docstring): every row's confidence, kept in its partition, and the sums the rest
-    of the evidence needs. Releases the partitions' features."""
+def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels, log,
+                 seed: int | None = None, method: str | None = None, theta: float | None = None) -> RunEvidence:
+    """Row confidences, cluster profiles and the co-association's distribution of a finished consensus (the
+    module's docstring); with ``method`` and ``theta`` and a given k (``labels.selection`` None), the k curve.
+    Releases the partitions' features."""
     session = table.session
     k = len(labels.sizes)
+    seconds = {}
     started = time.perf_counter()
     rows = table.rows if table.holds_rows else [None] * table.n_partitions
     sums_f = session.map(parts.evidence_sums, rows, ensemble.codes, labels.labels, name="evidence-sums", k=k,
@@ -185,21 +166,7 @@ def row_confidences(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
     histogram = np.sum(session.gather(session.map(confidence_histogram, confidence, name="confidence-histogram")),
                        axis=0)
     table.release_rows()  # the features are no longer needed: free the workers' memory
-    return RowConfidences(confidence, sums, overlap, centres, by_label, histogram, level_map, gaussian_fit,
-                          has_features, {"confidence": time.perf_counter() - started})
-
-
-def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels, log,
-                 seed: int | None = None, method: str | None = None, theta: float | None = None,
-                 confidences: RowConfidences | None = None) -> RunEvidence:
-    """Row confidences, cluster profiles and the co-association's distribution of a finished consensus (the
-    module's docstring); with ``method`` and ``theta`` and a given k (``labels.selection`` None), the k curve.
-    ``confidences``: steps 1–2 already taken (:func:`row_confidences`, which runs here when None); the flow
-    takes them first, so that the labels are written while the rest is made."""
-    confidences = confidences if confidences is not None else row_confidences(table, ensemble, labels)
-    session = table.session
-    sums, overlap, has_features = confidences.sums, confidences.overlap, confidences.has_features
-    seconds = dict(confidences.seconds)
+    seconds["confidence"] = time.perf_counter() - started
     moments = table.moments
     if has_features and moments is not None and moments.n:
         table_mean, table_std = moments.mean, np.sqrt(moments.variance)
@@ -212,7 +179,7 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
     features = table.feature_names if has_features else ()
     shares = table.encoding.category_mask() if has_features and table.encoding is not None else None
     cohesion = cluster_cohesion(overlap, ensemble.cluster_column, ensemble.n_columns)
-    profiles = cluster_profiles(sums, confidences.by_label, features, table_mean, table_std, shares, cohesion)
+    profiles = cluster_profiles(sums, by_label, features, table_mean, table_std, shares, cohesion)
     label_column = table.plan.label_column if table.keys is not None else None
     label_table = label_counts_table(table, labels, label_column) if label_column else None
     started = time.perf_counter()
@@ -233,10 +200,8 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
         started = time.perf_counter()
         k_curve, k_curve_rows = given_k_curve(table, ensemble, method, theta, seed, log)
         seconds["k_curve"] = time.perf_counter() - started
-    level_map, gaussian_fit, histogram = confidences.level_map, confidences.gaussian_fit, confidences.histogram
-    evidence = RunEvidence(confidences.confidence, profiles, features, overlap, confidences.centres, histogram,
-                           coassociation, seconds, pair_rows, k_curve, k_curve_rows, label_table, label_column,
-                           level_map, gaussian_fit)
+    evidence = RunEvidence(confidence, profiles, features, overlap, centres, histogram, coassociation, seconds,
+                           pair_rows, k_curve, k_curve_rows, label_table, label_column, level_map, gaussian_fit)
     pac = (f"consensus CDF not computed (more than {COASSOCIATION_MAX_COLUMNS} base clusterings)"
            if coassociation is None else f"PAC (co-association in (0.1, 0.9)) {coassociation.pac():.4f} over the "
            f"pairs of {'all' if pair_rows == table.n_rows else 'a seeded sample of'} {pair_rows} rows "

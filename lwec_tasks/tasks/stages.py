@@ -20,7 +20,7 @@ from lwec_tasks.request import ConsensusRequest
 from lwec_tasks.stages.base_columns import base_column_ensemble
 from lwec_tasks.stages.consensus import PartitionedLabels, consensus_labels
 from lwec_tasks.stages.ensemble import ClusterReliability, reliability
-from lwec_tasks.stages.evidence import RowConfidences, RunEvidence, row_confidences, run_evidence
+from lwec_tasks.stages.evidence import RunEvidence, run_evidence
 from lwec_tasks.stages.generate import PartitionedEnsemble, base_clusterings
 from lwec_tasks.stages.identities import StableIds, stable_ids
 from lwec_tasks.stages.model import labelling_model
@@ -83,23 +83,13 @@ def stable_cluster_ids(table: PartitionedTable, labels: PartitionedLabels, reque
     return stable_ids(table, labels, store, request.table, request.run_key, get_run_logger())
 
 
-@task(name="row-confidence", cache_policy=NO_CACHE)
-@timed_stage("evidence")
-def row_confidence(table: PartitionedTable, ensemble: PartitionedEnsemble,
-                   labels: PartitionedLabels) -> RowConfidences:
-    """Each row's confidence (kept in the partitions, written with its label) and the sums the rest of the
-    evidence is made from; the first part of the evidence stage."""
-    return row_confidences(table, ensemble, labels)
-
-
 @task(name="row-evidence", cache_policy=NO_CACHE)
 @timed_stage("evidence")
 def row_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
-                 confidences: RowConfidences, seed: int | None = None, method: str | None = None,
-                 theta: float | None = None) -> RunEvidence:
-    """The rest of the evidence from the rows' ``confidences`` (:func:`row_confidence`): the cluster profiles, the
-    co-association's consensus CDF and, for a given k, the k curve (:mod:`lwec_tasks.stages.evidence`)."""
-    return run_evidence(table, ensemble, labels, get_run_logger(), seed, method, theta, confidences)
+                 seed: int | None = None, method: str | None = None, theta: float | None = None) -> RunEvidence:
+    """Each row's confidence (kept in the partitions, written with its label), the cluster profiles and the
+    co-association's consensus CDF (:mod:`lwec_tasks.stages.evidence`)."""
+    return run_evidence(table, ensemble, labels, get_run_logger(), seed, method, theta)
 
 
 @database_task("write-labels")
