@@ -131,14 +131,21 @@ def pip_requirements() -> list[str]:
 
 def prepare_model_logging() -> None:
     """Do now what MLflow's first model log in a process does before it writes anything, so that the log itself is
-    quick: read the run context (the command's git information) and map the installed distributions (the
-    model's requirements are checked against them; a scan of every installed distribution). Contacts no store."""
+    quick: read the run context (the command's git information) and map the installed distributions
+    (:func:`map_installed_distributions`). Contacts no store."""
     from mlflow.tracking.context.registry import resolve_tags
-    from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
 
     resolve_tags()
-    # Checking one requirement fills MLflow's map of the installed distributions, kept for the process;
-    # without it the model log scans them itself. MLflow is installed: the check itself never warns.
+    map_installed_distributions()
+
+
+def map_installed_distributions() -> None:
+    """Fill MLflow's map of the installed distributions, against which its model log checks the model's
+    requirements: a scan of every installed distribution (0.3 s), kept for the process and for the processes
+    forked from it (the warm process does it once for every flow run). Contacts no store."""
+    from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
+
+    # Checking one requirement fills the map; MLflow is installed, so the check itself never warns.
     warn_dependency_requirement_mismatches([f"mlflow=={mlflow.__version__}"])
 
 

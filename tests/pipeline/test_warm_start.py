@@ -11,14 +11,19 @@ from lwec_tasks.worker import warm_start
 from lwec_tasks.worker.code_version import code_fingerprint
 from lwec_tasks.worker.warm_process import WarmJobConfiguration
 
-#: What a flow run imports on its way (the flows, MLflow's model code, Genie, the figures' renderer).
-RUN_IMPORTS = ("flows.consensus", "flows.assign", "mlflow.pyfunc", "genieclust", "matplotlib.backends.backend_agg",
-               "lwec_tasks.tasks.stages", "prefect.engine")
+#: What a flow run imports on its way (the flows, MLflow's model code and tracing, Genie, the figures' renderer,
+#: LWEA's dendrogram, Prefect's engines).
+RUN_IMPORTS = ("flows.consensus", "flows.assign", "mlflow.pyfunc", "mlflow.tracing.processor", "genieclust",
+               "matplotlib.backends.backend_agg", "scipy.cluster.hierarchy", "lwec_tasks.tasks.stages",
+               "prefect.engine", "prefect.task_engine")
 
 
 def report_imports(queue) -> None:
-    """In a forked process: which of :data:`RUN_IMPORTS` are loaded before it does anything, and its parent."""
-    queue.put(([name for name in RUN_IMPORTS if name in sys.modules], os.getppid()))
+    """In a forked process: which of :data:`RUN_IMPORTS` are loaded before it does anything, whether MLflow's map
+    of the installed distributions is made (its model log scans them otherwise), and its parent."""
+    requirements = sys.modules.get("mlflow.utils.requirements_utils")
+    mapped = requirements is not None and getattr(requirements, "_PACKAGES_TO_MODULES", None) is not None
+    queue.put(([name for name in RUN_IMPORTS if name in sys.modules], mapped, os.getppid()))
 
 
 def test_a_forked_process_starts_with_the_runs_imports_done():
@@ -27,10 +32,11 @@ def test_a_forked_process_starts_with_the_runs_imports_done():
     queue = context.Queue()
     process = context.Process(target=report_imports, args=(queue,))
     process.start()
-    loaded, parent = queue.get(timeout=120)
+    loaded, mapped, parent = queue.get(timeout=120)
     process.join(timeout=60)
     assert process.exitcode == 0
     assert loaded == list(RUN_IMPORTS)
+    assert mapped
     assert parent != os.getpid()  # forked by the warm process, not by this one
 
 
