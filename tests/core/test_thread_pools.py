@@ -40,8 +40,8 @@ def test_single_threaded_sets_every_pool_to_one_thread_and_restores_it():
 
 
 def test_sections_left_in_the_other_order_give_the_pools_their_sizes_back():
-    """Two threads mapping over partitions side by side each enter a one-thread section, and the first to enter
-    may leave first: here the two sections are entered and left in that order by hand."""
+    """Two threads (of a program fitting base clusterings in each, say) each enter a one-thread section, and the
+    first to enter may leave first: here the two sections are entered and left in that order by hand."""
     find_pools_again()
 
     def sizes(kind=None):
