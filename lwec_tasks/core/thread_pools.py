@@ -12,8 +12,8 @@ k-means fit; one tiny fit then makes it in the same thread.
 Whoever runs work on threads enters :func:`single_threaded` (or calls :func:`thread_pools`) in its own thread
 before the threads start: the in-process executor's ``map``, the base clusterings' thread pool, and a Dask
 worker when the flow first checks it (:func:`~lwec_tasks.executors.dask.worker_facts`). Two threads may be
-inside at once (say, two threads of a program calling ``generate_base_clusterings``): the pools go to one thread when the first
-enters and back to their sizes when the last leaves, not when the first leaves.
+inside at once (say, two threads of a program calling ``generate_base_clusterings``): the pools go to one
+thread when the first enters and back to their sizes when the last leaves, not when the first leaves.
 """
 
 from __future__ import annotations
