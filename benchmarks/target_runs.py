@@ -212,8 +212,7 @@ def dask_wall(context: Context) -> Measured:
     """Median over the alternated pairs of Dask's wall time over in-process's."""
     pairs = dask_2m(context)
     ratios = [pair["ratios"]["wall"] for pair in pairs]
-    seconds = {mode: statistics.median(pair["runs"][mode]["seconds"] for pair in pairs)
-               for mode in ("in-process", "dask")}
+    seconds = median_per_mode(pairs, "seconds")
     return Measured({"": statistics.median(ratios)},
                     f"in-process {seconds['in-process']:.1f} s, Dask {seconds['dask']:.1f} s; pairs "
                     + ", ".join(f"{ratio:.2f}" for ratio in ratios))
@@ -222,7 +221,11 @@ def dask_wall(context: Context) -> Measured:
 def dask_peak(context: Context) -> Measured:
     """Median over the alternated pairs of the Dask flow process's peak over the in-process flow's."""
     pairs = dask_2m(context)
-    peaks = {mode: statistics.median(pair["runs"][mode]["peak_rss_mib"] for pair in pairs)
-             for mode in ("in-process", "dask")}
+    peaks = median_per_mode(pairs, "peak_rss_mib")
     return Measured({"": statistics.median(pair["ratios"]["flow_peak"] for pair in pairs)},
                     f"in-process {peaks['in-process']:.0f} MiB, Dask {peaks['dask']:.0f} MiB")
+
+
+def median_per_mode(pairs: list[dict], figure: str) -> dict[str, float]:
+    """``figure`` of each mode's runs ("in-process", "dask"), the median over the pairs of :func:`dask_2m`."""
+    return {mode: statistics.median(pair["runs"][mode][figure] for pair in pairs) for mode in ("in-process", "dask")}
