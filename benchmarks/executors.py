@@ -274,7 +274,8 @@ def dask_cluster(workdir: Path):
     port = 8786 + os.getpid() % 1000
     address = f"tcp://127.0.0.1:{port}"
     env = child_environment()
-    processes = [start_logged([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+    processes = [start_logged([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard",
+                               "--preload", WORKER_MODULE],
                               workdir / "scheduler.log", env)]
     processes += [start_logged([dask, "worker", address, "--nthreads", "1", "--nworkers", "1", "--memory-limit",
                                 "8GiB", "--no-dashboard", "--local-directory", str(workdir / f"worker{i}"),

@@ -43,9 +43,19 @@ class DaskSession:
         """One task (never deduplicated with another run's: keys are unique)."""
         return self.client.submit(function, *args, key=self.key(name or function.__name__), pure=False, **kwargs)
 
-    def map(self, function: Callable, *iterables, name: str | None = None, **kwargs) -> list:
-        """One task per partition: ``function(*items, **kwargs)`` over zipped ``iterables``."""
-        return [self.submit(function, *items, name=name, **kwargs) for items in zip(*iterables)]
+    def map(self, function: Callable, *iterables, name: str | None = None, spread: bool = False, **kwargs) -> list:
+        """One task per partition: ``function(*items, **kwargs)`` over zipped ``iterables``.
+
+        ``spread`` (default False) places the tasks on the workers in turn, each still free to run elsewhere: for
+        tasks that all read one input held by one worker (the base models' fitting rows), which the scheduler
+        would otherwise keep beside that input, one worker fitting while the others wait.
+        """
+        calls = list(zip(*iterables))
+        if not spread:
+            return [self.submit(function, *items, name=name, **kwargs) for items in calls]
+        workers = sorted(self.client.scheduler_info()["workers"])
+        return [self.submit(function, *items, name=name, workers=[workers[i % len(workers)]],
+                            allow_other_workers=True, **kwargs) for i, items in enumerate(calls)]
 
     def gather(self, futures):
         return self.client.gather(futures)
@@ -120,14 +130,15 @@ def _open_client(address: str, timeout: float | None):
             f"{reason}; check dask_address and that `dask scheduler` runs there") from None
 
 
-#: The module whose functions the workers run; a worker that cannot import it would fail every task.
-WORKER_MODULE = "lwec_tasks.stages.partitions"
+#: The module that imports the code the workers run (``--preload`` it when starting them); a worker that cannot
+#: import it would fail every task.
+WORKER_MODULE = "lwec_tasks.stages.worker_code"
 
 
 def worker_facts() -> dict:
     """What the flow checks about a worker: its lwec version and process id.
 
-    Run on the worker, it imports :data:`WORKER_MODULE` there, as the first task of a run would, and finds its
+    Run on the worker, it imports :data:`WORKER_MODULE` there (at once, when the worker preloaded it), and finds its
     native thread pools before tasks run on its threads (:func:`~lwec_tasks.core.thread_pools.thread_pools`).
     It names the module rather than importing it here: the executors sit below the stages they run.
     """

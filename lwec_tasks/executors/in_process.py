@@ -64,8 +64,11 @@ class InProcess:
     def submit(self, function: Callable, *args, name: str | None = None, **kwargs) -> Done:
         return Done(function(*_resolved(args), **_resolved(kwargs)), name or function.__name__)
 
-    def map(self, function: Callable, *iterables, name: str | None = None, **kwargs) -> list[Done]:
-        """``function(*items, **kwargs)`` over the zipped ``iterables``, in parallel when there are several."""
+    def map(self, function: Callable, *iterables, name: str | None = None, spread: bool = False,
+            **kwargs) -> list[Done]:
+        """``function(*items, **kwargs)`` over the zipped ``iterables``, in parallel when there are several
+        (``spread``, for the Dask executor's placement, changes nothing here: the pool's threads take the calls in
+        turn)."""
         calls = [_resolved(items) for items in zip(*iterables)]
         kwargs = _resolved(kwargs)
         name = name or function.__name__

@@ -141,7 +141,8 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
     shared_positions = session.share(positions)
     session.load_libraries(plan.kinds)
     models = session.map(fit_base_model, plan.samples, plan.ks.tolist(), plan.seeds.tolist(), plan.kinds,
-                         [plan.budget] * len(plan.kinds), name="fit-base", rows=rows, positions=shared_positions)
+                         [plan.budget] * len(plan.kinds), name="fit-base", spread=True, rows=rows,
+                         positions=shared_positions)
     fitted = "k-means" if set(plan.kinds) == {"kmeans"} else f"base ({canonical_mix(generators)})"
     Progress(log, f"fit {len(models)} {fitted} models on up to {max(map(len, plan.samples))} rows each").wait(
         models, rows=[len(sample) for sample in plan.samples])
