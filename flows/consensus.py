@@ -149,11 +149,11 @@ def run_stages(request: ConsensusRequest) -> dict:
             labels, stable = stable_cluster_ids(table, labels, request, store, clock=clock)
             evidence = row_evidence(table, ensemble, labels, request.seed, request.method, request.theta, clock=clock)
             shown = sample_labels(table, labels, ensemble.sample)
-            prepare_tracking(request.tracking_uri)
+            prepare_tracking(request.tracking_uri, figures_here=executor.runs_here)
             # The figures are drawn while the labels are written; MLflow is contacted after.
             writing = write_label_rows.submit(table, labels, request, store, evidence.confidence, clock=clock)
             try:
-                figures = draw_figures(request, reliability, ensemble, labels, shown, evidence)
+                figures = draw_figures(executor, request, reliability, ensemble, labels, shown, evidence)
             finally:
                 writing.wait()
             written = writing.result()

@@ -104,7 +104,8 @@ def _run_checked_flow(parameters: dict, verbose: bool, server, held: HeldCollect
         from flows.consensus import consensus_flow
         from lwec_tasks.tasks.track import prepare_tracking
 
-        prepare_tracking(request.tracking_uri)  # MLflow's and the figures' modules too (the flow's call is quick)
+        # MLflow's and the figures' modules too (the flow's call is quick); a Dask cluster draws the figures
+        prepare_tracking(request.tracking_uri, figures_here=not request.dask_address)
         check_sqlite_store(request.tracking_uri)  # here, with MLflow imported, while a temporary server boots
         held.collect_from_here()  # the run's modules are all imported
         return consensus_flow

@@ -6,6 +6,7 @@ Only the flow process imports :mod:`distributed`; the workers run the plain func
 
 from __future__ import annotations
 
+import itertools
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -28,16 +29,17 @@ class DaskSession:
     """A client of the scheduler at ``address`` and a unique prefix for this run's task keys."""
 
     name = "dask"
+    #: Tasks run on the cluster's workers, not in this process.
+    runs_here = False
 
     def __init__(self, client, address: str):
         self.client = client
         self.address = address
         self.prefix = f"lwec-{uuid.uuid4().hex[:8]}"
-        self._count = 0
+        self._numbers = itertools.count(1)  # the flow submits from two threads while the labels are written
 
     def key(self, name: str) -> str:
-        self._count += 1
-        return f"{self.prefix}-{name}-{self._count}"
+        return f"{self.prefix}-{name}-{next(self._numbers)}"
 
     def submit(self, function: Callable, *args, name: str | None = None, **kwargs):
         """One task (never deduplicated with another run's: keys are unique)."""

@@ -56,6 +56,8 @@ class InProcess:
     name = "in-process"
     address = None
     n_workers = 1
+    #: Tasks run in this process.
+    runs_here = True
 
     def __init__(self, n_threads: int | None = None):
         self.n_threads = max(1, n_threads or cores())

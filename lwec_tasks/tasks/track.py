@@ -6,6 +6,7 @@ import numpy as np
 from prefect import get_run_logger
 from prefect.runtime import deployment, flow_run
 
+from lwec_tasks.executors import Executor
 from lwec_tasks.io import mask_url
 from lwec_tasks.io.label_store import LabelStore
 from lwec_tasks.request import ConsensusRequest
@@ -19,19 +20,22 @@ from lwec_tasks.tracking.limits import database_backend
 from lwec_tasks.tracking.store import mask_uri, resolve_tracking_uri, run_page_url
 
 
-def draw_figures(request: ConsensusRequest, cluster_reliability: ClusterReliability, ensemble: PartitionedEnsemble,
-                 labels: PartitionedLabels, shown_labels: np.ndarray, evidence=None) -> dict[str, bytes]:
-    """Artifact name → PNG bytes of the run's figures (:func:`~lwec_tasks.tracking.figures.consensus_figures`);
+def draw_figures(executor: Executor, request: ConsensusRequest, cluster_reliability: ClusterReliability,
+                 ensemble: PartitionedEnsemble, labels: PartitionedLabels, shown_labels: np.ndarray,
+                 evidence=None) -> dict[str, bytes]:
+    """Artifact name → PNG bytes of the run's figures (:func:`~lwec_tasks.tracking.figures.consensus_pngs`);
     ``shown_labels`` (S,) are the written labels of the cluster map's rows.
 
-    Contacts no store, and imports nothing after :func:`prepare_tracking`: the flow draws while the labels are
-    written.
+    Drawn where the ``executor`` runs tasks: in this thread in-process, on a worker on Dask (the flow process then
+    never loads matplotlib; the figures' inputs are the run's small summaries). Contacts no store, and in this
+    process imports nothing after :func:`prepare_tracking`: the flow draws while the labels are written.
     """
     from lwec_tasks.tracking.figures import consensus_pngs
 
-    return consensus_pngs(request.method, request.theta, cluster_reliability.eci, labels.sizes,
-                          ensemble.sample_rows, shown_labels, labels.k, labels.linkage, labels.selection,
-                          dict(vars(evidence.summary())) if evidence is not None else None)
+    return executor.submit(consensus_pngs, request.method, request.theta, cluster_reliability.eci, labels.sizes,
+                           ensemble.sample_rows, shown_labels, labels.k, labels.linkage, labels.selection,
+                           dict(vars(evidence.summary())) if evidence is not None else None,
+                           name="figures").result()
 
 
 def deployment_id() -> str | None:
@@ -45,18 +49,21 @@ def deployment_id() -> str | None:
     return str(context.flow_run.deployment_id) if context.flow_run.deployment_id else None
 
 
-def prepare_tracking(tracking_uri: str | None = None) -> None:
+def prepare_tracking(tracking_uri: str | None = None, figures_here: bool = True) -> None:
     """Import what :func:`log_to_mlflow` uses (MLflow; for a database store, MLflow's code for it: about a
-    second) and what :func:`draw_figures` draws with; do MLflow's own first-log work
+    second) and, when ``figures_here`` (the default; False when a Dask cluster draws them), what
+    :func:`draw_figures` draws with; do MLflow's own first-log work
     (:func:`~lwec_tasks.tracking.model.prepare_model_logging`). Contacts no store.
 
     The flow calls it before the labels are written beside the figures being drawn, as imports in two threads
     at once can meet half-initialised modules.
     """
-    from lwec_tasks.tracking.figures import prepare_figures
     from lwec_tasks.tracking.model import prepare_model_logging
 
-    prepare_figures()
+    if figures_here:
+        from lwec_tasks.tracking.figures import prepare_figures
+
+        prepare_figures()
     prepare_model_logging()
     uri = resolve_tracking_uri(tracking_uri)
     if uri.lower().startswith("sqlite:") or database_backend(uri):  # MLflow's SqlAlchemyStore keeps it

@@ -1,12 +1,19 @@
-"""Figures logged with a consensus run (matplotlib ``Figure`` objects, no pyplot state)."""
+"""Figures logged with a consensus run (matplotlib ``Figure`` objects, no pyplot state).
+
+Importing this module does not import matplotlib (each figure does, on first use): a Dask run's flow process names
+:func:`consensus_pngs` for a worker to draw, and never loads it.
+"""
 
 from __future__ import annotations
 
 import io
 import textwrap
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Largest number of leaves drawn in the top of the LWEA dendrogram.
 DENDROGRAM_LEAVES = 30
@@ -57,6 +64,7 @@ def prepare_figures() -> None:
     """Import what :func:`png_bytes` draws with (matplotlib's Agg renderer, Pillow's image formats, which it
     loads on its first save), so that the first figures of a process are drawn as quickly as the next."""
     from matplotlib.backends import backend_agg  # noqa: F401 - what Figure.savefig draws with
+    from matplotlib.figure import Figure  # noqa: F401 - what every figure is made of
     from PIL import Image
 
     Image.preinit()
@@ -75,6 +83,13 @@ def png_bytes(figure: Figure) -> bytes:
     return buffer.getvalue()
 
 
+def new_figure(**options) -> Figure:
+    """A matplotlib ``Figure(**options)`` (matplotlib imported here, not with this module)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**options)
+
+
 def fixed_figure(width: float, height: float, left: float = 0.85, right: float = 0.25, bottom: float = 0.65,
                  top: float = 0.45) -> Figure:
     """A ``width`` × ``height`` inch figure whose axes leave margins of the given inches for the text around them.
@@ -84,7 +99,7 @@ def fixed_figure(width: float, height: float, left: float = 0.85, right: float =
     figure again: about 40 % of a run's figure time. Figures with labels of any length (the profiles, the
     cluster × label table, the dendrogram's heights) keep constrained layout.
     """
-    figure = Figure(figsize=(width, height))
+    figure = new_figure(figsize=(width, height))
     figure.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height,
                            top=1 - top / height)
     return figure
@@ -195,7 +210,7 @@ def dendrogram_figure(linkage: np.ndarray, k: int) -> Figure:
     top, leaves = top_of_linkage(linkage, DENDROGRAM_LEAVES)
     labels = [str(leaf) if leaf < n_leaves else f"({int(linkage[leaf - n_leaves, 3])})" for leaf in leaves]
     # constrained layout: the heights' tick labels grow with the digits the top merges need (0.999850 …)
-    figure = Figure(figsize=(8, 4.5), layout="constrained")
+    figure = new_figure(figsize=(8, 4.5), layout="constrained")
     axes = figure.add_subplot()
     dendrogram(top, ax=axes, labels=labels, color_threshold=_cut_height(linkage, k),
                above_threshold_color="#888888", leaf_rotation=90)
@@ -357,7 +372,7 @@ def profile_heatmap(profiles, feature_columns, label_table=None, mixed_below: fl
     keep = features_setting_clusters_apart(z_all, PROFILE_FEATURES)
     z = z_all[np.ix_(rows, keep)]
     bound = max(float(np.abs(z).max()) if z.size else 1.0, 1e-9)
-    figure = Figure(figsize=(READABLE_WIDTH, _figure_height(len(shown))), layout="constrained")
+    figure = new_figure(figsize=(READABLE_WIDTH, _figure_height(len(shown))), layout="constrained")
     axes = figure.add_subplot()
     image = axes.imshow(z, aspect="auto", cmap="RdBu_r", vmin=-bound, vmax=bound, interpolation="nearest")
     _annotate(axes, z, [[f"{v:+.1f}" for v in row] for row in z], bound)
@@ -425,7 +440,7 @@ def cluster_labels_figure(label_table, label_column: str) -> Figure:
         shown, labels = np.column_stack([shown, other]), [*labels, "other"]
     sizes = label_table["size"].to_numpy()[rows]
     share = shown / np.maximum(sizes, 1)[:, None]
-    figure = Figure(figsize=(READABLE_WIDTH, _figure_height(len(rows))), layout="constrained")
+    figure = new_figure(figsize=(READABLE_WIDTH, _figure_height(len(rows))), layout="constrained")
     axes = figure.add_subplot()
     axes.imshow(share, aspect="auto", cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
     _annotate(axes, share, [[f"{n:,}" if n else "" for n in row] for row in shown], 1.0)

@@ -67,3 +67,49 @@ def test_the_preloaded_module_imports_every_stage_module_and_the_installed_drive
     missing = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert "lwec_tasks.stages.whole_table" in wanted and "lwec_tasks.stages.evidence_parts" in wanted
     assert missing == []
+
+
+_DASK_RUN = """
+import hashlib, json, sys
+from mlflow import MlflowClient
+from flows.consensus import consensus_flow
+summary = consensus_flow(**json.loads(sys.argv[1]))
+client = MlflowClient(summary["mlflow_tracking_uri"])
+paths = {name: client.download_artifacts(summary["mlflow_run_id"], "figures/" + name) for name in summary["figures"]}
+pngs = {name: hashlib.sha256(open(path, "rb").read()).hexdigest() for name, path in paths.items()}
+print("RESULT", json.dumps({"matplotlib": "matplotlib" in sys.modules, "figures": pngs}))
+"""
+
+
+def test_a_dask_run_draws_its_figures_on_a_worker_the_same_as_in_process(prefect_api, prefect_server, dask_scheduler,
+                                                                          sqlite_url, mlflow_store, tmp_path):
+    """The Dask run's flow process (a fresh one) never loads matplotlib, and its figures are byte for byte the
+    in-process run's."""
+    import hashlib
+    import json
+    from pathlib import Path
+
+    from mlflow import MlflowClient
+
+    from flows.consensus import consensus_flow
+    from helpers.pipeline import blobs_frame, unique, write_frame
+
+    write_frame(sqlite_url, "blobs", blobs_frame(n=300, centers=3, seed=2))
+    common = dict(database_url=sqlite_url, table="blobs", n_clusters=3, label_column="target", ensemble_size=5,
+                  seed=4, method="lwea", tracking_uri=mlflow_store, experiment=unique("figures"))
+    done = subprocess.run([sys.executable, "-c", _DASK_RUN, json.dumps({**common, "dask_address": dask_scheduler,
+                                                                        "run_name": "dask"})],
+                          capture_output=True, text=True, env=prefect_api.env, cwd=Path(__file__).parents[2],
+                          timeout=300)
+    results = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert results, done.stdout[-3000:] + done.stderr[-3000:]
+    on_dask = json.loads(results[-1].removeprefix("RESULT "))
+
+    local = consensus_flow(**common, run_name="local")
+    client = MlflowClient(mlflow_store)
+    run_id = local["mlflow_run_id"]
+    paths = {name: Path(client.download_artifacts(run_id, f"figures/{name}")) for name in local["figures"]}
+    local_pngs = {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in paths.items()}
+    assert on_dask["matplotlib"] is False
+    assert {"cluster_map.png", "dendrogram.png", "cluster_profiles.png"} <= set(local_pngs)
+    assert on_dask["figures"] == local_pngs

@@ -222,24 +222,25 @@ def test_the_logged_labelling_model_gives_back_the_written_labels(prefect_server
 
 
 def _record_cluster_map(monkeypatch, consensus_module) -> dict:
-    """Record the flow's cluster-map input (sample positions, rows, gathered labels) and the figure's legend."""
-    from lwec_tasks.tracking import figures
+    """Record the flow's cluster-map input (sample positions, rows, gathered labels) and the legend of the map
+    drawn from them (a Dask run draws its figures on a worker, from the same inputs)."""
+    from lwec_tasks.tracking.figures import cluster_map_figure
 
     recorded = {}
-    gather, draw = consensus_module.sample_labels, figures.cluster_map_figure
+    gather, draw = consensus_module.sample_labels, consensus_module.draw_figures
 
     def sample_labels(table, labels, positions):
         recorded["positions"] = np.asarray(positions)
         return gather(table, labels, positions)
 
-    def cluster_map_figure(rows, labels, method):
-        figure = draw(rows, labels, method)
-        recorded["rows"], recorded["labels"] = np.asarray(rows), np.asarray(labels)
+    def draw_figures(executor, request, reliability, ensemble, labels, shown_labels, evidence=None):
+        recorded["rows"], recorded["labels"] = np.asarray(ensemble.sample_rows), np.asarray(shown_labels)
+        figure = cluster_map_figure(ensemble.sample_rows, shown_labels, request.method)
         recorded["legend"] = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
-        return figure
+        return draw(executor, request, reliability, ensemble, labels, shown_labels, evidence)
 
     monkeypatch.setattr(consensus_module, "sample_labels", sample_labels)
-    monkeypatch.setattr(figures, "cluster_map_figure", cluster_map_figure)
+    monkeypatch.setattr(consensus_module, "draw_figures", draw_figures)
     return recorded
 
 
