@@ -28,6 +28,13 @@ from lwec_tasks.io.identifiers import run_table_name
 from lwec_tasks.io.label_storage import StorageNames, rows_clause, runs_clause, storage_names
 from lwec_tasks.io.names import TableName
 
+#: The storage options of a run's table while it is written: autovacuum skips it. Autovacuum would analyse the
+#: freshly filled table (millions of new rows) whenever its round came, holding a lock that attaching the table
+#: waits for; a publish gives a lock wait up after a second (lwec_tasks.io.locks), so a run failed when the
+#: analysis began just before it. Attaching resets them.
+UNVACUUMED_OPTIONS = "autovacuum_enabled, toast.autovacuum_enabled"
+UNVACUUMED = "autovacuum_enabled = false, toast.autovacuum_enabled = false"
+
 
 def partitioned(dialect: sa.Dialect) -> bool:
     """Whether ``dialect``'s rows table is partitioned by run, each run a table of its own (PostgreSQL)."""
@@ -45,14 +52,14 @@ def create_run_rows(connection: sa.Connection, output_table: StorageNames, run: 
 
     PostgreSQL: a new table with the rows table's columns (types, ``NOT NULL``) and ``CHECK (run = <run>)``,
     without index (:func:`run_rows_name`); ``run`` defaults to the run, so the rows are ingested as (id, label).
-    Elsewhere: the rows table itself.
+    Autovacuum leaves it alone until it is attached (:data:`UNVACUUMED`). Elsewhere: the rows table itself.
     """
     rows = output_table.rows
     if not partitioned(connection.dialect):
         return rows
     name, run = run_rows_name(output_table, run), f"CAST({int(run)} AS BIGINT)"
     execute_ddl(connection, f"CREATE TABLE {quoted(connection, name)} (LIKE {quoted(connection, rows)}, "
-                            f"CHECK (run = {run}))")
+                            f"CHECK (run = {run})) WITH ({UNVACUUMED})")
     execute_ddl(connection, f"ALTER TABLE {quoted(connection, name)} ALTER COLUMN run SET DEFAULT {run}")
     return name
 
@@ -78,12 +85,13 @@ def keyed_by_run(connection: sa.Connection, output_table: StorageNames) -> bool:
 
 def attach_run_rows(connection: sa.Connection, output_table: StorageNames, run: int) -> None:
     """PostgreSQL: attach run ``run``'s table, keyed (:func:`index_run_rows`), to the rows table as the partition
-    of ``run``, in the caller's transaction. It scans nothing: the table's CHECK proves the bound. Elsewhere
-    nothing."""
+    of ``run``, in the caller's transaction, and give it back to autovacuum. It scans nothing: the table's CHECK
+    proves the bound. Elsewhere nothing."""
     if partitioned(connection.dialect):
+        name = quoted(connection, run_rows_name(output_table, run))
         execute_ddl(connection, f"ALTER TABLE {quoted(connection, output_table.rows)} ATTACH "
-                                f"PARTITION {quoted(connection, run_rows_name(output_table, run))} "
-                                f"FOR VALUES IN ({int(run)})")
+                                f"PARTITION {name} FOR VALUES IN ({int(run)})")
+        execute_ddl(connection, f"ALTER TABLE {name} RESET ({UNVACUUMED_OPTIONS})")
 
 
 def partition_every_run(connection: sa.Connection, output_table: StorageNames) -> None:

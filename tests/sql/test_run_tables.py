@@ -55,6 +55,14 @@ def layout(engine, out) -> tuple[str, dict[str, str], list[str]]:
     return kind, partitions, sorted(name for name in tables if name.startswith(f"{rows.name}$"))
 
 
+def storage_options(engine, name) -> list[str] | None:
+    """The ``reloptions`` of table ``name`` (a TableName)."""
+    quoted = engine.dialect.identifier_preparer.format_table(sa.table(name.name, schema=name.schema))
+    with engine.connect() as connection:
+        return connection.execute(sa.text("SELECT reloptions FROM pg_class WHERE oid = to_regclass(:name)"),
+                                  {"name": quoted}).scalar_one()
+
+
 def published(engine, out) -> dict[str, int]:
     """Run key → run number of the published runs."""
     runs = storage_names(parse_table_name(out)).runs
@@ -125,6 +133,9 @@ def test_a_run_is_written_to_an_unindexed_table_that_publishing_keys_and_attache
         assert inspector.get_pk_constraint(name.name, schema=name.schema)["constrained_columns"] == []
     attached = run_rows_name(parse_table_name(out), 1).name  # run a's
     assert layout(engine, out)[1:] == ({attached: "FOR VALUES IN ('1')"}, sorted([attached, name.name]))
+    # Autovacuum leaves the table alone while it is written (its analysis would hold a lock attaching waits for).
+    assert storage_options(engine, name) == ["autovacuum_enabled=false"]
+    assert storage_options(engine, run_rows_name(parse_table_name(out), 1)) is None
     notices = []
     chatty = sa.create_engine(engine.url, connect_args={"options": "-c client_min_messages=debug1"})
     sa.event.listen(chatty, "connect", lambda connection, _: connection.add_notice_handler(
@@ -135,6 +146,7 @@ def test_a_run_is_written_to_an_unindexed_table_that_publishing_keys_and_attache
     assert f'partition constraint for table "{name.name}" is implied by existing constraints' in notices
     assert not [notice for notice in notices if notice.startswith("verifying table")]
     one_partition_per_run(engine, out)  # keyed by id: its share of (run, id)
+    assert storage_options(engine, name) is None  # published: autovacuum's again
     with engine.connect() as connection:
         assert sa.inspect(connection).get_pk_constraint(name.name, schema=name.schema)["constrained_columns"] == ["id"]
         rows = storage_names(parse_table_name(out)).rows
