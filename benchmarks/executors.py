@@ -265,9 +265,10 @@ def child_environment() -> dict:
 @contextmanager
 def dask_cluster(workdir: Path):
     """A ``dask scheduler`` and ``DASK_WORKERS`` one-thread ``dask worker`` processes on loopback; yields a
-    connected client (its ``scheduler.address`` is the flow's ``dask_address``). The workers preload the module
-    their tasks run (``--preload``, as docs/scale.md advises), so their imports are done before the clock, as
-    the in-process mode's are."""
+    connected client (its ``scheduler.address`` is the flow's ``dask_address``). The scheduler and the workers
+    preload the code the tasks run (``--preload`` :data:`WORKER_MODULE`, as docs/scale.md advises: the workers
+    run it, the scheduler unpickles the tasks), so their imports are done before the clock, as the in-process
+    mode's are and as a long-lived cluster's are after its first run."""
     from distributed import Client
 
     dask = Path(sys.executable).parent / "dask"
