@@ -32,8 +32,8 @@ from lwec_tasks.io.names import TableName
 #: freshly filled table (millions of new rows) whenever its round came, holding a lock that attaching the table
 #: waits for; a publish gives a lock wait up after a second (lwec_tasks.io.locks), so a run failed when the
 #: analysis began just before it. Attaching resets them.
-UNVACUUMED_OPTIONS = "autovacuum_enabled, toast.autovacuum_enabled"
-UNVACUUMED = "autovacuum_enabled = false, toast.autovacuum_enabled = false"
+UNVACUUMED_OPTIONS = ("autovacuum_enabled", "toast.autovacuum_enabled")
+UNVACUUMED = ", ".join(f"{option} = false" for option in UNVACUUMED_OPTIONS)
 
 
 def partitioned(dialect: sa.Dialect) -> bool:
@@ -91,7 +91,7 @@ def attach_run_rows(connection: sa.Connection, output_table: StorageNames, run: 
         name = quoted(connection, run_rows_name(output_table, run))
         execute_ddl(connection, f"ALTER TABLE {quoted(connection, output_table.rows)} ATTACH "
                                 f"PARTITION {name} FOR VALUES IN ({int(run)})")
-        execute_ddl(connection, f"ALTER TABLE {name} RESET ({UNVACUUMED_OPTIONS})")
+        execute_ddl(connection, f"ALTER TABLE {name} RESET ({', '.join(UNVACUUMED_OPTIONS)})")
 
 
 def partition_every_run(connection: sa.Connection, output_table: StorageNames) -> None:
