@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.cluster import KMeans
 
 from lwec_tasks.core.defaults import DEFAULT_ENSEMBLE_SIZE
 from lwec_tasks.core.errors import LwecInputError
@@ -209,6 +208,8 @@ def fit_base_clusterings(
             model = fit_generator(kinds[m], X if sample is None else X[sample], k, seed, prototype_budget(n, LARGE_N))
             labels[:, m] = model.predict(X)
         else:
+            from sklearn.cluster import KMeans
+
             model = KMeans(n_clusters=k, n_init=1, random_state=seed)
             if not large:
                 labels[:, m] = model.fit_predict(X)
@@ -241,6 +242,8 @@ def _fit_view(X: np.ndarray, columns: np.ndarray, kind: str, k: int, seed: int) 
     if kind != "kmeans":
         model = fit_generator(kind, rows, k, seed, prototype_budget(n, LARGE_N))
     else:
+        from sklearn.cluster import KMeans
+
         model = KMeans(n_clusters=k, n_init=1, random_state=seed).fit(rows)
     return ViewModel(model, columns, X.shape[1])
 

@@ -22,24 +22,27 @@ Generators (``k`` is the base clustering's drawn number of clusters):
   factor); its noise points are missing labels, filled by their nearest clustered prototype (the rule that
   places any row)
 
-The mixes that choose among them are read by :mod:`lwec_tasks.core.mixes`.
+The mixes that choose among them are read by :mod:`lwec_tasks.core.mixes`. scikit-learn is imported by the
+functions that fit (and by :func:`load_libraries`), so a process that fits nothing — a Dask run's flow process —
+never loads it.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.cluster import DBSCAN, KMeans
-from sklearn.mixture import GaussianMixture
-from sklearn.neighbors import NearestNeighbors
 
 from lwec_tasks.core.nearest_centre import nearest
 from lwec_tasks.core.spectral import normalised_graph_eigenvectors
 from lwec_tasks.core.thread_pools import find_pools_again
 
+#: scikit-learn's modules the generators fit with (k-means is every mix's), imported by :func:`load_libraries`.
+FITTING_LIBRARIES = ("sklearn.cluster", "sklearn.mixture", "sklearn.neighbors")
 #: Rows a non-k-means generator is fitted on, at most (a fresh seeded uniform sample per clustering).
 FIT_SAMPLE = 10_000
 #: Rows a non-k-means generator is fitted on above ``LARGE_N`` rows, at most.
@@ -88,10 +91,12 @@ class Prototypes:
 def load_libraries(kinds) -> None:
     """Import the libraries the generators ``kinds`` need now, in the calling thread, before threads fit them
     side by side (an extension module is then not first loaded by one of them), and find the thread pools they
-    bring (:func:`~lwec_tasks.core.thread_pools.find_pools_again`)."""
-    if "genie" in kinds:
-        import genieclust  # noqa: F401
-
+    bring (:func:`~lwec_tasks.core.thread_pools.find_pools_again`): :data:`FITTING_LIBRARIES` whatever the kinds,
+    genieclust for ``genie``."""
+    loaded = set(sys.modules)
+    for name in (*FITTING_LIBRARIES, *(("genieclust",) if "genie" in kinds else ())):
+        importlib.import_module(name)
+    if set(sys.modules) != loaded:
         find_pools_again()
 
 
@@ -128,6 +133,8 @@ def compress(X: np.ndarray, labels: np.ndarray, budget: int, seed: int) -> Proto
         if len(members) <= shares[c]:
             centres.append(members)
         else:
+            from sklearn.cluster import KMeans
+
             model = KMeans(n_clusters=int(shares[c]), n_init=1, max_iter=50, random_state=seed + c).fit(members)
             centres.append(model.cluster_centers_)
         owners.append(np.full(len(centres[-1]), c, dtype=np.int64))
@@ -149,6 +156,9 @@ def _spectral(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
     # last-bit differences in its arithmetic (which vary between processes) into other anchors and labels.
     anchors = X[np.sort(rng.choice(n, size=p, replace=False))]
     rng.integers(2**31 - 1)  # a draw skipped, so the embedding's k-means below takes the stream's third value
+    from sklearn.cluster import KMeans
+    from sklearn.neighbors import NearestNeighbors
+
     K = min(SPECTRAL_NEIGHBOURS, p)
     distances, index = NearestNeighbors(n_neighbors=K).fit(anchors).kneighbors(X)
     sigma2 = max(float(np.mean(distances ** 2)), 1e-12)
@@ -180,12 +190,16 @@ def transfer_cut_embedding(B: sp.csr_matrix, n_vectors: int) -> np.ndarray:
 
 
 def _gmm(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    from sklearn.mixture import GaussianMixture
+
     model = GaussianMixture(n_components=k, covariance_type="full", reg_covar=1e-4, max_iter=100,
                             random_state=int(rng.integers(2**31 - 1)))
     return model.fit(X).predict(X)
 
 
 def _subspace(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    from sklearn.cluster import KMeans
+
     d = X.shape[1]
     size = int(rng.integers(max(1, math.ceil(d / 2)), d + 1))
     columns = np.sort(rng.choice(d, size=size, replace=False))
@@ -193,6 +207,9 @@ def _subspace(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _dbscan(X: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    from sklearn.cluster import DBSCAN
+    from sklearn.neighbors import NearestNeighbors
+
     neighbours = min(10, len(X) - 1)
     distances, _ = NearestNeighbors(n_neighbors=neighbours + 1).fit(X).kneighbors(X)
     eps = float(np.median(distances[:, -1])) * float(rng.uniform(0.7, 1.5))

@@ -15,7 +15,6 @@ from __future__ import annotations
 from functools import partial
 
 import numpy as np
-from sklearn.cluster import KMeans
 
 from lwec_tasks.core.defaults import is_auto
 from lwec_tasks.core.eci import DEFAULT_THETA, ensemble_eci
@@ -177,8 +176,10 @@ def kmeans_labels(
         return refined.labels_.astype(np.int64)
 
 
-def _kmeans(k: int, seed: int, init="k-means++") -> KMeans:
-    """KMeans with the authors' settings; a given ``init`` (centres) runs once."""
+def _kmeans(k: int, seed: int, init="k-means++"):
+    """scikit-learn's KMeans with the authors' settings; a given ``init`` (centres) runs once."""
+    from sklearn.cluster import KMeans
+
     return KMeans(
         n_clusters=k,
         init=init,

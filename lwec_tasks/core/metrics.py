@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
 from lwec_tasks.core.errors import LwecInputError
 
@@ -32,12 +31,16 @@ def nmi(labels_a, labels_b, normalization: str = "max") -> float:
         raise LwecInputError(
             f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}"
         )
+    from sklearn.metrics import normalized_mutual_info_score
+
     a, b = _check_pair(labels_a, labels_b)
     return float(normalized_mutual_info_score(a, b, average_method=normalization))
 
 
 def ari(labels_a, labels_b) -> float:
     """Adjusted Rand index of two labelings of the same objects."""
+    from sklearn.metrics import adjusted_rand_score
+
     a, b = _check_pair(labels_a, labels_b)
     return float(adjusted_rand_score(a, b))
 

@@ -17,6 +17,10 @@ NEAR_TIE = 1e-9
 #: Above this many centres (in at most TREE_MAX_DIMENSIONS features) rows are placed through a k-d tree.
 TREE_MIN_CENTRES = 1_000
 TREE_MAX_DIMENSIONS = 16
+#: Up to this many rows are placed by numpy alone (:func:`_nearest_few`, the kernel's rule step for step): a
+#: served request or MLflow's check of a model's input example then does not load numba's compiled kernel, whose
+#: first load in a process costs about 60 MiB.
+FEW_ROWS = 64
 
 
 def nearest(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -36,12 +40,34 @@ def nearest(X: np.ndarray, centres: np.ndarray) -> np.ndarray:
     step = max(1, min(len(X), PREDICT_BUFFER // max(len(centres), 1)))
     buffer = np.empty((step, len(centres)))
     transposed = np.ascontiguousarray(centres.T)
+    place = _nearest_few if len(X) <= FEW_ROWS else _nearest_in_block
     for start in range(0, len(X), step):
         block = X[start:start + step]
         products = buffer[:len(block)]
         np.matmul(block, transposed, out=products)
-        _nearest_in_block(block, centres, products, half_squared, NEAR_TIE, out[start:start + len(block)])
+        place(block, centres, products, half_squared, NEAR_TIE, out[start:start + len(block)])
     return out
+
+
+def _nearest_few(block, centres, products, half_squared, near_tie, nearest_out) -> None:
+    """:func:`_nearest_in_block` in numpy, every sum in the kernel's order (so every comparison alike): for a few
+    rows, where loading the kernel would cost more than the arithmetic."""
+    scores = half_squared[None, :] - products
+    best = np.argmin(scores, axis=1)  # the first of the lowest, as the kernel's strict comparison keeps
+    low = scores[np.arange(len(block)), best]
+    norm = np.zeros(len(block))
+    for f in range(block.shape[1]):
+        norm += block[:, f] * block[:, f]
+    limit = low + near_tie * (0.5 * norm + half_squared.max())
+    close = (scores <= limit[:, None]).sum(axis=1) > 1
+    if close.any():
+        rows = block[close]
+        distance = np.zeros((len(rows), len(centres)))
+        for f in range(block.shape[1]):
+            difference = rows[:, f, None] - centres[None, :, f]
+            distance += difference * difference
+        best[close] = np.argmin(distance, axis=1)
+    nearest_out[:] = best
 
 
 @numba.njit(cache=True, nogil=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from lwec_tasks.core.errors import LwecInputError
 
@@ -68,6 +67,8 @@ def match_clusters(overlap, new_ids, previous_ids) -> ClusterMatching:
     n_shared = int(overlap.sum())
     if n_shared == 0:
         return ClusterMatching(ids=new_ids.copy(), agreement=float("nan"), n_shared=0, n_matched=0)
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(overlap, maximize=True)
     keep = overlap[rows, cols] > 0
     stable = np.full(len(new_ids), -1, dtype=np.int64)

@@ -24,7 +24,6 @@ import warnings
 from functools import cache
 
 import numpy as np
-from sklearn.cluster import KMeans
 from threadpoolctl import ThreadpoolController
 
 
@@ -33,6 +32,8 @@ def thread_pools() -> ThreadpoolController:
     """The process's BLAS and OpenMP thread pools, found once, by the calling thread (scikit-learn's own
     controller made there too, by a tiny k-means fit on one OpenMP thread: in a process forked from one whose
     OpenMP threads had worked, a parallel region would wait for threads the child does not have)."""
+    from sklearn.cluster import KMeans
+
     controller = ThreadpoolController()
     with controller.limit(limits=1, user_api="openmp"), warnings.catch_warnings():
         warnings.simplefilter("ignore")

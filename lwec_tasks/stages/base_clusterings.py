@@ -16,8 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn import config_context
-from sklearn.cluster import KMeans
 
 from lwec_tasks.core import base_clusterings as local_rule
 from lwec_tasks.core.errors import LwecInputError
@@ -75,16 +73,36 @@ def base_plan(n_rows: int, n_clusterings: int, random_state=None, generators=DEF
     return BasePlan(ks, seeds, samples, kinds, prototype_budget(n_rows, local_rule.LARGE_N))
 
 
+@dataclass(frozen=True)
+class FittedKMeans:
+    """A fitted base k-means model (scikit-learn's ``KMeans``) under a type of this package: a Dask client told that
+    a result is ready unpickles the result's type, and a ``KMeans`` there would import scikit-learn in a flow
+    process that fits nothing."""
+
+    model: object
+
+    @property
+    def cluster_centers_(self) -> np.ndarray:
+        """(k, d) the model's centres."""
+        return self.model.cluster_centers_
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """(n,) each row's nearest centre, by scikit-learn's ``KMeans.predict``."""
+        return self.model.predict(X)
+
+
 def fit_base_model(sample: np.ndarray, k: int, seed: int, kind: str = "kmeans", budget: int = 0, *,
                    rows: np.ndarray, positions: np.ndarray):
     """Generator ``kind`` on the ``sample`` positions, taken from ``rows`` gathered at ``positions``: k-means (one
-    initialisation), or a :class:`~lwec_tasks.core.generators.Prototypes` model of at most ``budget``
-    prototypes."""
+    initialisation, a :class:`FittedKMeans`), or a :class:`~lwec_tasks.core.generators.Prototypes` model of at most
+    ``budget`` prototypes."""
     with single_threaded():
         X = rows[np.searchsorted(positions, sample)]
         if kind != "kmeans":
             return fit_generator(kind, X, int(k), int(seed), int(budget))
-        return KMeans(n_clusters=int(k), n_init=1, random_state=int(seed)).fit(X)
+        from sklearn.cluster import KMeans
+
+        return FittedKMeans(KMeans(n_clusters=int(k), n_init=1, random_state=int(seed)).fit(X))
 
 
 def assign_base_labels(X: np.ndarray, models: list) -> np.ndarray:
@@ -95,6 +113,8 @@ def assign_base_labels(X: np.ndarray, models: list) -> np.ndarray:
     if not np.isfinite(X.sum()) and not np.isfinite(X).all():
         raise LwecInputError("standardised features hold a NaN or ±inf value; the base clusterings cannot "
                              "assign such rows")
+    from sklearn import config_context
+
     codes = np.empty((len(models), len(X)), dtype=np.int32)
     with single_threaded(), config_context(assume_finite=True):
         for m, model in enumerate(models):

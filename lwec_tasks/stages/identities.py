@@ -45,7 +45,7 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, store: LabelS
 
     The flow process finds the earlier run (small queries on the runs table); each worker reads the earlier
     labels of its own id range and returns them with its (k × k_earlier) overlap counts; the ranges cover
-    every id, so the labels met are the earlier run's cluster ids. The flow sums the counts, matches the
+    every id, so the labels met are the earlier run's cluster ids. The flow sums the counts, a task matches the
     clusters and the workers apply the (k,) renaming. Returns the renumbered labels (sizes
     indexed by the new ids) and the ids; unchanged labels when there is no earlier run.
     """
@@ -70,7 +70,8 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, store: LabelS
     for p in parts:
         overlap[:, np.searchsorted(previous_ids, p.earlier)] += p.counts
     present = np.flatnonzero(labels.sizes > 0)
-    matching = match_clusters(overlap[present], present, previous_ids)
+    # where the tasks run: the assignment imports scipy.optimize, which a Dask run's flow process need not load
+    matching = session.submit(match_clusters, overlap[present], present, previous_ids, name="match-clusters").result()
     ids = ids_per_cluster(dict(zip(present.tolist(), matching.ids.tolist())), k)
     agreement = None if matching.n_shared == 0 else float(matching.agreement)
     log.info("Cluster ids aligned to run %r: %d of %d clusters matched; %s of the %d objects both runs labelled "

@@ -44,10 +44,8 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
     started = time.perf_counter()
     base_values = None if ensemble.dictionaries is None else tuple(tuple(d) for d in ensemble.dictionaries)
     if base_values is None:
-        fitted = session.gather(ensemble.models)
-        centres = [np.ascontiguousarray(model.cluster_centers_, dtype=np.float64) for model in fitted]
-        # a generator's prototypes carry their cluster (centre_labels); a k-means centre is its own cluster
-        owners = [getattr(model, "centre_labels", None) for model in fitted]
+        centres, owners = map(list, zip(*session.gather(session.map(model_centres, ensemble.models,
+                                                                    name="model-centres"))))
     else:
         centres = list(code_centres(ensemble.ks))
         owners = [None] * len(centres)
@@ -104,6 +102,13 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
              "%.1f%% of the run's labels on %d sampled rows", method.upper(), placement.ensemble_size,
              len(cluster_ids), time.perf_counter() - started, 100 * share, len(ensemble.sample))
     return placement, share
+
+
+def model_centres(model) -> tuple[np.ndarray, np.ndarray | None]:
+    """A fitted base model's (P, d) float64 centres and each one's cluster (P,) (None: a k-means centre is its own
+    cluster; a generator's prototypes carry theirs in ``centre_labels``). Taken where the model is, so the flow
+    process receives arrays, not scikit-learn objects (whose unpickling would import scikit-learn there)."""
+    return np.ascontiguousarray(model.cluster_centers_, dtype=np.float64), getattr(model, "centre_labels", None)
 
 
 def _labels_given_back(table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,

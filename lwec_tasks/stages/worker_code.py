@@ -6,11 +6,12 @@ the scheduler unpickles every task it is sent, importing the module of its funct
 workers imports it too (:func:`lwec_tasks.executors.dask.worker_facts`), so a worker started without it imports it
 before the run's first task rather than inside a stage.
 
-It imports every module of :mod:`lwec_tasks.stages` (the functions the tasks run, with the numeric core and the
-generators' libraries they import), the figures' module (a Dask run's figures are drawn on a worker) and the
-installed database drivers partitions read and write with. A worker that imported only the read's module met the
-rest one by one, inside the stages whose first task needed them; a fresh scheduler without it spent 1.2 s of a
-2M-row run's read importing that module.
+It imports every module of :mod:`lwec_tasks.stages` (the functions the tasks run, with the numeric core), the
+generators' scikit-learn modules (:data:`~lwec_tasks.core.generators.FITTING_LIBRARIES`, which the stages import
+only where they fit, so that the flow process does not), the figures' module (a Dask run's figures are drawn on a
+worker) and the installed database drivers partitions read and write with. A worker that imported only the read's
+module met the rest one by one, inside the stages whose first task needed them; a fresh scheduler without it spent
+1.2 s of a 2M-row run's read importing that module.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import importlib
 import pkgutil
 
 import lwec_tasks.stages
+from lwec_tasks.core.generators import FITTING_LIBRARIES
 
 #: The run's figures, which a Dask run draws on a worker (:func:`lwec_tasks.tasks.track.draw_figures`).
 FIGURES_MODULE = "lwec_tasks.tracking.figures"
@@ -29,10 +31,11 @@ DRIVER_MODULES = ("adbc_driver_postgresql.dbapi", "adbc_driver_sqlite.dbapi", "p
 
 
 def import_worker_code() -> list[str]:
-    """Import the stages' modules, the figures' (with what their first drawing loads) and the installed
-    :data:`DRIVER_MODULES`; returns the names imported."""
+    """Import the stages' modules, the generators' libraries, the figures' module (with what their first drawing
+    loads) and the installed :data:`DRIVER_MODULES`; returns the names imported."""
     names = [module.name for module in pkgutil.iter_modules(lwec_tasks.stages.__path__, "lwec_tasks.stages.")
              if module.name != __name__]
+    names += FITTING_LIBRARIES
     for name in [*names, FIGURES_MODULE]:
         importlib.import_module(name)
     importlib.import_module(FIGURES_MODULE).prepare_figures()

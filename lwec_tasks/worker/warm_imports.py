@@ -20,13 +20,15 @@ from lwec_tasks.collector import imports_without_collections
 #: lwec's packages a flow run uses; every module in them is imported, with what they import at the top.
 LWEC_PACKAGES = ("lwec_tasks.core", "lwec_tasks.io", "lwec_tasks.executors", "lwec_tasks.stages",
                  "lwec_tasks.tasks", "lwec_tasks.tracking")
-#: Modules a flow run imports only inside functions (figures, Genie, LWEA's dendrogram, the MLflow model and its
+#: Modules a flow run imports only inside functions (figures, Genie, scikit-learn's fitting and scoring modules and
+#: the stable ids' assignment, LWEA's dendrogram, the MLflow model and its
 #: SQL store, MLflow's tracing and serving code that its model log loads and GitPython that it reads the run's git
 #: information with, Prefect's task engine, and the Dask client of a run given ``dask_address``, 0.3 s alone).
 RUN_TIME_MODULES = ("genieclust", "distributed", "scipy.cluster.hierarchy", "mlflow.pyfunc", "mlflow.models.signature",
                     "mlflow.models.display_utils", "mlflow.pyfunc.scoring_server", "mlflow.tracing.processor",
                     "mlflow.tracing.export", "mlflow.system_metrics.metrics", "mlflow.store.tracking.sqlalchemy_store",
                     "git", "alembic.command", "alembic.config", "sklearn.mixture", "sklearn.cluster",
+                    "sklearn.neighbors", "sklearn.metrics", "scipy.optimize",
                     "adbc_driver_manager.dbapi", "adbc_driver_sqlite.dbapi", "adbc_driver_postgresql.dbapi", "psycopg",
                     "prefect.engine", "prefect.flow_engine", "prefect.task_engine", "prefect.utilities.visualization")
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,3 +54,38 @@ def test_many_centres_in_few_dimensions_go_through_a_tree_to_the_exact_nearest()
     centres = rng.normal(size=(nearest_centre.TREE_MIN_CENTRES + 200, 4))
     X = rng.normal(size=(2000, 4))
     np.testing.assert_array_equal(nearest_centre.nearest(X, centres), _nearest_by_exact_distances(X, centres))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 40), p=st.integers(1, 30), d=st.integers(1, 40), levels=st.integers(1, 4),
+       seed=st.integers(0, 2**31))
+def test_the_numpy_rule_for_a_few_rows_is_the_kernels(n, p, d, levels, seed):
+    """:func:`_nearest_few` (numpy) and the numba kernel give every row the same centre, from the same products:
+    exact ties (repeated rows, few distinct values), near ties (a centre moved by 1e-17) and ordinary rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, levels, size=(n, d)).astype(float) * 0.1 + rng.normal(scale=1e-3 if seed % 2 else 0.0,
+                                                                             size=(n, d))
+    centres = np.concatenate([X[rng.choice(n, size=min(p, n))], X[:1] + 1e-17, rng.normal(size=(p, d))])
+    half_squared = 0.5 * (centres * centres).sum(axis=1)
+    products = X @ centres.T
+    by_numpy, by_kernel = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+    nearest_centre._nearest_few(X, centres, products, half_squared, nearest_centre.NEAR_TIE, by_numpy)
+    nearest_centre._nearest_in_block(X, centres, products, half_squared, nearest_centre.NEAR_TIE, by_kernel)
+    np.testing.assert_array_equal(by_numpy, by_kernel)
+    np.testing.assert_array_equal(by_numpy, _nearest_by_exact_distances(X, centres))
+
+
+def test_a_few_rows_are_placed_without_loading_the_kernel():
+    """In a fresh process, placing a few rows leaves numba's kernel unloaded; placing more loads it."""
+    script = (
+        "import numpy as np\n"
+        "from lwec_tasks.core import nearest_centre as nc\n"
+        "rng = np.random.default_rng(0)\n"
+        "centres = rng.normal(size=(30, 5))\n"
+        "nc.nearest(rng.normal(size=(nc.FEW_ROWS, 5)), centres)\n"
+        "print(len(nc._nearest_in_block.signatures))\n"
+        "nc.nearest(rng.normal(size=(nc.FEW_ROWS + 1, 5)), centres)\n"
+        "print(len(nc._nearest_in_block.signatures))\n"
+    )
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == ["0", "1"]
