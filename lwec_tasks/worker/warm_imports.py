@@ -21,9 +21,9 @@ from lwec_tasks.collector import imports_without_collections
 LWEC_PACKAGES = ("lwec_tasks.core", "lwec_tasks.io", "lwec_tasks.executors", "lwec_tasks.stages",
                  "lwec_tasks.tasks", "lwec_tasks.tracking")
 #: Modules a flow run imports only inside functions (figures, Genie, scikit-learn's fitting and scoring modules and
-#: the stable ids' assignment, LWEA's dendrogram, the MLflow model and its
-#: SQL store, MLflow's tracing and serving code that its model log loads and GitPython that it reads the run's git
-#: information with, Prefect's task engine, and the Dask client of a run given ``dask_address``, 0.3 s alone).
+#: the stable ids' assignment, LWEA's dendrogram, the MLflow model and its SQL store, MLflow's tracing and serving
+#: code that its model log loads and GitPython that it reads the run's git information with, Prefect's task engine,
+#: and the Dask client of a run given ``dask_address``, 0.3 s alone).
 RUN_TIME_MODULES = ("genieclust", "distributed", "scipy.cluster.hierarchy", "mlflow.pyfunc", "mlflow.models.signature",
                     "mlflow.models.display_utils", "mlflow.pyfunc.scoring_server", "mlflow.tracing.processor",
                     "mlflow.tracing.export", "mlflow.system_metrics.metrics", "mlflow.store.tracking.sqlalchemy_store",
