@@ -275,6 +275,15 @@ class TableEncoding:
             indicators.append((start, positions))
         return fill_matrix(n, self.width, numeric_columns, indicators), imputed, missing
 
+    def fill_gaps(self, X: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """Fill the numeric gaps (non-finite values) of X (n, width), as :meth:`transform` left them with
+        ``impute`` False, in place with the columns' fill values; returns (the gaps (n, q) bool over the q numeric
+        columns, None when there were none; (n,) int32 values filled per row)."""
+        positions = self.numeric_positions
+        gaps = ~np.isfinite(X[:, positions])
+        filled = fill_numeric(X, positions, np.array([c.fill for c in self.columns if c.kind == NUMERIC]))
+        return (gaps if gaps.any() else None), filled
+
     # ---- persistence ---------------------------------------------------------------------------------
 
     def to_json(self) -> list[dict]:

@@ -129,10 +129,11 @@ class LabelPlacement(Placement):
             codes[:, m] = np.where(local >= 0, self.centre_codes[m][np.maximum(local, 0)], -1)
         return codes
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X, gaps=None) -> np.ndarray:
         """The cluster id of each row of (n, M) base labels (columns in ``feature_columns`` order); (n,) int64.
 
-        Unseen or missing labels leave their column out (see the module docstring)."""
+        Unseen or missing labels leave their column out (see the module docstring); ``gaps`` (numeric values
+        imputed) does not apply to labels and is ignored."""
         codes = self.base_codes(X)
         lost = ~(codes >= 0).any(axis=1)
         if lost.any():
@@ -146,7 +147,7 @@ class LabelPlacement(Placement):
         """Rows of base labels get no confidence."""
         return False
 
-    def predict_with_confidence(self, X) -> tuple[np.ndarray, None]:
+    def predict_with_confidence(self, X, gaps=None) -> tuple[np.ndarray, None]:
         """(:meth:`predict`'s ids, None): rows of base labels get no confidence."""
         return self.predict(X), None
 

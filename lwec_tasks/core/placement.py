@@ -45,6 +45,11 @@ chain to new rows:
      average-link rule. Very large runs leave the lookup out
      (:data:`~lwec_tasks.stages.model.MODEL_MICROCLUSTER_LIMIT`), which keeps the model small.
 
+   * **after naive-Bayes steps** (a run whose text or boolean columns move the rows,
+     :mod:`lwec_tasks.stages.refinement`) — the row joins its most probable cluster under the model of the
+     run's last step (``bayes_*`` state, :class:`~lwec_tasks.core.naive_bayes.BayesModel`), as the run's own
+     rows did; an imputed numeric value adds nothing, as in the run.
+
 The cluster id written for each consensus cluster is ``cluster_ids[j]``
 (``j`` = 0..k−1 the consensus label).
 Numpy and pandas only; no pipeline libraries.
@@ -128,7 +133,8 @@ class Placement:
         releases): ``confidence_shares`` (n_c, k) each base cluster's share in each consensus cluster and
         ``confidence_centres`` (k, d) the consensus clusters' centres in the standardised space and, when the
         run took the confidence's level from its clusters' Gaussians, ``confidence_levels`` (LEVEL_BINS + 1,)
-        its level map (:mod:`lwec_tasks.core.confidence_level`)
+        its level map (:mod:`lwec_tasks.core.confidence_level`); after naive-Bayes steps, the last step's model
+        (``bayes_*``, :meth:`~lwec_tasks.core.naive_bayes.BayesModel.arrays`), which then places the rows
     n_clusters : the k the run asked for
     seed : the run's seed (metadata only)
     """
@@ -149,6 +155,7 @@ class Placement:
     #: of its ``width``; None (models of earlier releases): numeric rows of the feature columns
     encoding: object = None
     _lookup: pd.MultiIndex | None = field(default=None, init=False, repr=False)
+    _bayes: object = field(default=None, init=False, repr=False)
     #: What the model's input columns are, in messages.
     column_kind = "feature"
 
@@ -171,6 +178,10 @@ class Placement:
         object.__setattr__(self, "cluster_ids", np.asarray(self.cluster_ids, dtype=np.int64))
         if "micro_codes" in self.state:
             object.__setattr__(self, "_lookup", pd.MultiIndex.from_arrays(list(self.state["micro_codes"].T)))
+        if "bayes_log_prior" in self.state:
+            from lwec_tasks.core.naive_bayes import BayesModel
+
+            object.__setattr__(self, "_bayes", BayesModel.from_arrays(self.state))
 
     # ---- description -------------------------------------------------------------------------------
 
@@ -188,15 +199,22 @@ class Placement:
         """(X (n, width) encoded rows, imputed share (n,) in [0, 1]) of a DataFrame of the feature columns:
         numeric gaps filled with the run's fill values, text and boolean values one-hot over the run's levels
         (an unseen value, or a NULL the run never saw, is all zeros); the share counts those per feature column."""
+        X, share, _ = self.encode_with_gaps(frame)
+        return X, share
+
+    def encode_with_gaps(self, frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """:meth:`encode`'s (X, imputed share) and which numeric values were filled, (n, q) bool over the q
+        numeric columns (None: none)."""
         frame = self.input_columns(frame)
         if self.encoding is None:
             from lwec_tasks.core.encoding import numeric_values
 
             X = np.column_stack([numeric_values(frame[name], name) for name in self.feature_columns]) \
                 if len(frame) else np.zeros((0, self.width))
-            return X, np.zeros(len(X))
-        X, imputed, _ = self.encoding.transform(frame, impute=True)
-        return X, imputed / max(len(self.feature_columns), 1)
+            return X, np.zeros(len(X)), None
+        X, unseen, _ = self.encoding.transform(frame, impute=False)
+        gaps, filled = self.encoding.fill_gaps(X)
+        return X, (unseen + filled) / max(len(self.feature_columns), 1), gaps
 
     @property
     def ensemble_size(self) -> int:
@@ -236,18 +254,20 @@ class Placement:
 
     # ---- prediction --------------------------------------------------------------------------------
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X, gaps: np.ndarray | None = None) -> np.ndarray:
         """The cluster id (``cluster_ids``) of each of the (n, d) raw feature rows; (n,) int64.
 
-        Columns in the order of ``feature_columns``. Raises :class:`LwecInputError`
-        for a wrong shape or a non-finite value (naming the column). Works in
-        chunks of :data:`PREDICT_CHUNK` rows.
+        Columns in the order of ``feature_columns``; ``gaps`` (n, q) bool marks the numeric values that were
+        imputed (a DataFrame's own NULLs are found). Raises :class:`LwecInputError` for a wrong shape or a
+        non-finite value (naming the column). Works in chunks of :data:`PREDICT_CHUNK` rows.
         """
-        X = self._check_rows(X)
+        X, gaps = self._rows_and_gaps(X, gaps)
         out = np.empty(len(X), dtype=np.int64)
         for start in range(0, len(X), PREDICT_CHUNK):
             chunk = X[start:start + PREDICT_CHUNK]
-            out[start:start + len(chunk)] = self.cluster_ids[self.consensus_of_codes(self.base_codes(chunk))]
+            labels = self._bayes.assign(chunk, None if gaps is None else gaps[start:start + PREDICT_CHUNK]) \
+                if self._bayes is not None else self.consensus_of_codes(self.base_codes(chunk))
+            out[start:start + len(chunk)] = self.cluster_ids[labels]
         return out
 
     @property
@@ -255,7 +275,7 @@ class Placement:
         """Whether the model gives new rows a confidence (models of earlier releases do not)."""
         return "confidence_shares" in self.state
 
-    def predict_with_confidence(self, X) -> tuple[np.ndarray, np.ndarray | None]:
+    def predict_with_confidence(self, X, gaps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
         """(:meth:`predict`'s (n,) ids, (n,) float32 confidence in [0, 1] of each row in its cluster, or None when
         the model keeps no confidence state): the run's definition (:mod:`lwec_tasks.core.confidence`) with the
         run's centres and base-cluster shares."""
@@ -263,15 +283,16 @@ class Placement:
         from lwec_tasks.core.confidence_level import levelled
 
         if not self.has_confidence:
-            return self.predict(X), None
-        X = self._check_rows(X)
+            return self.predict(X, gaps), None
+        X, gaps = self._rows_and_gaps(X, gaps)
         ids = np.empty(len(X), dtype=np.int64)
         confidence = np.empty(len(X), dtype=np.float32)
         centres = self.state.get("confidence_centres")
         for start in range(0, len(X), PREDICT_CHUNK):
             chunk = X[start:start + PREDICT_CHUNK]
             codes = self.base_codes(chunk)
-            labels = self.consensus_of_codes(codes)
+            labels = self._bayes.assign(chunk, None if gaps is None else gaps[start:start + PREDICT_CHUNK]) \
+                if self._bayes is not None else self.consensus_of_codes(codes)
             ids[start:start + len(chunk)] = self.cluster_ids[labels]
             standard = self.standardisation
             score = row_confidence(chunk, codes.T, labels, centres, self.state["confidence_shares"],
@@ -323,6 +344,18 @@ class Placement:
             raise LwecInputError(f"{what} lacks {self.column_kind} column(s) {missing}; the model needs "
                                  f"{list(self.feature_columns)}")
         return frame[list(self.feature_columns)]
+
+    def _rows_and_gaps(self, X, gaps: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """(:meth:`_check_rows`'s X, the (n, q) bool gaps: a DataFrame's own, else ``gaps`` checked)."""
+        if isinstance(X, pd.DataFrame) and self.encoding is not None:
+            X, _, gaps = self.encode_with_gaps(X)
+        X = self._check_rows(X)
+        if gaps is not None:
+            gaps = np.asarray(gaps, dtype=bool)
+            q = len(self.encoding.numeric_positions) if self.encoding is not None else self.width
+            if gaps.shape != (len(X), q):
+                raise LwecInputError(f"gaps must be ({len(X)}, {q}) (rows × numeric columns), got {gaps.shape}")
+        return X, gaps
 
     def _check_rows(self, X) -> np.ndarray:
         if isinstance(X, pd.DataFrame) and self.encoding is not None:

@@ -40,6 +40,7 @@ from lwec_tasks.stages.whole_table import (
 if TYPE_CHECKING:
     from lwec_tasks.executors import Handle
     from lwec_tasks.stages.generate import FoundMicroclusters
+    from lwec_tasks.stages.refinement import Refinement
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,6 +59,8 @@ class PartitionedLabels:
     micro : LWEA's microclusters (what the labelling model needs), else None (the default)
     linkage : LWEA's dendrogram over the microclusters, (Ñ − 1, 4) scipy format, else None (the default)
     selection : the automatic choice of k, else None (the default)
+    refinement : the naive-Bayes steps that gave the labels
+        (:class:`~lwec_tasks.stages.refinement.Refinement`), else None (the default)
     """
 
     labels: list[Handle]
@@ -69,6 +72,7 @@ class PartitionedLabels:
     micro: FoundMicroclusters | None = None
     linkage: np.ndarray | None = None
     selection: KSelection | None = None
+    refinement: Refinement | None = None
 
 
 def sample_labels(table: PartitionedTable, labels: PartitionedLabels, positions: np.ndarray) -> np.ndarray:
@@ -108,7 +112,7 @@ def lwgp_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     embedding_sums = session.submit(operator.getitem, fitted, 1, name="lwgp-sums").result()
     log.info("k-means (k=%d) on %d weighted microclusters in %.2f s", k, micro.size, time.perf_counter() - started)
     labels = session.map(part.lookup, micro.index, name="labels", values=micro_labels)
-    sizes, quality = _counted(table, labels, int(k), log)
+    sizes, quality = counted_labels(table, labels, int(k), log)
     return PartitionedLabels(labels, sizes, int(k), quality, cluster_vectors=cluster_vectors,
                              embedding_sums=embedding_sums)
 
@@ -153,7 +157,7 @@ def lwea_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci: np.
     numbering = np.empty(len(ids), dtype=np.int64)
     numbering[np.argsort(positions, kind="stable")] = np.arange(len(ids))
     labels = session.map(part.renumber, raw, name="labels", ids=ids, labels=numbering)
-    sizes, quality = _counted(table, labels, int(k), log)
+    sizes, quality = counted_labels(table, labels, int(k), log)
     return PartitionedLabels(labels, sizes, int(k), quality, micro=micro, linkage=linkage)
 
 
@@ -181,8 +185,10 @@ def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci
     return result if selection is None else dataclasses.replace(result, selection=selection)
 
 
-def _counted(table: PartitionedTable, labels: list, k: int, log) -> tuple[np.ndarray, dict[str, float]]:
-    """((k,) cluster sizes, agreement with the ground truth or empty), from per-partition counts."""
+def counted_labels(table: PartitionedTable, labels: list, k: int, log, what: str = "Consensus"
+                   ) -> tuple[np.ndarray, dict[str, float]]:
+    """((k,) cluster sizes, agreement with the ground truth or empty) of the partitions' ``labels`` (handles of
+    (n_p,) labels in 0..k−1), from per-partition counts; logged as ``what``."""
     session = table.session
     progress = Progress(log, "consensus labels")
     sizes_f = session.map(np.bincount, labels, name="label-sizes", minlength=k)
@@ -194,6 +200,6 @@ def _counted(table: PartitionedTable, labels: list, k: int, log) -> tuple[np.nda
         contingency = tree_reduce(session, counts, part.add_counts, "truth-sum").result()
         if len(contingency):
             quality = agreement_from_contingency(contingency.unstack(fill_value=0).to_numpy())
-    log.info("Consensus: %d clusters (requested %d); sizes from %d to %d", int((sizes > 0).sum()), k,
+    log.info("%s: %d clusters (requested %d); sizes from %d to %d", what, int((sizes > 0).sum()), k,
              int(sizes[sizes > 0].min()), int(sizes.max()))
     return sizes, quality

@@ -85,6 +85,8 @@ def stable_ids(table: PartitionedTable, labels: PartitionedLabels, store: LabelS
     if embedding_sums is not None:
         embedding_sums = np.zeros((len(sizes), labels.embedding_sums.shape[1]))
         embedding_sums[ids] = labels.embedding_sums
-    return (dataclasses.replace(labels, labels=renamed, sizes=sizes, embedding_sums=embedding_sums),
+    refinement = labels.refinement.renumbered(ids, len(sizes)) if labels.refinement is not None else None
+    return (dataclasses.replace(labels, labels=renamed, sizes=sizes, embedding_sums=embedding_sums,
+                                refinement=refinement),
             StableIds(ids, earlier.run_key, agreement, matching.n_shared,
                       matched_jaccard(overlap[present], ids[present], previous_ids) if matching.n_shared else {}))

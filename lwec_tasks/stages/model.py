@@ -29,6 +29,9 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
     :data:`MODEL_MICROCLUSTER_LIMIT` microclusters), for LWGP the sums of each cluster's normalised
     embedding rows the consensus stage made (the consensus centres are their size-weighted means).
 
+    After naive-Bayes steps (``labels.refinement``) the model keeps the last step's model, which places new rows
+    as it placed the run's.
+
     With the run's ``evidence`` (:class:`~lwec_tasks.stages.evidence.RunEvidence`) the model also keeps what
     the row confidence of new rows needs (the clusters' centres and the base clusters' shares), and LWEA's
     overlap counts are taken from it rather than counted again.
@@ -87,6 +90,8 @@ def labelling_model(table: PartitionedTable, ensemble: PartitionedEnsemble, labe
         state["centres"] = sums / sizes[:, None]
     if evidence is not None:
         state.update(confidence_state(evidence, ensemble, cluster_ids))
+    if labels.refinement is not None:  # the naive-Bayes model of the run's last step places the rows
+        state.update(labels.refinement.model.restricted(cluster_ids).arrays())
     fields = dict(
         standardisation=Standardisation(table.mean, table.scale) if standardize and base_values is None else None,
         centres=tuple(centres), centre_codes=tuple(centre_codes), eci=np.ascontiguousarray(eci, dtype=np.float64),
@@ -115,7 +120,13 @@ def _labels_given_back(table: PartitionedTable, ensemble: PartitionedEnsemble, l
                        placement) -> float:
     """The share of the cluster map's sampled rows (:data:`~lwec_tasks.stages.generate.PICTURE_SAMPLE` at most)
     that ``placement`` gives their written label, placed from their base cluster codes (a training row's
-    nearest base centres are its codes)."""
+    nearest base centres are its codes), or after naive-Bayes steps from their features."""
+    refinement = labels.refinement
+    if refinement is not None:
+        if len(refinement.positions) == 0:
+            return 1.0
+        placed = placement.predict(refinement.sample_rows, refinement.sample_gaps)
+        return float(np.mean(placed == sample_labels(table, labels, refinement.positions)))
     positions = ensemble.sample
     if len(positions) == 0:
         return 1.0

@@ -86,6 +86,8 @@ class PartitionRows:
     imputed: np.ndarray | None = None
     #: the number of typed feature columns (the share imputed is ``imputed / n_sources``)
     n_sources: int = 0
+    #: (n, q) bool which values of the q numeric source columns were imputed, None: none (or not yet filled)
+    gaps: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -140,9 +142,12 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
         where = id_range(source.table, spec.id_column, spec.low, spec.high) if spec.id_column else []
         frame = read_rows(engine, source, columns, order_by=spec.id_column or columns, chunk_size=spec.chunk_size,
                           exact_columns=[spec.id_column] if spec.id_column else [], where=where)
-    encoding, missing, imputed = spec.encoding, None, None
+    encoding, missing, imputed, gaps = spec.encoding, None, None, None
     if encoding is not None:
-        X, unseen, missing = encoding.transform(frame, impute=spec.impute, numeric=numeric_column)
+        X, unseen, missing = encoding.transform(frame, impute=False, numeric=numeric_column)
+        if spec.impute:
+            gaps, filled = encoding.fill_gaps(X)
+            unseen = unseen + filled
         imputed = unseen if unseen.any() else None
     else:
         X = feature_matrix(frame, spec.feature_columns)
@@ -166,8 +171,9 @@ def read_partition(spec: PartitionSpec) -> PartitionRows:
         X, ids = X[complete], ids[complete]
         truth = truth[complete] if truth is not None else None
         imputed = imputed[complete] if imputed is not None else None
+        gaps = None
     return PartitionRows(ids, truth, X, n_read, n_read - len(X), n_nonfinite, nan_counts, inf_counts, distinct,
-                         base_labels, imputed, len(spec.feature_columns))
+                         base_labels, imputed, len(spec.feature_columns), gaps)
 
 
 def finite_rows(X: np.ndarray) -> np.ndarray | None:
@@ -214,15 +220,45 @@ def association_partition(rows: PartitionRows, encoding) -> list[np.ndarray]:
 
 def impute_partition(rows: PartitionRows, positions: np.ndarray, fill: np.ndarray) -> PartitionRows:
     """The partition with the non-finite values of its numeric matrix columns ``positions`` replaced by ``fill``
-    (the whole table's means of their finite values) and each row's count of imputed values."""
+    (the whole table's means of their finite values), each row's count of imputed values and which values were
+    filled (``gaps``)."""
     from dataclasses import replace
 
     from lwec_tasks.core.encoding import fill_numeric
 
     X = rows.X.copy()
+    gaps = ~np.isfinite(X[:, positions])
     filled = fill_numeric(X, positions, fill)
     imputed = filled if rows.imputed is None else rows.imputed + filled
-    return replace(rows, X=X, imputed=imputed)
+    return replace(rows, X=X, imputed=imputed, gaps=gaps if gaps.any() else None)
+
+
+def bayes_sums_partition(rows: PartitionRows, labels: np.ndarray, k: int, layout):
+    """The partition's :class:`~lwec_tasks.core.naive_bayes.BayesSums` for its (n,) ``labels`` in 0..k−1."""
+    from lwec_tasks.core.naive_bayes import bayes_sums
+
+    return bayes_sums(rows.X, rows.gaps, labels, k, layout)
+
+
+def bayes_step_partition(rows: PartitionRows, labels: np.ndarray, model) -> tuple[np.ndarray, object, int]:
+    """One naive-Bayes step on the partition: (its rows' new (n,) int64 labels under ``model``, their
+    :class:`~lwec_tasks.core.naive_bayes.BayesSums` (the next step's), how many labels changed from ``labels``)."""
+    from lwec_tasks.core.naive_bayes import bayes_sums
+
+    with single_threaded():
+        moved = model.assign(rows.X, rows.gaps)
+    return moved, bayes_sums(rows.X, rows.gaps, moved, model.k, model.layout), \
+        int(np.count_nonzero(moved != np.asarray(labels)))
+
+
+def feature_rows(rows: PartitionRows, positions: np.ndarray) -> np.ndarray:
+    """The raw (numeric gaps filled) feature rows at local ``positions``, (len(positions), width)."""
+    return rows.X[positions]
+
+
+def gap_rows(rows: PartitionRows, positions: np.ndarray, q: int) -> np.ndarray:
+    """Which numeric values of the rows at local ``positions`` were imputed, (len(positions), q) bool."""
+    return rows.gaps[positions] if rows.gaps is not None else np.zeros((len(positions), q), dtype=bool)
 
 
 def keys_of(rows: PartitionRows) -> PartitionKeys:
@@ -292,7 +328,7 @@ def renumber(raw: np.ndarray, ids: np.ndarray, labels: np.ndarray) -> np.ndarray
 def place_partition(rows: PartitionRows, placement) -> np.ndarray:
     """The labelling model's cluster id of each of the partition's rows (raw features), (n,) int64."""
     with single_threaded():
-        return placement.predict(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X)
+        return placement.predict(np.stack(rows.base_labels, axis=1) if rows.base_labels else rows.X, rows.gaps)
 
 
 def place_partition_with_confidence(rows: PartitionRows, placement) -> tuple[np.ndarray, np.ndarray | None]:
@@ -302,7 +338,7 @@ def place_partition_with_confidence(rows: PartitionRows, placement) -> tuple[np.
 
     with single_threaded():
         ids, confidence = placement.predict_with_confidence(np.stack(rows.base_labels, axis=1) if rows.base_labels
-                                                            else rows.X)
+                                                            else rows.X, rows.gaps)
     return ids, observed_share_scaled(confidence, rows)
 
 

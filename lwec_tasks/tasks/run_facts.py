@@ -71,6 +71,8 @@ class RunFacts:
         (``EvidenceSummary()`` for a run without evidence)
     system_series : the run's CPU and memory samples
         (:meth:`~lwec_tasks.tracking.system_metrics.SystemSampler.series`; default empty)
+    bayes_moved : rows each naive-Bayes step after the consensus moved (:mod:`lwec_tasks.stages.refinement`);
+        default empty (no steps taken)
     """
 
     executor: ExecutorFacts
@@ -94,6 +96,7 @@ class RunFacts:
     figures: dict[str, bytes]
     evidence: EvidenceSummary = field(default_factory=EvidenceSummary)
     system_series: dict = field(default_factory=dict)
+    bayes_moved: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, executor: Executor, table: PartitionedTable, ensemble: PartitionedEnsemble, labels: PartitionedLabels,
@@ -113,7 +116,8 @@ class RunFacts:
             selection=labels.selection, sizes=labels.sizes, quality=labels.quality, stable=stable,
             placement=placement, model_given_back=given_back, figures=figures,
             evidence=evidence.summary() if evidence is not None else EvidenceSummary(),
-            system_series=dict(system_series or {}))
+            system_series=dict(system_series or {}),
+            bayes_moved=labels.refinement.moved if labels.refinement is not None else ())
 
     @property
     def id_column(self) -> str | None:

@@ -25,6 +25,7 @@ from lwec_tasks.stages.generate import PartitionedEnsemble, base_clusterings
 from lwec_tasks.stages.identities import StableIds, stable_ids
 from lwec_tasks.stages.model import labelling_model
 from lwec_tasks.stages.read import PartitionedTable, load_table
+from lwec_tasks.stages.refinement import refined_labels
 from lwec_tasks.stages.write import write_labels
 from lwec_tasks.tasks.retry import database_task
 from lwec_tasks.tasks.timings import timed_stage
@@ -67,9 +68,11 @@ def cluster_reliability(table: PartitionedTable, ensemble: PartitionedEnsemble,
 @timed_stage("consensus")
 def consensus(table: PartitionedTable, ensemble: PartitionedEnsemble, cluster_reliability: ClusterReliability,
               request: ConsensusRequest) -> PartitionedLabels:
-    """LWEA or LWGP labels (k given or chosen, ``n_clusters="auto"``), kept in the partitions."""
-    return consensus_labels(table, ensemble, cluster_reliability.eci, request.method, request.n_clusters,
-                            request.theta, request.seed, get_run_logger())
+    """LWEA or LWGP labels (k given or chosen, ``n_clusters="auto"``), kept in the partitions; on a table whose
+    text or boolean columns move the rows, after the naive-Bayes steps (:mod:`lwec_tasks.stages.refinement`)."""
+    labels = consensus_labels(table, ensemble, cluster_reliability.eci, request.method, request.n_clusters,
+                              request.theta, request.seed, get_run_logger())
+    return refined_labels(table, labels, ensemble.sample, get_run_logger())
 
 
 @database_task("stable-cluster-ids")

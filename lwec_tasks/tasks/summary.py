@@ -69,6 +69,7 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
         "categorical_columns": {name: {"kind": kind, "levels": levels, "null_rows": nulls, "relevance": relevance}
                                 for name, (kind, levels, nulls, relevance) in facts.categorical.items()},
         "imputed_values": dict(facts.imputed_counts),
+        "naive_bayes_moved": list(facts.bayes_moved),
     }
     if isinstance(logged, BaseException):
         summary["mlflow_error"] = str(logged)

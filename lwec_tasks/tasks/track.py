@@ -109,6 +109,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         params.update(base_columns=",".join(request.base_columns), missing_labels=request.missing_labels)
     else:  # the mix that made the base clusterings (for a run given none, the default for the table's size)
         params["generators"] = request.generators
+        params["naive_bayes_steps"] = len(facts.bayes_moved)
     metrics = {
         **facts.quality,
         **{f"time_{stage}_s": seconds for stage, seconds in (timings or {}).items()},
@@ -120,6 +121,7 @@ def log_to_mlflow(request: ConsensusRequest, facts: RunFacts, cluster_reliabilit
         "id_agreement_with_previous_run": facts.stable.agreement,
         "objects_shared_with_previous_run": facts.stable.n_shared if facts.stable.aligned_to else None,
         "k": facts.k, "model_labels_given_back": facts.model_given_back,
+        "naive_bayes_rows_moved": sum(facts.bayes_moved) if facts.bayes_moved else None,
     }
     tags = {
         "lwec.run_key": request.run_key, "lwec.method": request.method, "lwec.executor": facts.executor.name,

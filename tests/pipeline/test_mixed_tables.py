@@ -3,6 +3,7 @@ the left-out columns named with their reasons, new rows with unseen categories a
 
 from __future__ import annotations
 
+import mlflow
 import numpy as np
 import pandas as pd
 import pytest
@@ -45,6 +46,12 @@ def run_and_assign(url: str, store: str, table: str, monkeypatch):
     for name, reason in LEFT_OUT.items():
         assert f"{name}: {reason}" in params["columns_left_out"]
     assert params["imputed_values"] == f"amount (€): {int(frame['amount (€)'].isna().sum())}"
+    # the text column moves the rows: the naive-Bayes steps ran after the consensus, and the labelling model (their
+    # last model) gives every row of the table, its NULLs as they are, the label the run wrote
+    assert summary["naive_bayes_moved"] and params["naive_bayes_steps"] == str(len(summary["naive_bayes_moved"]))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
+    placed = mlflow.pyfunc.load_model(summary["model_uri"]).predict(frame.drop(columns=["target"]))
+    np.testing.assert_array_equal(placed, stored.set_index("id").loc[frame["id"], "label"].to_numpy())
     # the profiles: each cluster's level shares of the text and boolean columns beside the numeric means
     client = MlflowClient(store)
     # such a table's base clusterings draw k up to max(∛N, 2k), not the paper's √N
@@ -70,7 +77,6 @@ def run_and_assign(url: str, store: str, table: str, monkeypatch):
     new.loc[1, ["amount (€)", "colour", "active"]] = [np.nan, None, None]
     new_table = f"{table}_new"
     write_mixed(url, new_table, new.assign(target=0))
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)
     # the command's checks let rows with NULLs through when the features are named: the typed model fills them
     check_assign_request(url, new_table, summary["model_uri"], feature_columns=list(LABELLED_FEATURES))
     assigned = assign_flow(database_url=url, table=new_table, model_uri=summary["model_uri"])
@@ -87,8 +93,6 @@ def test_a_mixed_sqlite_table_is_clustered_whole_and_new_rows_are_labelled(prefe
 
     placement = load_placement_model(summary["model_uri"], mlflow_store)
     assert placement.feature_columns == LABELLED_FEATURES
-    import mlflow
-
     schema = mlflow.models.get_model_info(summary["model_uri"]).signature.inputs
     assert {spec.name: spec.type.name for spec in schema.inputs} == {
         "amount (€)": "double", "size/weight": "double", "colour": "string", "active": "boolean"}
@@ -110,3 +114,9 @@ def test_a_mixed_postgres_table_is_clustered_whole_and_new_rows_are_labelled(pre
             for name in (table, f"{table}_new"):
                 sa.Table(name, sa.MetaData()).drop(connection, checkfirst=True)
         engine.dispose()
+
+
+def test_a_mixed_duckdb_table_is_clustered_whole_and_new_rows_are_labelled(prefect_server, mlflow_store, tmp_path,
+                                                                          monkeypatch):
+    pytest.importorskip("duckdb_engine", reason="duckdb-engine is not installed (pip install 'lwec[duckdb]')")
+    run_and_assign(f"duckdb:///{tmp_path / 'mixed.duckdb'}", mlflow_store, "mixed", monkeypatch)
