@@ -118,9 +118,9 @@ VIEW_CANDIDATES = {
     "even·√r, k-means, k ≤ max(∛N, 2k), LWGP": (EVEN_SQRT, None, "kmeans", "kmeans", "lwgp", "run"),
     "even·r, k-means, k ≤ max(∛N, 2k)": (EVEN_R, None, "kmeans", "kmeans", "lwea", "run"),
 }
-#: label → naive-Bayes steps after the run's own consensus (:func:`naive_bayes_steps`): measured here, not done by a
-#: run (a run writes its consensus).
-REFINED_CANDIDATES = {"run + 1 naive-Bayes step": 1, "run + 3 naive-Bayes steps": 3}
+#: label → naive-Bayes steps after the run's consensus (:func:`stepped_labels`); a run takes
+#: :data:`~lwec_tasks.stages.refinement.BAYES_STEPS` (chosen here on the selection tables).
+REFINED_CANDIDATES = {"consensus + 1 naive-Bayes step": 1, "consensus + 3 naive-Bayes steps": 3}
 NUMERIC_COLUMNS = ("n0", "n1", "n2")
 
 
@@ -264,9 +264,20 @@ def consensus_nmi(labels: np.ndarray, y: np.ndarray, method: str, seed: int) -> 
     return float(nmi(consensus, y))
 
 
-def run_nmi(frame: pd.DataFrame, y: np.ndarray, seed: int) -> float:
-    """NMI of the table clustered as a run given no options clusters it (:func:`run_consensus`)."""
-    return float(nmi(run_consensus(frame, y, seed)[0], y))
+def run_nmis(frame: pd.DataFrame, y: np.ndarray, seed: int, steps=()) -> dict:
+    """NMI of the table clustered as a run given no options clusters it (``"run"``: :func:`run_consensus`, then on
+    a table with a weighted text or boolean column the run's :data:`~lwec_tasks.stages.refinement.BAYES_STEPS`
+    naive-Bayes steps, :func:`stepped_labels`), of the consensus alone (``"consensus"``), and after each number of
+    ``steps`` (keyed by it)."""
+    from lwec_tasks.stages.refinement import BAYES_STEPS
+
+    labels, X, encoding = run_consensus(frame, y, seed)
+    gaps = frame[list(NUMERIC_COLUMNS)].isna().to_numpy()
+    out = {"consensus": float(nmi(labels, y))}
+    for key, n in (("run", BAYES_STEPS), *((n, n) for n in steps)):
+        out[key] = float(nmi(stepped_labels(X, encoding, gaps, labels, n), y)) if encoding.weighted_categories \
+            else out["consensus"]
+    return out
 
 
 def run_consensus(frame: pd.DataFrame, y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, TableEncoding]:
@@ -284,42 +295,19 @@ def run_consensus(frame: pd.DataFrame, y: np.ndarray, seed: int) -> tuple[np.nda
     return lwea(Ensemble(labels), k), X, encoding
 
 
-def naive_bayes_steps(X: np.ndarray, encoding: TableEncoding, missing: np.ndarray, labels: np.ndarray,
-                      steps: int) -> np.ndarray:
-    """(N,) labels after ``steps`` naive-Bayes reassignments from ``labels`` (0..k−1): each step fits, per cluster,
-    a share of the rows, a Gaussian per numeric column (its mean and variance over the rows where the value was
-    given; ``missing`` (N, numerics) marks the imputed ones, which add nothing) and the level shares of each weighted
-    categorical column (add-one smoothing), then gives every row its most probable cluster."""
+def stepped_labels(X: np.ndarray, encoding: TableEncoding, gaps: np.ndarray, labels: np.ndarray,
+                   steps: int) -> np.ndarray:
+    """(N,) labels after ``steps`` naive-Bayes steps from ``labels`` (0..k−1), the run's own
+    (:mod:`lwec_tasks.core.naive_bayes`; ``gaps`` (N, numerics) marks the imputed values); the numerics scaled by
+    the whole table's moments, as a run scales them."""
+    from lwec_tasks.core.naive_bayes import BayesLayout, BayesModel, bayes_sums
+
+    spread = X.std(axis=0)
+    layout = BayesLayout.of(encoding, X.mean(axis=0), np.where(spread > 0, spread, 1.0))
     k = int(labels.max()) + 1
-    numeric = encoding.numeric_positions
-    blocks = [(start, start + code.width) for code, start in zip(encoding.columns, encoding.starts)
-              if code.kind != "numeric" and max(code.weight) > 0]
-    given = (~missing).astype(np.float64)
-    values = np.where(missing, 0.0, X[:, numeric])
-    indicators = [(X[:, start:stop] > 0).astype(np.float64) for start, stop in blocks]
     for _ in range(steps):
-        member = np.eye(k)[labels]
-        sizes = member.sum(axis=0) + 1e-9
-        seen = member.T @ given + 1e-9
-        mean = member.T @ values / seen
-        variance = np.maximum(member.T @ values ** 2 / seen - mean ** 2, 1e-3)
-        log_post = np.log(sizes / len(X))[None, :] - 0.5 * (given[:, None, :] * (
-            (values[:, None, :] - mean[None]) ** 2 / variance[None] + np.log(variance)[None])).sum(axis=2)
-        for levels in indicators:
-            shares = (member.T @ levels + 1.0) / (sizes[:, None] + levels.shape[1])
-            log_post += levels @ np.log(shares).T
-        labels = log_post.argmax(axis=1)
+        labels = BayesModel.fit(bayes_sums(X, gaps, labels, k, layout), layout).assign(X, gaps)
     return labels
-
-
-def refined_nmi(frame: pd.DataFrame, y: np.ndarray, seed: int, steps: int) -> float:
-    """NMI of the run's consensus (:func:`run_consensus`) after ``steps`` :func:`naive_bayes_steps`; on a table
-    without a weighted categorical column, the consensus itself."""
-    labels, X, encoding = run_consensus(frame, y, seed)
-    if encoding.weighted_categories:
-        missing = frame[list(NUMERIC_COLUMNS)].isna().to_numpy()
-        labels = naive_bayes_steps(X, encoding, missing, labels, steps)
-    return float(nmi(labels, y))
 
 
 def views_nmi(frame: pd.DataFrame, y: np.ndarray, seed: int, spec: tuple, names: str | None, every: str,
@@ -371,14 +359,16 @@ def evaluate_table(item, candidates: dict, seed: int) -> dict:
     row = {"table": name, "family": family, "numeric_only": lwec_nmi(numeric, y, seed),
            "numeric_only_lwgp": lwec_nmi(numeric, y, seed, method="lwgp"),
            "competent_plain": competent_nmi(frame, y, False, seed),
-           "competent_scaled": competent_nmi(frame, y, True, seed), "run": run_nmi(frame, y, seed)}
+           "competent_scaled": competent_nmi(frame, y, True, seed)}
+    run = run_nmis(frame, y, seed, [spec for label, spec in candidates.items() if label in REFINED_CANDIDATES])
+    row.update(run=run["run"], consensus=run["consensus"])
     if family == "structured":
         row["bayes"] = bayes_nmi(frame, y, **options)
     for label, spec in candidates.items():
         if label in VIEW_CANDIDATES:
             row[label] = views_nmi(frame, y, seed, *spec)
         elif label in REFINED_CANDIDATES:
-            row[label] = refined_nmi(frame, y, seed, spec)
+            row[label] = run[spec]
         else:
             row[label] = lwec_nmi(encode(frame, *spec), y, seed)
     print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()},
@@ -430,7 +420,8 @@ def report(rows: list[dict], labels) -> None:
     for label in labels:
         print(f"  {label:32s} met {met(rows, label)}/{len(rows)}; "
               + ", ".join(f"{r['table']} {r[label]:.3f}" for r in rows))
-    for base in ("run", "numeric_only", "numeric_only_lwgp", "competent_plain", "competent_scaled", "bayes"):
+    for base in ("run", "consensus", "numeric_only", "numeric_only_lwgp", "competent_plain", "competent_scaled",
+                 "bayes"):
         print(f"  {base:32s}         " + ", ".join(f"{r['table']} {r[base]:.3f}" for r in rows if base in r))
 
 
