@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 #: A cluster's variance of a (scaled) numeric column is at least this share of the column's whole-table variance.
 VARIANCE_FLOOR = 1e-3
@@ -56,28 +57,42 @@ class BayesLayout:
                    np.asarray(scale, dtype=np.float64)[numeric], blocks)
 
     @property
-    def n_levels(self) -> int:
-        return sum(width for _, width in self.blocks)
+    def q(self) -> int:
+        return len(self.numeric)
 
-    def numeric_values(self, X: np.ndarray, gaps: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
-        """(z (n, q) scaled numeric values, 0 where ``gaps`` (n, q) bool marks an imputed value; given (n, q)
-        float64 1/0, or None when every value was given)."""
-        z = (X[:, self.numeric] - self.centre) / self.scale
-        if gaps is None or not gaps.any():
-            return z, None
-        z[gaps] = 0.0
-        return z, (~gaps).astype(np.float64)
+    @property
+    def level_columns(self) -> np.ndarray:
+        """(L,) int64 the blocks' indicator columns, side by side."""
+        return np.concatenate([np.arange(first, first + width) for first, width in self.blocks] +
+                              [np.zeros(0, dtype=np.int64)]).astype(np.int64)
 
-    def level_positions(self, X: np.ndarray) -> list[np.ndarray]:
-        """Per block, (n,) int64 each row's level (its indicator's position in the block), −1 for none (an unseen
-        value)."""
-        positions = []
-        for first, width in self.blocks:
-            indicators = X[:, first:first + width] > 0
-            level = indicators.argmax(axis=1)
-            level[~indicators.any(axis=1)] = -1
-            positions.append(level.astype(np.int64))
-        return positions
+    def design(self, X: np.ndarray, gaps: np.ndarray | None) -> np.ndarray:
+        """(n, 3q + L) the rows as the model reads them: [z², z, given, level indicators], z the scaled numeric
+        values (0 where ``gaps`` (n, q) bool marks an imputed value), given 1/0, each level's indicator 1/0 (an
+        unseen value: none). The scores are this times the model's coefficients, a cluster's sums are the sums of
+        its rows of it."""
+        q = self.q
+        levels = self.level_columns
+        out = np.empty((len(X), 3 * q + len(levels)))
+        z = out[:, q:2 * q]
+        np.subtract(_columns(X, self.numeric), self.centre, out=z)
+        z /= self.scale
+        given = out[:, 2 * q:3 * q]
+        if gaps is None:
+            given[:] = 1.0
+        else:
+            np.logical_not(gaps, out=given, casting="unsafe")
+            z *= given
+        np.multiply(z, z, out=out[:, :q])
+        np.greater(_columns(X, levels), 0.0, out=out[:, 3 * q:], casting="unsafe")
+        return out
+
+
+def _columns(X: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """X[:, columns]: a view when the columns are a run of consecutive ones (no copy), else a copy."""
+    if len(columns) and columns[-1] - columns[0] + 1 == len(columns) and (np.diff(columns) == 1).all():
+        return X[:, int(columns[0]):int(columns[-1]) + 1]
+    return X[:, columns]
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,6 +117,15 @@ class BayesSums:
         return BayesSums(self.sizes + other.sizes, self.given + other.given, self.sums + other.sums,
                          self.squares + other.squares, self.levels + other.levels)
 
+    @classmethod
+    def of_design(cls, design: np.ndarray, labels: np.ndarray, k: int, q: int) -> BayesSums:
+        """The sums of rows given by their :meth:`BayesLayout.design` (n, 3q + L) and ``labels`` (n,) in 0..k−1."""
+        labels = np.asarray(labels, dtype=np.int64)
+        members = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))), shape=(k, len(labels)))
+        totals = np.asarray(members @ design)
+        return cls(np.bincount(labels, minlength=k).astype(np.float64), totals[:, 2 * q:3 * q],
+                   totals[:, q:2 * q], totals[:, :q], totals[:, 3 * q:])
+
 
 def added_sums(*parts: BayesSums) -> BayesSums:
     """The sum of ``parts``, in the order given."""
@@ -113,24 +137,15 @@ def added_sums(*parts: BayesSums) -> BayesSums:
 
 def bayes_sums(X: np.ndarray, gaps: np.ndarray | None, labels: np.ndarray, k: int, layout: BayesLayout) -> BayesSums:
     """The :class:`BayesSums` of rows X (n, width) with ``labels`` (n,) in 0..k−1 and numeric ``gaps`` (n, q) bool
-    (None: none)."""
-    labels = np.asarray(labels, dtype=np.int64)
-    z, given = layout.numeric_values(X, gaps)
-    q = len(layout.numeric)
-    sizes = np.bincount(labels, minlength=k).astype(np.float64)
-    counted = np.empty((k, q))
-    sums = np.empty((k, q))
-    squares = np.empty((k, q))
-    for j in range(q):
-        counted[:, j] = sizes if given is None else np.bincount(labels, weights=given[:, j], minlength=k)
-        sums[:, j] = np.bincount(labels, weights=z[:, j], minlength=k)
-        squares[:, j] = np.bincount(labels, weights=z[:, j] * z[:, j], minlength=k)
-    levels = []
-    for (_, width), level in zip(layout.blocks, layout.level_positions(X)):
-        has = level >= 0
-        levels.append(np.bincount(labels[has] * width + level[has], minlength=k * width).reshape(k, width))
-    return BayesSums(sizes, counted, sums, squares,
-                     np.hstack(levels).astype(np.float64) if levels else np.zeros((k, 0)))
+    (None: none), :data:`SCORE_BLOCK_ROWS` rows at a time."""
+    q = layout.q
+    total = None
+    for start in range(0, max(len(X), 1), SCORE_BLOCK_ROWS):
+        stop = start + SCORE_BLOCK_ROWS
+        part = BayesSums.of_design(layout.design(X[start:stop], None if gaps is None else gaps[start:stop]),
+                                   labels[start:stop], k, q)
+        total = part if total is None else total + part
+    return total
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,31 +196,44 @@ class BayesModel:
     def k(self) -> int:
         return len(self.log_prior)
 
+    @property
+    def coefficients(self) -> np.ndarray:
+        """(3q + L, k) what each column of a :meth:`BayesLayout.design` adds to each cluster's score."""
+        precision = 1.0 / self.variance
+        return np.ascontiguousarray(np.vstack([
+            -0.5 * precision.T, (self.mean * precision).T,
+            -0.5 * (self.mean ** 2 * precision + np.log(self.variance)).T, self.log_shares.T]))
+
     def scores(self, X: np.ndarray, gaps: np.ndarray | None = None) -> np.ndarray:
         """(n, k) log posterior (up to a per-row constant) of rows X (n, width) with numeric ``gaps`` (n, q)."""
-        z, given = self.layout.numeric_values(X, gaps)
-        precision = 1.0 / self.variance
-        # Σ_j g (z − μ)² / σ² + g log σ², expanded: z is 0 where g is 0, so only the last term needs g.
-        constant = (self.mean ** 2 * precision + np.log(self.variance))
-        scores = (z * z) @ precision.T - 2.0 * (z @ (self.mean * precision).T)
-        scores += constant.sum(axis=1)[None, :] if given is None else given @ constant.T
-        scores *= -0.5
+        return self.scores_of_design(self.layout.design(X, gaps), self.coefficients)
+
+    def scores_of_design(self, design: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+        scores = design @ coefficients
         scores += self.log_prior[None, :]
-        start = 0
-        for (_, width), level in zip(self.layout.blocks, self.layout.level_positions(X)):
-            has = level >= 0
-            scores[has] += self.log_shares[:, start:start + width].T[level[has]]
-            start += width
         return scores
 
-    def assign(self, X: np.ndarray, gaps: np.ndarray | None = None) -> np.ndarray:
-        """(n,) int64 each row's most probable cluster (the first on a tie), :data:`SCORE_BLOCK_ROWS` rows at a
-        time."""
+    def step(self, X: np.ndarray, gaps: np.ndarray | None = None, sums: bool = True
+             ) -> tuple[np.ndarray, BayesSums | None]:
+        """((n,) int64 each row's most probable cluster, the first on a tie; with ``sums`` the
+        :class:`BayesSums` of the rows under those labels, else None), :data:`SCORE_BLOCK_ROWS` rows at a time:
+        one step and what the next step fits on, from one reading of the rows."""
         out = np.empty(len(X), dtype=np.int64)
-        for start in range(0, len(X), SCORE_BLOCK_ROWS):
+        coefficients = self.coefficients
+        total = None
+        for start in range(0, max(len(X), 1), SCORE_BLOCK_ROWS):
             stop = start + SCORE_BLOCK_ROWS
-            out[start:stop] = self.scores(X[start:stop], None if gaps is None else gaps[start:stop]).argmax(axis=1)
-        return out
+            design = self.layout.design(X[start:stop], None if gaps is None else gaps[start:stop])
+            labels = self.scores_of_design(design, coefficients).argmax(axis=1)
+            out[start:stop] = labels
+            if sums:
+                part = BayesSums.of_design(design, labels, self.k, self.layout.q)
+                total = part if total is None else total + part
+        return out, total
+
+    def assign(self, X: np.ndarray, gaps: np.ndarray | None = None) -> np.ndarray:
+        """(n,) int64 each row's most probable cluster (the first on a tie)."""
+        return self.step(X, gaps, sums=False)[0]
 
     def renumbered(self, ids: np.ndarray, n_ids: int) -> BayesModel:
         """The model with its cluster j named ``ids[j]`` (distinct, in 0..n_ids−1) among ``n_ids`` clusters; an id

@@ -237,18 +237,16 @@ def bayes_sums_partition(rows: PartitionRows, labels: np.ndarray, k: int, layout
     """The partition's :class:`~lwec_tasks.core.naive_bayes.BayesSums` for its (n,) ``labels`` in 0..k−1."""
     from lwec_tasks.core.naive_bayes import bayes_sums
 
-    return bayes_sums(rows.X, rows.gaps, labels, k, layout)
+    with single_threaded():
+        return bayes_sums(rows.X, rows.gaps, labels, k, layout)
 
 
 def bayes_step_partition(rows: PartitionRows, labels: np.ndarray, model) -> tuple[np.ndarray, object, int]:
     """One naive-Bayes step on the partition: (its rows' new (n,) int64 labels under ``model``, their
     :class:`~lwec_tasks.core.naive_bayes.BayesSums` (the next step's), how many labels changed from ``labels``)."""
-    from lwec_tasks.core.naive_bayes import bayes_sums
-
     with single_threaded():
-        moved = model.assign(rows.X, rows.gaps)
-    return moved, bayes_sums(rows.X, rows.gaps, moved, model.k, model.layout), \
-        int(np.count_nonzero(moved != np.asarray(labels)))
+        moved, sums = model.step(rows.X, rows.gaps)
+    return moved, sums, int(np.count_nonzero(moved != np.asarray(labels)))
 
 
 def feature_rows(rows: PartitionRows, positions: np.ndarray) -> np.ndarray:
