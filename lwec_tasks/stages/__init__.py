@@ -8,6 +8,8 @@ results. In pipeline order:
 - :mod:`~lwec_tasks.stages.generate` — the base clusterings
 - :mod:`~lwec_tasks.stages.ensemble` — each base cluster's ECI
 - :mod:`~lwec_tasks.stages.consensus` — LWEA or LWGP labels, k given or chosen
+- :mod:`~lwec_tasks.stages.refinement` — naive-Bayes steps after the consensus where text or boolean columns
+  move the rows
 - :mod:`~lwec_tasks.stages.identities` — stable cluster ids (alignment with the latest earlier run)
 - :mod:`~lwec_tasks.stages.write` — staged per partition, published in one transaction
 - :mod:`~lwec_tasks.stages.model` — the labelling model from reductions

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lwec_tasks.core.naive_bayes import BayesLayout, BayesModel, added_sums
-from lwec_tasks.executors.progress import tree_reduce
+from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
 from lwec_tasks.stages.consensus import PartitionedLabels, counted_labels
 from lwec_tasks.stages.generate import gather_rows
@@ -84,9 +84,10 @@ def refined_labels(table: PartitionedTable, labels: PartitionedLabels, sample: n
     sums = tree_reduce(session, session.map(part.bayes_sums_partition, table.rows, current, name="bayes-sums",
                                             k=k, layout=layout), added_sums, "bayes-sums-sum").result()
     moved = []
-    for _ in range(steps):
+    for step in range(1, steps + 1):
         model = BayesModel.fit(sums, layout)
         stepped = session.map(part.bayes_step_partition, table.rows, current, name="bayes-step", model=model)
+        Progress(log, f"naive-Bayes step {step}").wait(stepped, rows=table.counts)
         current = [session.submit(operator.getitem, s, 0, name="bayes-labels") for s in stepped]
         parts = [session.submit(operator.getitem, s, 1, name="bayes-step-sums") for s in stepped]
         changed = session.gather([session.submit(operator.getitem, s, 2, name="bayes-moved") for s in stepped])
