@@ -304,6 +304,9 @@ def stepped_labels(X: np.ndarray, encoding: TableEncoding, gaps: np.ndarray, lab
 
     spread = X.std(axis=0)
     layout = BayesLayout.of(encoding, X.mean(axis=0), np.where(spread > 0, spread, 1.0))
+    X = X.copy()  # the indicators as a run's partitions hold them: 0/1, not weighted
+    levels = layout.level_columns
+    X[:, levels] = X[:, levels] > 0
     k = int(labels.max()) + 1
     for _ in range(steps):
         labels = BayesModel.fit(bayes_sums(X, gaps, labels, k, layout), layout).assign(X, gaps)

@@ -67,24 +67,24 @@ class BayesLayout:
                               [np.zeros(0, dtype=np.int64)]).astype(np.int64)
 
     def design(self, X: np.ndarray, gaps: np.ndarray | None) -> np.ndarray:
-        """(n, 3q + L) the rows as the model reads them: [z², z, given, level indicators], z the scaled numeric
-        values (0 where ``gaps`` (n, q) bool marks an imputed value), given 1/0, each level's indicator 1/0 (an
-        unseen value: none). The scores are this times the model's coefficients, a cluster's sums are the sums of
-        its rows of it."""
+        """(n, 2q + L [+ q]) the rows as the model reads them: [z², z, level indicators, given], z the scaled
+        numeric values (0 where ``gaps`` (n, q) bool marks an imputed value), each level's indicator (X's
+        indicator columns, 0/1: an unseen value has none) and, only when ``gaps`` marks a value, given 1/0 (else
+        every value was given). The scores are this times the model's coefficients; a cluster's sums are the
+        sums of its rows of it."""
         q = self.q
         levels = self.level_columns
-        out = np.empty((len(X), 3 * q + len(levels)))
+        gapped = gaps is not None and bool(gaps.any())
+        out = np.empty((len(X), 2 * q + len(levels) + (q if gapped else 0)))
         z = out[:, q:2 * q]
         np.subtract(_columns(X, self.numeric), self.centre, out=z)
         z /= self.scale
-        given = out[:, 2 * q:3 * q]
-        if gaps is None:
-            given[:] = 1.0
-        else:
+        if gapped:
+            given = out[:, 2 * q + len(levels):]
             np.logical_not(gaps, out=given, casting="unsafe")
             z *= given
         np.multiply(z, z, out=out[:, :q])
-        np.greater(_columns(X, levels), 0.0, out=out[:, 3 * q:], casting="unsafe")
+        out[:, 2 * q:2 * q + len(levels)] = _columns(X, levels)
         return out
 
 
@@ -118,13 +118,15 @@ class BayesSums:
                          self.squares + other.squares, self.levels + other.levels)
 
     @classmethod
-    def of_design(cls, design: np.ndarray, labels: np.ndarray, k: int, q: int) -> BayesSums:
-        """The sums of rows given by their :meth:`BayesLayout.design` (n, 3q + L) and ``labels`` (n,) in 0..k−1."""
+    def of_design(cls, design: np.ndarray, labels: np.ndarray, k: int, layout: BayesLayout) -> BayesSums:
+        """The sums of rows given by their :meth:`BayesLayout.design` and ``labels`` (n,) in 0..k−1."""
+        q, n_levels = layout.q, len(layout.level_columns)
         labels = np.asarray(labels, dtype=np.int64)
         members = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))), shape=(k, len(labels)))
         totals = np.asarray(members @ design)
-        return cls(np.bincount(labels, minlength=k).astype(np.float64), totals[:, 2 * q:3 * q],
-                   totals[:, q:2 * q], totals[:, :q], totals[:, 3 * q:])
+        sizes = np.bincount(labels, minlength=k).astype(np.float64)
+        given = totals[:, 2 * q + n_levels:] if design.shape[1] > 2 * q + n_levels else np.repeat(sizes[:, None], q, 1)
+        return cls(sizes, given, totals[:, q:2 * q], totals[:, :q], totals[:, 2 * q:2 * q + n_levels])
 
 
 def added_sums(*parts: BayesSums) -> BayesSums:
@@ -138,12 +140,11 @@ def added_sums(*parts: BayesSums) -> BayesSums:
 def bayes_sums(X: np.ndarray, gaps: np.ndarray | None, labels: np.ndarray, k: int, layout: BayesLayout) -> BayesSums:
     """The :class:`BayesSums` of rows X (n, width) with ``labels`` (n,) in 0..k−1 and numeric ``gaps`` (n, q) bool
     (None: none), :data:`SCORE_BLOCK_ROWS` rows at a time."""
-    q = layout.q
     total = None
     for start in range(0, max(len(X), 1), SCORE_BLOCK_ROWS):
         stop = start + SCORE_BLOCK_ROWS
         part = BayesSums.of_design(layout.design(X[start:stop], None if gaps is None else gaps[start:stop]),
-                                   labels[start:stop], k, q)
+                                   labels[start:stop], k, layout)
         total = part if total is None else total + part
     return total
 
@@ -198,19 +199,26 @@ class BayesModel:
 
     @property
     def coefficients(self) -> np.ndarray:
-        """(3q + L, k) what each column of a :meth:`BayesLayout.design` adds to each cluster's score."""
+        """(3q + L, k) what each column of a :meth:`BayesLayout.design` with its given columns adds to each
+        cluster's score."""
         precision = 1.0 / self.variance
         return np.ascontiguousarray(np.vstack([
-            -0.5 * precision.T, (self.mean * precision).T,
-            -0.5 * (self.mean ** 2 * precision + np.log(self.variance)).T, self.log_shares.T]))
+            -0.5 * precision.T, (self.mean * precision).T, self.log_shares.T,
+            -0.5 * (self.mean ** 2 * precision + np.log(self.variance)).T]))
 
     def scores(self, X: np.ndarray, gaps: np.ndarray | None = None) -> np.ndarray:
         """(n, k) log posterior (up to a per-row constant) of rows X (n, width) with numeric ``gaps`` (n, q)."""
         return self.scores_of_design(self.layout.design(X, gaps), self.coefficients)
 
     def scores_of_design(self, design: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
-        scores = design @ coefficients
-        scores += self.log_prior[None, :]
+        """(n, k) the scores of rows given by their :meth:`BayesLayout.design`; a design without given columns
+        (every value given) gets their coefficients' sum."""
+        width = design.shape[1]
+        scores = design @ coefficients[:width]
+        prior = self.log_prior
+        if width < len(coefficients):
+            prior = prior + coefficients[width:].sum(axis=0)
+        scores += prior[None, :]
         return scores
 
     def step(self, X: np.ndarray, gaps: np.ndarray | None = None, sums: bool = True
@@ -227,7 +235,7 @@ class BayesModel:
             labels = self.scores_of_design(design, coefficients).argmax(axis=1)
             out[start:stop] = labels
             if sums:
-                part = BayesSums.of_design(design, labels, self.k, self.layout.q)
+                part = BayesSums.of_design(design, labels, self.k, self.layout)
                 total = part if total is None else total + part
         return out, total
 
