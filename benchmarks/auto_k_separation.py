@@ -6,9 +6,9 @@ For every ensemble of three families — the battery's dev half (sets of at most
 data sets of the guard's ``auto-k-held-out`` (seeds 0–2) and the authors' pools (runs 0–9 of the reproduction
 protocol) — LWEA is cut at every k in 2..50 and each cut's within share S/W of the LWCA mass (the modularity's
 first term) and NMI against the classes are kept beside the shipped choice of k. The rule: among the ks whose cut
-keeps 1 − S/W ≤ ε, the one with the largest drop of S/W to k + 1, taken when that drop is at least ρ·(1 − S/W);
-otherwise the shipped choice. Printed per (ε, ρ) and family: mean over data sets of NMI(chosen k) − NMI(true k),
-and the worst data set. Results: docs/decisions.md (*Automatic k: a separated cut before the modularity*).
+keeps 1 − S/W ≤ ε and whose smallest cluster holds at least σ of the objects, the one with the largest drop of S/W
+to k + 1, taken when that drop is at least ρ·(1 − S/W); otherwise the shipped choice. Printed per (ε, ρ, σ) and
+family: mean over data sets of NMI(chosen k) − NMI(true k), and the worst data set. Results: docs/decisions.md (*Automatic k: a separated cut before the modularity*).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from lwec_tasks.core.metrics import nmi
 
 EPSILONS = (0.0, 0.0002, 0.0005, 0.001, 0.002, 0.003, 0.005)
 RATIOS = (0.0, 1.0, 2.0, 4.0, 8.0)
+#: the separated cut's smallest cluster, as a share of the objects, at least this
+SMALLEST = (0.0, 0.02, 0.05, 0.1)
 BATTERY_ROWS_MAX = 20_000
 
 
@@ -51,8 +53,10 @@ def ensemble_row(name: str, labels: np.ndarray, truth: np.ndarray, seed: int, ra
     ensemble = Ensemble(labels)
     ks = default_ks(ensemble, "lwea")
     cuts = consensus_cuts(ensemble, "lwea", ks, 0.4)
+    smallest = [float(np.bincount(np.unique(cuts[:, j], return_inverse=True)[1]).min() / len(truth))
+                for j in range(cuts.shape[1])]
     return {"name": name, "seed": seed, "ks": ks.tolist(), "true_k": len(np.unique(truth)),
-            "share": within_shares(ensemble, cuts).tolist(),
+            "share": within_shares(ensemble, cuts).tolist(), "smallest": smallest,
             "nmi": [float(nmi(cuts[:, j], truth)) for j in range(cuts.shape[1])],
             "shipped": int(select_k(ensemble, "lwea", random_state=random_state).k)}
 
@@ -106,12 +110,13 @@ def pool_rows(directory: Path) -> list[dict]:
     return rows
 
 
-def chosen_k(row: dict, epsilon: float | None, ratio: float) -> int:
-    """The rule's k for one ensemble (``epsilon`` None: the shipped choice)."""
+def chosen_k(row: dict, epsilon: float | None, ratio: float, smallest: float = 0.0) -> int:
+    """The rule's k for one ensemble (``epsilon`` None: the shipped choice); a separated cut whose smallest
+    cluster holds less than ``smallest`` of the objects is not taken."""
     if epsilon is not None:
         shares = np.array(row["share"])
         drops = np.append(shares[:-1] - shares[1:], 0.0)
-        candidates = np.flatnonzero(1 - shares <= epsilon)
+        candidates = np.flatnonzero((1 - shares <= epsilon) & (np.array(row["smallest"]) >= smallest))
         if len(candidates):
             best = candidates[np.argmax(drops[candidates])]
             if drops[best] > 0 and drops[best] >= ratio * (1 - shares[best]):
@@ -124,11 +129,12 @@ def nmi_difference(row: dict, k: int) -> float:
     return scores[ks.index(k)] - scores[ks.index(row["true_k"])] if row["true_k"] in ks else 0.0
 
 
-def family_score(rows: list[dict], epsilon: float | None, ratio: float) -> tuple[float, str, float]:
+def family_score(rows: list[dict], epsilon: float | None, ratio: float, smallest: float = 0.0
+                 ) -> tuple[float, str, float]:
     """(mean over data sets of the mean difference, the worst data set, its difference)."""
     per_set: dict[str, list[float]] = {}
     for row in rows:
-        per_set.setdefault(row["name"], []).append(nmi_difference(row, chosen_k(row, epsilon, ratio)))
+        per_set.setdefault(row["name"], []).append(nmi_difference(row, chosen_k(row, epsilon, ratio, smallest)))
     means = {name: float(np.mean(values)) for name, values in per_set.items()}
     worst = min(means, key=means.get)
     return float(np.mean(list(means.values()))), worst, means[worst]
@@ -143,10 +149,10 @@ def main(argv: list[str] | None = None) -> None:
     families = {"battery": battery_rows(args.battery), "data sets": data_set_rows(), "pools": pool_rows(args.pools)}
     if args.json:
         args.json.write_text(json.dumps(families))
-    for epsilon, ratio in [(None, 0.0), *itertools.product(EPSILONS, RATIOS)]:
-        label = "shipped" if epsilon is None else f"ε {epsilon:<6g} ρ {ratio:<3g}"
-        print(f"{label:16s}" + "  ".join(
-            "{}: {:+.3f} (worst {} {:+.3f})".format(name, *family_score(rows, epsilon, ratio))
+    for epsilon, ratio, smallest in [(None, 0.0, 0.0), *itertools.product(EPSILONS, RATIOS, SMALLEST)]:
+        label = "shipped" if epsilon is None else f"ε {epsilon:<6g} ρ {ratio:<3g} σ {smallest:<4g}"
+        print(f"{label:24s}" + "  ".join(
+            "{}: {:+.3f} (worst {} {:+.3f})".format(name, *family_score(rows, epsilon, ratio, smallest))
             for name, rows in families.items()), flush=True)
 
 

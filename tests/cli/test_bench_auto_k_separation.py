@@ -26,9 +26,10 @@ def test_the_within_share_is_the_lwca_mass_inside_the_clusters(seed, n, m):
     np.testing.assert_allclose(within_shares(ensemble, cuts), expected, rtol=1e-12)
 
 
-def row(shares, shipped=5, nmis=None):
+def row(shares, shipped=5, nmis=None, smallest=None):
     ks = list(range(2, 2 + len(shares)))
     return {"name": "t", "ks": ks, "share": list(shares), "shipped": shipped, "true_k": 2,
+            "smallest": list(smallest if smallest is not None else [0.3] * len(ks)),
             "nmi": list(nmis if nmis is not None else np.linspace(1, 0, len(ks)))}
 
 
@@ -38,6 +39,10 @@ def test_the_rule_takes_the_separated_cut_with_the_largest_drop_else_the_shipped
     assert chosen_k(separated, None, 0.0) == 5
     assert chosen_k(row([0.99, 0.98, 0.97]), 0.001, 0.0) == 5  # no cut within ε: the shipped k
     assert chosen_k(row([0.9995, 0.9990, 0.99]), 0.001, 20.0) == 5  # a drop too small for its residue
+    # a separated cut that only sets a few objects apart is not taken
+    few_apart = row([1.0, 0.9995, 0.99], smallest=[0.4, 0.01, 0.01])
+    assert chosen_k(few_apart, 0.001, 2.0) == 3
+    assert chosen_k(few_apart, 0.001, 2.0, 0.05) == 2
 
 
 def test_a_family_scores_the_mean_over_data_sets_of_the_mean_over_seeds():
