@@ -40,7 +40,6 @@ class Refinement:
     model : the :class:`~lwec_tasks.core.naive_bayes.BayesModel` that gave the written labels (fitted on the
         step before's), its clusters numbered as the labels are
     moved : rows whose label each step changed (a step that changes none ends the steps)
-    seconds : the steps' time
     sample_rows : (S, width) the raw (gaps filled) features of the rows at ``positions``
     sample_gaps : (S, q) bool which of their numeric values were imputed
     positions : (S,) sorted table positions of those rows (the cluster map's sample)
@@ -48,14 +47,9 @@ class Refinement:
 
     model: BayesModel
     moved: tuple[int, ...]
-    seconds: float
     sample_rows: np.ndarray
     sample_gaps: np.ndarray
     positions: np.ndarray
-
-    @property
-    def steps(self) -> int:
-        return len(self.moved)
 
     def renumbered(self, ids: np.ndarray, n_ids: int) -> Refinement:
         """The refinement with its model's cluster j renamed ``ids[j]`` among ``n_ids`` ids (stable ids)."""
@@ -103,7 +97,7 @@ def refined_labels(table: PartitionedTable, labels: PartitionedLabels, sample: n
              "moved per step %s, in %.2f s", ", ".join(table.encoding.weighted_categories), len(moved),
              ", ".join(f"{m:,}" for m in moved), seconds)
     sizes, quality = counted_labels(table, current, k, log, "After the naive-Bayes steps")
-    refinement = Refinement(model, tuple(moved), seconds, sample_rows, sample_gaps.astype(bool), sample)
+    refinement = Refinement(model, tuple(moved), sample_rows, sample_gaps.astype(bool), sample)
     return dataclasses.replace(labels, labels=current, sizes=sizes, quality=quality, refinement=refinement)
 
 
