@@ -8,7 +8,8 @@ protocol) — LWEA is cut at every k in 2..50 and each cut's within share S/W of
 first term) and NMI against the classes are kept beside the shipped choice of k. The rule: among the ks whose cut
 keeps 1 − S/W ≤ ε and whose smallest cluster holds at least σ of the objects, the one with the largest drop of S/W
 to k + 1, taken when that drop is at least ρ·(1 − S/W); otherwise the shipped choice. Printed per (ε, ρ, σ) and
-family: mean over data sets of NMI(chosen k) − NMI(true k), and the worst data set. Results: docs/decisions.md (*Automatic k: a separated cut before the modularity*).
+family: mean over data sets of NMI(chosen k) − NMI(true k), and the worst data set. Results: docs/decisions.md
+(*Automatic k: a separated cut before the modularity*).
 """
 
 from __future__ import annotations
