@@ -265,8 +265,7 @@ class Placement:
         out = np.empty(len(X), dtype=np.int64)
         for start in range(0, len(X), PREDICT_CHUNK):
             chunk = X[start:start + PREDICT_CHUNK]
-            labels = self._bayes.assign(chunk, None if gaps is None else gaps[start:start + PREDICT_CHUNK]) \
-                if self._bayes is not None else self.consensus_of_codes(self.base_codes(chunk))
+            labels = self._labels(chunk, None if gaps is None else gaps[start:start + PREDICT_CHUNK])
             out[start:start + len(chunk)] = self.cluster_ids[labels]
         return out
 
@@ -291,8 +290,7 @@ class Placement:
         for start in range(0, len(X), PREDICT_CHUNK):
             chunk = X[start:start + PREDICT_CHUNK]
             codes = self.base_codes(chunk)
-            labels = self._bayes.assign(chunk, None if gaps is None else gaps[start:start + PREDICT_CHUNK]) \
-                if self._bayes is not None else self.consensus_of_codes(codes)
+            labels = self._labels(chunk, None if gaps is None else gaps[start:start + PREDICT_CHUNK], codes)
             ids[start:start + len(chunk)] = self.cluster_ids[labels]
             standard = self.standardisation
             score = row_confidence(chunk, codes.T, labels, centres, self.state["confidence_shares"],
@@ -313,6 +311,13 @@ class Placement:
             kept = centre_codes >= 0
             codes[:, m] = centre_codes[kept][nearest(Z, centres[kept])]
         return codes
+
+    def _labels(self, X: np.ndarray, gaps: np.ndarray | None, codes: np.ndarray | None = None) -> np.ndarray:
+        """(n,) consensus cluster 0..k−1 of checked rows X: by the naive-Bayes model of the run's last step when it
+        took steps, else from the rows' base ``codes`` (found when None)."""
+        if self._bayes is not None:
+            return self._bayes.assign(X, gaps)
+        return self.consensus_of_codes(self.base_codes(X) if codes is None else codes)
 
     def consensus_of_codes(self, codes: np.ndarray) -> np.ndarray:
         """(n,) consensus cluster 0..k−1 of rows given by their (n, M) global cluster codes."""
