@@ -121,6 +121,8 @@ VIEW_CANDIDATES = {
 #: label → naive-Bayes steps after the run's consensus (:func:`stepped_labels`); a run takes
 #: :data:`~lwec_tasks.stages.refinement.BAYES_STEPS` (chosen here on the selection tables).
 REFINED_CANDIDATES = {"consensus + 1 naive-Bayes step": 1, "consensus + 3 naive-Bayes steps": 3}
+#: label → whether the run's naive-Bayes steps follow: the run with ``--method lwgp`` (reported, not chosen between)
+LWGP_CANDIDATES = {"LWGP consensus": False, "LWGP consensus + the run's naive-Bayes steps": True}
 NUMERIC_COLUMNS = ("n0", "n1", "n2")
 
 
@@ -264,14 +266,14 @@ def consensus_nmi(labels: np.ndarray, y: np.ndarray, method: str, seed: int) -> 
     return float(nmi(consensus, y))
 
 
-def run_nmis(frame: pd.DataFrame, y: np.ndarray, seed: int, steps=()) -> dict:
+def run_nmis(frame: pd.DataFrame, y: np.ndarray, seed: int, steps=(), method: str = "lwea") -> dict:
     """NMI of the table clustered as a run given no options clusters it (``"run"``: :func:`run_consensus`, then on
     a table with a weighted text or boolean column the run's :data:`~lwec_tasks.stages.refinement.BAYES_STEPS`
     naive-Bayes steps, :func:`stepped_labels`), of the consensus alone (``"consensus"``), and after each number of
     ``steps`` (keyed by it)."""
     from lwec_tasks.stages.refinement import BAYES_STEPS
 
-    labels, X, encoding = run_consensus(frame, y, seed)
+    labels, X, encoding = run_consensus(frame, y, seed, method)
     gaps = frame[list(NUMERIC_COLUMNS)].isna().to_numpy()
     out = {"consensus": float(nmi(labels, y))}
     for key, n in (("run", BAYES_STEPS), *((n, n) for n in steps)):
@@ -280,19 +282,22 @@ def run_nmis(frame: pd.DataFrame, y: np.ndarray, seed: int, steps=()) -> dict:
     return out
 
 
-def run_consensus(frame: pd.DataFrame, y: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, TableEncoding]:
+def run_consensus(frame: pd.DataFrame, y: np.ndarray, seed: int, method: str = "lwea"
+                  ) -> tuple[np.ndarray, np.ndarray, TableEncoding]:
     """(consensus labels (N,), X, its encoding): the table clustered as a run given no options clusters it: the
     run's encoding (:data:`~lwec_tasks.core.encoding.DEFAULT_WEIGHTING` and relevance), the run's default mix for
     the table (:func:`~lwec_tasks.core.mixes.run_default_mix`: k-means where a text or boolean column is weighted),
     M = 10, each k from [2, ⌊√N⌋], or where a text or boolean column is weighted from
-    [2, :func:`~lwec_tasks.core.base_clusterings.categorical_k_max`], LWEA at the true k."""
+    [2, :func:`~lwec_tasks.core.base_clusterings.categorical_k_max`], LWEA (or with ``method`` "lwgp" LWGP, seeded
+    by ``seed``) at the true k."""
     X, encoding = encoded(frame, DEFAULT_WEIGHTING, DEFAULT_WEIGHT_FACTOR, DEFAULT_RELEVANCE, DEFAULT_RELEVANCE_GATE)
     weighted = bool(encoding.weighted_categories)
     k = len(np.unique(y))
     labels = generate_base_clusterings(X, n_clusterings=10, k_min=2,
                                        k_max=k_max_of("run" if weighted else "paper", len(y), k), random_state=seed,
                                        generators=run_default_mix(len(y), weighted))
-    return lwea(Ensemble(labels), k), X, encoding
+    consensus = lwea(Ensemble(labels), k) if method == "lwea" else lwgp(Ensemble(labels), k, random_state=seed)
+    return consensus, X, encoding
 
 
 def stepped_labels(X: np.ndarray, encoding: TableEncoding, gaps: np.ndarray, labels: np.ndarray,
@@ -372,6 +377,8 @@ def evaluate_table(item, candidates: dict, seed: int) -> dict:
             row[label] = views_nmi(frame, y, seed, *spec)
         elif label in REFINED_CANDIDATES:
             row[label] = run[spec]
+        elif label in LWGP_CANDIDATES:
+            row[label] = run_nmis(frame, y, seed, method="lwgp")["run" if spec else "consensus"]
         else:
             row[label] = lwec_nmi(encode(frame, *spec), y, seed)
     print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()},
@@ -401,6 +408,8 @@ def meets(row: dict, value: float, method: str = "lwea") -> bool:
 
 
 def method_of(label: str) -> str:
+    if label in LWGP_CANDIDATES:
+        return "lwgp"
     return VIEW_CANDIDATES[label][4] if label in VIEW_CANDIDATES else "lwea"
 
 
@@ -435,8 +444,8 @@ def main(argv=None) -> None:
     parser.add_argument("--only", default="", help="candidates whose label contains this text (default: all)")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    candidates = {label: spec for label, spec in {**CANDIDATES, **VIEW_CANDIDATES, **REFINED_CANDIDATES}.items()
-                  if args.only in label}
+    every = {**CANDIDATES, **VIEW_CANDIDATES, **REFINED_CANDIDATES, **LWGP_CANDIDATES}
+    candidates = {label: spec for label, spec in every.items() if args.only in label}
     print("# selection tables")
     selection = evaluate("selection", candidates, args.seed, args.jobs)
     chosen = choose(selection, candidates)
