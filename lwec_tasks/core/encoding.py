@@ -279,10 +279,7 @@ class TableEncoding:
         """Fill the numeric gaps (non-finite values) of X (n, width), as :meth:`transform` left them with
         ``impute`` False, in place with the columns' fill values; returns (the gaps (n, q) bool over the q numeric
         columns, None when there were none; (n,) int32 values filled per row)."""
-        positions = self.numeric_positions
-        gaps = ~np.isfinite(X[:, positions])
-        filled = fill_numeric(X, positions, np.array([c.fill for c in self.columns if c.kind == NUMERIC]))
-        return (gaps if gaps.any() else None), filled
+        return fill_numeric(X, self.numeric_positions, np.array([c.fill for c in self.columns if c.kind == NUMERIC]))
 
     # ---- persistence ---------------------------------------------------------------------------------
 
@@ -455,13 +452,13 @@ def numeric_values(series: pd.Series, name: str) -> np.ndarray:
     return converted.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
-def fill_numeric(X: np.ndarray, positions: np.ndarray, fill: np.ndarray) -> np.ndarray:
-    """(n,) int32 values imputed per row; the non-finite values of X's ``positions`` columns replaced by
-    ``fill`` in place."""
-    imputed = np.zeros(len(X), dtype=np.int32)
-    for j, value in zip(positions, fill):
+def fill_numeric(X: np.ndarray, positions: np.ndarray, fill: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """The non-finite values of X's ``positions`` columns replaced by ``fill`` in place; returns (which values
+    were filled, (n, len(positions)) bool, None when none was; (n,) int32 values filled per row)."""
+    gaps = np.zeros((len(X), len(positions)), dtype=bool)
+    for i, (j, value) in enumerate(zip(positions, fill)):
         bad = ~np.isfinite(X[:, j])
         if bad.any():
             X[bad, j] = value
-            imputed += bad
-    return imputed
+            gaps[:, i] = bad
+    return (gaps if gaps.any() else None), gaps.sum(axis=1, dtype=np.int32)

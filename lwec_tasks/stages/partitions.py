@@ -227,10 +227,9 @@ def impute_partition(rows: PartitionRows, positions: np.ndarray, fill: np.ndarra
     from lwec_tasks.core.encoding import fill_numeric
 
     X = rows.X.copy()
-    gaps = ~np.isfinite(X[:, positions])
-    filled = fill_numeric(X, positions, fill)
+    gaps, filled = fill_numeric(X, positions, fill)
     imputed = filled if rows.imputed is None else rows.imputed + filled
-    return replace(rows, X=X, imputed=imputed, gaps=gaps if gaps.any() else None)
+    return replace(rows, X=X, imputed=imputed, gaps=gaps)
 
 
 def bayes_sums_partition(rows: PartitionRows, labels: np.ndarray, k: int, layout):

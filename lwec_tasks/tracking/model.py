@@ -71,9 +71,8 @@ def predict_frame(placement: Placement, frame: pd.DataFrame) -> np.ndarray:
     """
     if isinstance(placement, LabelPlacement):
         return placement.predict_frame(frame)
-    if placement.encoding is not None:  # typed columns: encoded with the run's levels and fill values
-        X, _, gaps = placement.encode_with_gaps(frame)
-        return placement.predict(X, gaps)
+    if placement.encoding is not None:  # typed columns: encoded with the run's levels and fill values, gaps found
+        return placement.predict(frame)
     frame = placement.input_columns(frame)
     values = np.empty((len(frame), len(placement.feature_columns)))
     for j, name in enumerate(placement.feature_columns):
