@@ -71,7 +71,9 @@ def run_ensembles(X: np.ndarray, seed: int) -> np.ndarray:
                                      generators=run_default_mix(len(X)))
 
 
-def battery_rows(data: Path) -> list[dict]:
+def battery_rows(data: Path, make_row=ensemble_row) -> list[dict]:
+    """``make_row(name, labels, truth, seed, random_state)`` of each dev-half set of at most
+    ``BATTERY_ROWS_MAX`` rows, seeds 0–1 (noise points left out)."""
     from benchmarks.battery import find_sets, load_matrix, reference_labellings, standardise
 
     rows = []
@@ -82,23 +84,25 @@ def battery_rows(data: Path) -> list[dict]:
         reference = reference_labellings(data, name)[0]
         kept = reference != 0
         for seed in (0, 1):
-            rows.append(ensemble_row(name, run_ensembles(X, seed)[kept], reference[kept], seed, seed))
+            rows.append(make_row(name, run_ensembles(X, seed)[kept], reference[kept], seed, seed))
     return rows
 
 
-def data_set_rows() -> list[dict]:
+def data_set_rows(make_row=ensemble_row) -> list[dict]:
+    """``make_row`` of the eight data sets of the guard's ``auto-k-held-out``, seeds 0–2."""
     from benchmarks.auto_k_datasets import offline_data_sets
     from benchmarks.battery import standardise
 
     rows = []
     for seed in range(3):
         for name, (X, y) in offline_data_sets().items():
-            rows.append(ensemble_row(name, run_ensembles(standardise(np.asarray(X, float)), seed), np.asarray(y),
-                                     seed, seed))
+            rows.append(make_row(name, run_ensembles(standardise(np.asarray(X, float)), seed), np.asarray(y),
+                                 seed, seed))
     return rows
 
 
-def pool_rows(directory: Path) -> list[dict]:
+def pool_rows(directory: Path, make_row=ensemble_row) -> list[dict]:
+    """``make_row`` of the authors' pools, runs 0–9 of the reproduction protocol (M = 10, seed 0)."""
     from lwec_tasks.experiments.pools import load_pool
     from lwec_tasks.experiments.reproduce import draw_columns, method_seed
 
@@ -107,7 +111,7 @@ def pool_rows(directory: Path) -> list[dict]:
         pool = load_pool(path)
         for run in range(10):
             columns = draw_columns(pool.members.shape[1], 10, 0, run)
-            rows.append(ensemble_row(pool.name, pool.members[:, columns], pool.truth, run, method_seed(0, run)))
+            rows.append(make_row(pool.name, pool.members[:, columns], pool.truth, run, method_seed(0, run)))
     return rows
 
 

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.auto_k_separation import chosen_k, family_score, within_shares
+from helpers.lwca import dense_lwca
 from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble
 
@@ -20,8 +21,7 @@ def test_the_within_share_is_the_lwca_mass_inside_the_clusters(seed, n, m):
     ensemble = Ensemble(rng.integers(0, 4, (n, m)))
     cuts = rng.integers(0, 3, (n, 2))
     eci = ensemble_eci(ensemble, 0.4)
-    codes = ensemble.global_codes
-    lwca = sum(eci[codes[:, j]][:, None] * (codes[:, j][:, None] == codes[:, j][None, :]) for j in range(m)) / m
+    lwca = dense_lwca(ensemble, eci)
     expected = [lwca[cut[:, None] == cut[None, :]].sum() / lwca.sum() for cut in cuts.T]
     np.testing.assert_allclose(within_shares(ensemble, cuts), expected, rtol=1e-12)
 
