@@ -17,7 +17,11 @@ family, as the mean over data sets of NMI(chosen k) − NMI(true k) and the wors
   with the γ each data set needed;
 - resolution plateaus: the k optimal over the longest run of a log grid of γ within a range;
 - a self-consistent resolution: the smallest γ on a log grid with γ ≥ c·(k/2)^α for the k it chooses (the per data
-  set γ grows with the number of classes), (c, α, λ) chosen on each family and scored on all.
+  set γ grows with the number of classes), (c, α, λ) chosen on each family and scored on all;
+- with the features (the battery and the data sets have them, the pools do not): the joint score plus μ × the
+  geodesic silhouette of LWEA's cut (:mod:`lwec_tasks.core.geodesic`), (γ, λ, μ) chosen on the battery, each of its
+  data sets held out in turn, and scored on the data sets; the run's constants (``FEATURE_RESOLUTION``,
+  ``FEATURE_AGREEMENT``, ``SILHOUETTE_WEIGHT``) came from this choice.
 
 ``--curves FILE`` keeps the terms (computed when the file is missing: ~5 min on two cores). Results:
 docs/decisions.md (*Automatic k: the ceiling of one resolution*).
@@ -38,9 +42,13 @@ from benchmarks.auto_k_separation import battery_rows, data_set_rows, pool_rows
 from lwec_tasks.core.auto_k import consensus_cuts
 from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble
+from lwec_tasks.core.geodesic import geodesic_silhouettes
 from lwec_tasks.core.k_criterion import (
     DEFAULT_AGREEMENT,
     DEFAULT_RESOLUTION,
+    FEATURE_AGREEMENT,
+    FEATURE_RESOLUTION,
+    SILHOUETTE_WEIGHT,
     default_ks,
     k_upper_bound,
     lwca_modularity,
@@ -56,6 +64,9 @@ PLATEAU_RANGES = ((0.1, 1.0), (0.05, 2.0), (0.02, 3.0), (0.01, 5.0), (0.005, 10.
 #: The self-consistent resolution's grid of γ and its settings (c, α).
 SELF_CONSISTENT_GAMMAS = tuple(np.geomspace(0.005, 20.0, 90))
 SELF_CONSISTENT_SETTINGS = tuple(itertools.product((0.01, 0.02, 0.03, 0.05, 0.1), (0.5, 1.0, 1.5, 2.0, 2.5)))
+#: The settings (γ, λ, μ) of the joint score plus μ × the geodesic silhouette searched on the battery.
+FEATURE_SETTINGS = tuple(itertools.product((0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0), (0.0, 0.15, 0.3),
+                                           (0.0, 0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 5.0)))
 THETA = 0.4
 
 
@@ -66,29 +77,36 @@ def cut_terms(ensemble: Ensemble, eci: np.ndarray, cuts: np.ndarray) -> np.ndarr
     return np.column_stack([within, within - lwca_modularity(ensemble, eci, cuts, resolution=1.0)])
 
 
-def curves_row(name: str, labels: np.ndarray, truth: np.ndarray, seed: int, random_state: int) -> dict:
+def curves_row(name: str, labels: np.ndarray, truth: np.ndarray, seed: int, random_state: int,
+               features: np.ndarray | None = None) -> dict:
     """One ensemble's terms at every candidate k: ``lwea``/``lwgp`` (C, 2) and (C', 2) cut terms, ``agreement``
-    (C',) NMI of the two methods' cuts, ``nmi`` (C,) LWEA's NMI against ``truth``; LWGP's ks are a prefix."""
+    (C',) NMI of the two methods' cuts, ``nmi`` (C,) LWEA's NMI against ``truth``, and with ``features`` (N, d)
+    ``silhouette`` (C,), the geodesic silhouette of LWEA's cuts seeded as a run seeds it; LWGP's ks are a prefix."""
     ensemble = Ensemble(labels)
     eci = ensemble_eci(ensemble, THETA)
     ks = default_ks(ensemble, "lwea")
     lwgp_ks = ks[ks <= k_upper_bound(ensemble, "lwgp")]
     lwea_cuts = consensus_cuts(ensemble, "lwea", ks, THETA)
     lwgp_cuts = consensus_cuts(ensemble, "lwgp", lwgp_ks, THETA, random_state=random_state)
-    return {"name": name, "seed": seed, "true_k": int(len(np.unique(truth))), "ks": ks.tolist(),
-            "lwea": cut_terms(ensemble, eci, lwea_cuts).tolist(), "lwgp": cut_terms(ensemble, eci, lwgp_cuts).tolist(),
-            "agreement": [partition_nmi(lwea_cuts[:, j], lwgp_cuts[:, j]) for j in range(len(lwgp_ks))],
-            "nmi": [float(nmi(lwea_cuts[:, j], truth)) for j in range(len(ks))]}
+    row = {"name": name, "seed": seed, "true_k": int(len(np.unique(truth))), "ks": ks.tolist(),
+           "lwea": cut_terms(ensemble, eci, lwea_cuts).tolist(), "lwgp": cut_terms(ensemble, eci, lwgp_cuts).tolist(),
+           "agreement": [partition_nmi(lwea_cuts[:, j], lwgp_cuts[:, j]) for j in range(len(lwgp_ks))],
+           "nmi": [float(nmi(lwea_cuts[:, j], truth)) for j in range(len(ks))]}
+    if features is not None:
+        row["silhouette"] = geodesic_silhouettes(features, lwea_cuts, random_state=random_state).tolist()
+    return row
 
 
-def joint_k(row: dict, gamma: float, agreement: float) -> int:
+def joint_k(row: dict, gamma: float, agreement: float, weight: float = 0.0) -> int:
     """LWEA's k by the joint criterion at (γ, λ): ½ (Q_γ(LWEA) + Q_γ(LWGP)) + λ·NMI(LWEA, LWGP) where LWGP can cut,
-    Q_γ(LWEA) beyond; ties: the smallest k."""
+    Q_γ(LWEA) beyond, plus ``weight`` × the row's ``silhouette`` when ``weight`` is not 0; ties: the smallest k."""
     lwea, lwgp = np.asarray(row["lwea"]), np.asarray(row["lwgp"]).reshape(-1, 2)
     scores = lwea[:, 0] - gamma * lwea[:, 1]
     paired = len(lwgp)
     scores[:paired] = 0.5 * (scores[:paired] + lwgp[:, 0] - gamma * lwgp[:, 1]) + agreement * np.asarray(
         row["agreement"])
+    if weight:
+        scores = scores + weight * np.asarray(row["silhouette"])
     return int(row["ks"][int(np.argmax(scores))])
 
 
@@ -167,6 +185,33 @@ def self_consistent_k(row: dict, scale: float, power: float, agreement: float) -
     return k
 
 
+def feature_choice(battery: Sequence[dict], data_sets: Sequence[dict]) -> list[str]:
+    """Lines: the joint score plus μ × silhouette, (γ, λ, μ) over ``FEATURE_SETTINGS`` chosen on the battery (all of
+    it, and each data set held out in turn), scored on the battery held out and on the data sets; and the run's."""
+    table = {setting: set_means(battery, partial(_feature_k, setting=setting)) for setting in FEATURE_SETTINGS}
+    names = sorted(next(iter(table.values())))
+    held_out, folds = {}, {}
+    for name in names:
+        setting = max(FEATURE_SETTINGS, key=lambda s: np.mean([v for n, v in table[s].items() if n != name]))
+        held_out[name] = table[setting][name]
+        folds[setting] = folds.get(setting, 0) + 1
+    chosen = max(FEATURE_SETTINGS, key=lambda s: np.mean(list(table[s].values())))
+    shipped = (FEATURE_RESOLUTION, FEATURE_AGREEMENT, SILHOUETTE_WEIGHT)
+    shipped_battery = set_means(battery, partial(_feature_k, setting=shipped))
+    return [
+        f"with the features, (γ, λ, μ) chosen on the battery leaving each data set out: battery held out "
+        f"{summary(held_out)}; folds chose {', '.join(f'{s} ×{n}' for s, n in sorted(folds.items()))}",
+        f"with the features, (γ, λ, μ) = {chosen} chosen on the whole battery: battery {summary(table[chosen])}, "
+        f"data sets {summary(set_means(data_sets, partial(_feature_k, setting=chosen)))}",
+        f"with the features, the run's (γ, λ, μ) = {shipped}: battery {summary(shipped_battery)}, "
+        f"data sets {summary(set_means(data_sets, partial(_feature_k, setting=shipped)))}",
+    ]
+
+
+def _feature_k(row: dict, setting: tuple[float, float, float]) -> int:
+    return joint_k(row, *setting)
+
+
 def families(battery: Path, pools: Path) -> dict[str, list[dict]]:
     return {"battery": battery_rows(battery, curves_row), "data sets": data_set_rows(curves_row),
             "pools": pool_rows(pools, curves_row)}
@@ -204,6 +249,9 @@ def report(found: dict[str, list[dict]]) -> None:
         setting = max(consistent, key=lambda s: np.mean(list(consistent[s][chosen_on].values())))
         line(f"self-consistent γ best on {chosen_on}: c, α, λ = {setting}",
              {n: summary(means) for n, means in consistent[setting].items()})
+    if all("silhouette" in row for row in [*found.get("battery", []), *found.get("data sets", [])]):
+        for text in feature_choice(found["battery"], found["data sets"]):
+            print(text, flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -50,7 +50,10 @@ def within_shares(ensemble: Ensemble, cuts: np.ndarray, theta: float = 0.4) -> n
     return np.array(shares)
 
 
-def ensemble_row(name: str, labels: np.ndarray, truth: np.ndarray, seed: int, random_state: int) -> dict:
+def ensemble_row(name: str, labels: np.ndarray, truth: np.ndarray, seed: int, random_state: int,
+                 features: np.ndarray | None = None) -> dict:
+    """The shares, smallest clusters and NMIs of LWEA's cuts and the shipped k (``features`` unused: the rule
+    reads the ensemble alone)."""
     ensemble = Ensemble(labels)
     ks = default_ks(ensemble, "lwea")
     cuts = consensus_cuts(ensemble, "lwea", ks, 0.4)
@@ -72,8 +75,8 @@ def run_ensembles(X: np.ndarray, seed: int) -> np.ndarray:
 
 
 def battery_rows(data: Path, make_row=ensemble_row) -> list[dict]:
-    """``make_row(name, labels, truth, seed, random_state)`` of each dev-half set of at most
-    ``BATTERY_ROWS_MAX`` rows, seeds 0–1 (noise points left out)."""
+    """``make_row(name, labels, truth, seed, random_state, features=X)`` of each dev-half set of at most
+    ``BATTERY_ROWS_MAX`` rows, seeds 0–1 (noise points left out; X standardised)."""
     from benchmarks.battery import find_sets, load_matrix, reference_labellings, standardise
 
     rows = []
@@ -84,7 +87,7 @@ def battery_rows(data: Path, make_row=ensemble_row) -> list[dict]:
         reference = reference_labellings(data, name)[0]
         kept = reference != 0
         for seed in (0, 1):
-            rows.append(make_row(name, run_ensembles(X, seed)[kept], reference[kept], seed, seed))
+            rows.append(make_row(name, run_ensembles(X, seed)[kept], reference[kept], seed, seed, features=X[kept]))
     return rows
 
 
@@ -96,13 +99,13 @@ def data_set_rows(make_row=ensemble_row) -> list[dict]:
     rows = []
     for seed in range(3):
         for name, (X, y) in offline_data_sets().items():
-            rows.append(make_row(name, run_ensembles(standardise(np.asarray(X, float)), seed), np.asarray(y),
-                                 seed, seed))
+            X = standardise(np.asarray(X, float))
+            rows.append(make_row(name, run_ensembles(X, seed), np.asarray(y), seed, seed, features=X))
     return rows
 
 
 def pool_rows(directory: Path, make_row=ensemble_row) -> list[dict]:
-    """``make_row`` of the authors' pools, runs 0–9 of the reproduction protocol (M = 10, seed 0)."""
+    """``make_row`` of the authors' pools, runs 0–9 of the reproduction protocol (M = 10, seed 0; no features)."""
     from lwec_tasks.experiments.pools import load_pool
     from lwec_tasks.experiments.reproduce import draw_columns, method_seed
 

@@ -50,6 +50,15 @@ when the other method does not fit in memory (LWEA's cluster counts over
 extremely many microclusters, :class:`LwecMemoryError`); LWGP then takes the k of
 highest Q_γ of its own cuts.
 
+With the objects' features (``features=``; a run passes its standardised rows) the score adds
+``SILHOUETTE_WEIGHT`` (1) × the silhouette of LWEA's cut at k in geodesic distance, the shortest path in the
+5-nearest-neighbour graph of the rows (:mod:`lwec_tasks.core.geodesic`), and takes γ = ``FEATURE_RESOLUTION``
+= 0.2, λ = ``FEATURE_AGREEMENT`` = 0.3. The modularity splits groups that are chains, rings or crescents
+(on two moons it scores six pieces above the two moons); along such a group the geodesic silhouette of its
+pieces is poor, so the sum keeps it whole. The constants were chosen together on the clustering battery's dev
+half and reported on data the choice never saw (docs/decisions.md, *Automatic k with the features*). Without
+features (the library on an ensemble alone, the paper's pools) the score is the one above.
+
 Cost: above ``SELECTION_SAMPLE`` (20,000) objects k is chosen on a seeded uniform sample of that many
 objects (:func:`~lwec_tasks.core.k_criterion.selection_sample`) and the labels are the method's own
 cut at the chosen k on every object, so the choice costs the same whatever N (about a second for a
@@ -77,6 +86,9 @@ from lwec_tasks.core.k_criterion import (  # noqa: F401 - re-exported
     DEFAULT_AGREEMENT,
     DEFAULT_K_MAX,
     DEFAULT_RESOLUTION,
+    FEATURE_AGREEMENT,
+    FEATURE_RESOLUTION,
+    SILHOUETTE_WEIGHT,
     KSelection,
     check_method,
     choose_k,
@@ -99,7 +111,7 @@ def consensus_cuts(ensemble: Ensemble, method: str, ks: np.ndarray, theta: float
 
 def auto_consensus(
     labels, method: str, theta: float = DEFAULT_THETA, ks=None, random_state=None,
-    resolution: float = DEFAULT_RESOLUTION, agreement: float = DEFAULT_AGREEMENT,
+    resolution: float | None = None, agreement: float | None = None, features=None,
 ) -> tuple[KSelection, np.ndarray]:
     """Choose k and return (selection, (N,) consensus labels at the chosen k).
 
@@ -107,19 +119,20 @@ def auto_consensus(
     criterion scored, so they equal ``lwea(labels, selection.k)`` (or ``lwgp``
     with the same ``random_state``).
     """
-    return _choose(labels, method, theta, ks, random_state, resolution, agreement, with_labels=True)
+    return _choose(labels, method, theta, ks, random_state, resolution, agreement, features, with_labels=True)
 
 
-def _choose(labels, method, theta, ks, random_state, resolution, agreement, with_labels: bool):
+def _choose(labels, method, theta, ks, random_state, resolution, agreement, features, with_labels: bool):
     return choose_k(as_ensemble(labels), check_method(method), check_theta(theta), ks, random_state, resolution,
-                    agreement, cut=consensus_cuts, with_labels=with_labels)
+                    agreement, cut=consensus_cuts, with_labels=with_labels,
+                    features=None if features is None else np.asarray(features, dtype=np.float64))
 
 
 def select_k(
     ensemble, method: str, theta: float = DEFAULT_THETA, ks=None, random_state=None,
-    resolution: float = DEFAULT_RESOLUTION, agreement: float = DEFAULT_AGREEMENT,
+    resolution: float | None = None, agreement: float | None = None, features=None,
 ) -> KSelection:
-    """Choose the number of consensus clusters from the ensemble alone.
+    """Choose the number of consensus clusters from the ensemble (and, when given, the objects' features).
 
     Parameters
     ----------
@@ -130,13 +143,18 @@ def select_k(
         can produce))
     random_state : None, int or RandomState; seeds LWGP's k-means (for LWEA the
         LWGP cuts the criterion compares with; None means 0 there)
-    resolution : γ of the modularity, default ``DEFAULT_RESOLUTION``
-    agreement : λ, weight of the LWEA–LWGP NMI, default ``DEFAULT_AGREEMENT``
+    resolution : γ of the modularity, default ``DEFAULT_RESOLUTION`` (0.6), with ``features``
+        ``FEATURE_RESOLUTION`` (0.2)
+    agreement : λ, weight of the LWEA–LWGP NMI, default ``DEFAULT_AGREEMENT`` (0.15), with ``features``
+        ``FEATURE_AGREEMENT`` (0.3)
+    features : None or array-like (N, d), one finite row per object (a run passes its standardised
+        features): adds ``SILHOUETTE_WEIGHT`` × the geodesic silhouette of LWEA's cut at each k
+        (:mod:`lwec_tasks.core.geodesic`, on a seeded sample of at most 1,500 objects)
 
     Returns
     -------
     KSelection. LWEA: the k* maximising ½ (Q_γ(LWEA cut) + Q_γ(LWGP cut)) + λ NMI(LWEA cut,
-    LWGP cut), Q_γ the modularity in the LWCA graph. LWGP: the k whose LWGP cut has the
-    highest NMI with the LWEA cut at k* (module docstring).
+    LWGP cut) [+ SILHOUETTE_WEIGHT · silhouette(LWEA cut)], Q_γ the modularity in the LWCA graph.
+    LWGP: the k whose LWGP cut has the highest NMI with the LWEA cut at k* (module docstring).
     """
-    return _choose(ensemble, method, theta, ks, random_state, resolution, agreement, with_labels=False)[0]
+    return _choose(ensemble, method, theta, ks, random_state, resolution, agreement, features, with_labels=False)[0]

@@ -19,6 +19,7 @@ import numpy as np
 from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
+from lwec_tasks.core.geodesic import geodesic_silhouettes
 from lwec_tasks.core.lwea_tree import lwea_cuts
 from lwec_tasks.core.metrics import partition_scores
 from lwec_tasks.core.validation import check_k_range
@@ -28,6 +29,11 @@ DEFAULT_K_MAX = 50
 DEFAULT_RESOLUTION = 0.6
 #: Weight λ of the LWEA–LWGP agreement (NMI) in the criterion (see :mod:`lwec_tasks.core.auto_k`).
 DEFAULT_AGREEMENT = 0.15
+#: With the objects' features (a run's table): γ, λ and the weight of LWEA's cuts' geodesic silhouette
+#: (:mod:`lwec_tasks.core.geodesic`), chosen together on the battery's dev half (docs/decisions.md).
+FEATURE_RESOLUTION = 0.2
+FEATURE_AGREEMENT = 0.3
+SILHOUETTE_WEIGHT = 1.0
 METHODS = ("lwea", "lwgp")
 #: Above this many objects k is chosen on a seeded uniform sample of this many (:func:`selection_sample`);
 #: the labels are then the method's own at the chosen k on every object. Every pool of the paper fits whole.
@@ -115,11 +121,7 @@ def selection_sample(n_objects: int, random_state=None) -> np.ndarray | None:
     """
     if n_objects <= SELECTION_SAMPLE:
         return None
-    if random_state is None or isinstance(random_state, (int, np.integer)):
-        seed = int(random_state or 0)
-    else:
-        seed = int(random_state.randint(np.iinfo(np.int32).max))
-    return np.sort(np.random.default_rng(seed).choice(n_objects, SELECTION_SAMPLE, replace=False))
+    return np.sort(np.random.default_rng(_seed_of(random_state)).choice(n_objects, SELECTION_SAMPLE, replace=False))
 
 
 def object_degrees_lwca(ensemble: Ensemble, eci: np.ndarray) -> np.ndarray:
@@ -209,20 +211,30 @@ def match_scores(cuts: np.ndarray, reference: np.ndarray) -> np.ndarray:
 
 def choose_k(
     ensemble: Ensemble, method: str, theta: float, ks=None, random_state=None,
-    resolution: float = DEFAULT_RESOLUTION, agreement: float = DEFAULT_AGREEMENT, *,
-    cut: Callable[..., np.ndarray], with_labels: bool = True,
+    resolution: float | None = None, agreement: float | None = None, *,
+    cut: Callable[..., np.ndarray], with_labels: bool = True, features: np.ndarray | None = None,
 ) -> tuple[KSelection, np.ndarray | None]:
     """:func:`lwec_tasks.core.auto_k.auto_consensus` on a checked ``method`` and ``theta`` and an Ensemble.
 
     ``cut(ensemble, method, ks, theta, random_state)`` is :func:`consensus_cuts` bound to LWGP.
     Above ``SELECTION_SAMPLE`` objects k is chosen on :func:`selection_sample`'s objects and the labels
-    are ``method``'s cut at that k on every object (None when ``with_labels`` is false).
+    are ``method``'s cut at that k on every object (None when ``with_labels`` is false). ``features`` (N, d),
+    one row per object, add the geodesic silhouette of LWEA's cuts to the score; ``resolution`` and
+    ``agreement`` default to ``DEFAULT_*`` without them and ``FEATURE_*`` with them.
     Returns (selection, (N,) int64 consensus labels at the chosen k).
     """
+    if features is not None and len(features) != ensemble.n_objects:
+        raise LwecInputError(f"features must have one row per object: {len(features)} rows for "
+                             f"{ensemble.n_objects} objects")
+    if resolution is None:
+        resolution = DEFAULT_RESOLUTION if features is None else FEATURE_RESOLUTION
+    if agreement is None:
+        agreement = DEFAULT_AGREEMENT if features is None else FEATURE_AGREEMENT
     sample = selection_sample(ensemble.n_objects, random_state)
     if sample is not None:
         selection, _ = choose_k(Ensemble(ensemble.codes[sample]), method, theta, ks, random_state, resolution,
-                                agreement, cut=cut, with_labels=False)
+                                agreement, cut=cut, with_labels=False,
+                                features=None if features is None else np.asarray(features)[sample])
         if not with_labels:
             return selection, None
         return selection, cut(ensemble, method, np.array([selection.k]), theta, random_state)[:, 0].astype(np.int64)
@@ -237,12 +249,31 @@ def choose_k(
     except LwecMemoryError:
         other_cuts = None  # e.g. LWEA's dendrogram of too many microclusters: this method's cuts alone
     scores = joint_scores(ensemble, ensemble_eci(ensemble, theta), cuts, other_cuts, resolution, agreement)
-    best = int(np.argmax(scores))  # ties: the smallest k
     criterion = (f"mean LWCA modularity (γ={resolution:g}) + {agreement:g}·NMI(LWEA, LWGP)" if other_cuts is not None
                  else f"LWCA modularity (γ={resolution:g}) of the {method.upper()} cuts")
+    if features is not None:
+        scores = scores + SILHOUETTE_WEIGHT * geodesic_silhouettes(
+            features, lwea_side(cuts, other_cuts, method), random_state=_seed_of(random_state))
+        criterion += f" + {SILHOUETTE_WEIGHT:g}·geodesic silhouette"
+    best = int(np.argmax(scores))  # ties: the smallest k
     if method == "lwgp" and other_cuts is not None and best < other_cuts.shape[1]:
         joint_k = int(ks[best])
         scores = match_scores(cuts, other_cuts[:, best])
         best = int(np.argmax(scores))
         criterion = f"NMI(LWGP cut, LWEA cut at k*={joint_k}); k* by {criterion}"
     return KSelection(int(ks[best]), ks, scores, criterion), cuts[:, best].astype(np.int64)
+
+
+def lwea_side(cuts: np.ndarray, other_cuts: np.ndarray | None, method: str) -> np.ndarray:
+    """(N, C) LWEA's cut at each candidate where LWEA was cut (``method``'s own cuts when it is LWEA; for LWGP the
+    other cuts, a prefix of the candidates), ``cuts`` beyond."""
+    if method == "lwea" or other_cuts is None:
+        return cuts
+    return np.column_stack([other_cuts, cuts[:, other_cuts.shape[1]:]])
+
+
+def _seed_of(random_state) -> int:
+    """An int seed from None (0), an int, or a RandomState (drawn from it)."""
+    if random_state is None or isinstance(random_state, (int, np.integer)):
+        return int(random_state or 0)
+    return int(random_state.randint(np.iinfo(np.int32).max))

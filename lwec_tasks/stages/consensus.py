@@ -2,8 +2,8 @@
 
 Global quantities come from reductions of per-partition results, the microcluster table and the cluster graph;
 the labels stay in the partitions. ``n_clusters="auto"`` is the library's choice of k
-(:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings of the rows it samples (all rows up to
-:data:`~lwec_tasks.core.k_criterion.SELECTION_SAMPLE`), gathered from the partitions.
+(:func:`lwec_tasks.core.auto_k.select_k`) on the base clusterings and the standardised features of the rows it
+samples (all rows up to :data:`~lwec_tasks.core.k_criterion.SELECTION_SAMPLE`), gathered from the partitions.
 """
 
 from __future__ import annotations
@@ -170,9 +170,13 @@ def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci
     if is_auto(n_clusters):
         started = time.perf_counter()
         positions = selection_sample(table.n_rows, seed)
-        rows = gather_rows(table.session, ensemble.codes, np.arange(table.n_rows) if positions is None else positions,
-                           table.offsets, part.code_rows, "k-selection-rows")
-        selection = table.session.submit(select_k, rows, method, theta, random_state=seed, name="choose-k").result()
+        positions = np.arange(table.n_rows) if positions is None else positions
+        rows = gather_rows(table.session, ensemble.codes, positions, table.offsets, part.code_rows, "k-selection-rows")
+        features = gather_rows(table.session, table.rows, positions, table.offsets, part.standardised_rows,
+                               "k-selection-features", mean=table.mean, scale=table.scale) \
+            if table.holds_features else None
+        selection = table.session.submit(select_k, rows, method, theta, random_state=seed, features=features,
+                                         name="choose-k").result()
         n_clusters = int(selection.k)
         best = int(np.argmax(selection.scores))
         log.info("Chose k=%d among k=%d..%d by %s (%.4f) in %.2f s", n_clusters, int(selection.ks.min()),

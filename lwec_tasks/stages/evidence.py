@@ -42,7 +42,7 @@ from lwec_tasks.executors.progress import tree_reduce
 from lwec_tasks.stages import evidence_parts as parts
 from lwec_tasks.stages.consensus import PartitionedLabels
 from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
-from lwec_tasks.stages.partitions import add_counts, code_rows, truth_counts
+from lwec_tasks.stages.partitions import add_counts, code_rows, standardised_rows, truth_counts
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.sums import add_tables
 
@@ -165,7 +165,12 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
                                                  name="confidence-sums", k=k)), axis=0)
     histogram = np.sum(session.gather(session.map(confidence_histogram, confidence, name="confidence-histogram")),
                        axis=0)
-    table.release_rows()  # the features are no longer needed: free the workers' memory
+    wants_curve = method is not None and labels.selection is None
+    curve_positions = k_curve_positions(table.n_rows, seed) if wants_curve else None
+    curve_features = (gather_rows(session, table.rows, curve_positions, table.offsets, standardised_rows,
+                                  "k-curve-features", mean=table.mean, scale=table.scale)
+                      if wants_curve and table.holds_features else None)
+    table.release_rows()  # the features are no longer needed (but for the k curve's sample): free the workers' memory
     seconds["confidence"] = time.perf_counter() - started
     moments = table.moments
     if has_features and moments is not None and moments.n:
@@ -196,9 +201,10 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
             pair_rows = len(positions)
     seconds["coassociation"] = time.perf_counter() - started
     k_curve, k_curve_rows = None, 0
-    if method is not None and labels.selection is None:
+    if wants_curve:
         started = time.perf_counter()
-        k_curve, k_curve_rows = given_k_curve(table, ensemble, method, theta, seed, log)
+        k_curve, k_curve_rows = given_k_curve(table, ensemble, method, theta, seed, log, curve_positions,
+                                              curve_features)
         seconds["k_curve"] = time.perf_counter() - started
     evidence = RunEvidence(confidence, profiles, features, overlap, centres, histogram, coassociation, seconds,
                            pair_rows, k_curve, k_curve_rows, label_table, label_column, level_map, gaussian_fit)
@@ -224,17 +230,23 @@ def label_counts_table(table: PartitionedTable, labels: PartitionedLabels, label
     return cluster_label_table(tree_reduce(session, counts, add_counts, "label-counts-sum").result(), label_column)
 
 
+def k_curve_positions(n_rows: int, seed: int | None) -> np.ndarray:
+    """Sorted table positions of the k curve's rows: :func:`~lwec_tasks.core.k_curve.curve_sample`'s, or all."""
+    positions = curve_sample(n_rows, seed)
+    return np.arange(n_rows) if positions is None else positions
+
+
 def given_k_curve(table: PartitionedTable, ensemble: PartitionedEnsemble, method: str, theta: float,
-                  seed: int | None, log) -> tuple[KSelection | None, int]:
-    """(the automatic choice's criterion over k on :func:`~lwec_tasks.core.k_curve.curve_sample`'s rows, those
-    rows' count), one task; (None, 0) with a warning when the ensemble allows no choice there."""
+                  seed: int | None, log, positions: np.ndarray, features=None) -> tuple[KSelection | None, int]:
+    """(the automatic choice's criterion over k on the rows at ``positions`` (:func:`k_curve_positions`), their
+    count), one task; ``features``: those rows' standardised features (a future or an array; None: the criterion
+    of the ensemble alone). (None, 0) with a warning when the ensemble allows no choice there."""
     from lwec_tasks.core.auto_k import select_k
 
-    positions = curve_sample(table.n_rows, seed)
-    positions = np.arange(table.n_rows) if positions is None else positions
     sample = gather_rows(table.session, ensemble.codes, positions, table.offsets, code_rows, "k-curve-rows")
     try:
-        curve = table.session.submit(select_k, sample, method, theta, random_state=seed, name="k-curve").result()
+        curve = table.session.submit(select_k, sample, method, theta, random_state=seed, features=features,
+                                     name="k-curve").result()
     except (LwecInputError, LwecMemoryError) as error:
         log.warning("k curve not computed: %s", error)
         return None, 0

@@ -94,6 +94,11 @@ class PartitionedTable:
         """Whether the partitions' rows are still held (not yet released)."""
         return bool(self.rows)
 
+    @property
+    def holds_features(self) -> bool:
+        """Whether the partitions still hold standardisable features (not base columns' labels, not released)."""
+        return self.mean is not None and self.holds_rows
+
     @cached_property
     def offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)

@@ -20,7 +20,7 @@ from benchmarks.auto_k_ceiling import (
     setting_means,
 )
 from helpers.lwca import dense_lwca
-from lwec_tasks.core.auto_k import select_k
+from lwec_tasks.core.auto_k import FEATURE_AGREEMENT, FEATURE_RESOLUTION, SILHOUETTE_WEIGHT, select_k
 from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble
 
@@ -39,9 +39,9 @@ def test_the_terms_are_the_inside_mass_and_the_squared_degree_shares(seed, n, m)
     np.testing.assert_allclose(cut_terms(ensemble, eci, cuts), expected, rtol=1e-10, atol=1e-12)
 
 
-def blob_labels(seed: int, n_blobs: int) -> tuple[np.ndarray, np.ndarray]:
+def blob_labels(seed: int, n_blobs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(90, 6) base labels of points around ``n_blobs`` centres (each column a noisy nearest-centre labelling
-    into 2..7 clusters) and the (90,) classes."""
+    into 2..7 clusters), the (90,) classes and the (90, 2) points."""
     rng = np.random.default_rng(seed)
     classes = np.repeat(np.arange(n_blobs), 90 // n_blobs + 1)[:90]
     points = rng.normal(size=(n_blobs, 2))[classes] * 4 + rng.normal(size=(90, 2))
@@ -49,17 +49,26 @@ def blob_labels(seed: int, n_blobs: int) -> tuple[np.ndarray, np.ndarray]:
     for _ in range(6):
         centres = points[rng.choice(90, rng.integers(2, 8), replace=False)]
         columns.append(((points[:, None, :] - centres[None]) ** 2).sum(axis=2).argmin(axis=1))
-    return np.column_stack(columns), classes
+    return np.column_stack(columns), classes, points
 
 
 @settings(max_examples=12, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.integers(2, 5), st.sampled_from([0.05, 0.3, 0.6, 2.0]),
        st.sampled_from([0.0, 0.15, 0.5]))
 def test_the_recomputed_joint_criterion_is_select_ks_choice(seed, n_blobs, gamma, agreement):
-    labels, classes = blob_labels(seed, n_blobs)
+    labels, classes, _ = blob_labels(seed, n_blobs)
     row = curves_row("blobs", labels, classes, 0, seed % 7)
     expected = select_k(labels, "lwea", random_state=seed % 7, resolution=gamma, agreement=agreement).k
     assert joint_k(row, gamma, agreement) == expected
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.integers(2, 5))
+def test_with_the_features_the_recomputed_score_is_the_runs_choice(seed, n_blobs):
+    labels, classes, points = blob_labels(seed, n_blobs)
+    row = curves_row("blobs", labels, classes, 0, seed % 7, features=points)
+    expected = select_k(labels, "lwea", random_state=seed % 7, features=points).k
+    assert joint_k(row, FEATURE_RESOLUTION, FEATURE_AGREEMENT, SILHOUETTE_WEIGHT) == expected
 
 
 def toy_row(name: str, lwea_terms, nmis, true_k: int = 2) -> dict:

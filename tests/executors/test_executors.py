@@ -313,7 +313,7 @@ def test_automatic_k_above_the_selection_sample_is_the_library_s_on_both_executo
     features = [c for c in frame.columns if c.startswith("f")]
     X = StandardScaler().fit_transform(frame[features].to_numpy(dtype=float))
     base = generate_base_clusterings(X, n_clusterings=6, random_state=3, generators=RUN_DEFAULT_MIX)
-    selection, expected = auto_consensus(base, method, random_state=3)
+    selection, expected = auto_consensus(base, method, random_state=3, features=X)
     assert summaries["local"]["k"] == summaries["dask"]["k"] == selection.k
     assert ari(expected, a.set_index("id").loc[frame["id"], "label"].to_numpy()) == pytest.approx(1.0)
 
