@@ -82,6 +82,7 @@ from lwec_tasks.core import lwgp as lwgp_module
 from lwec_tasks.core.defaults import DEFAULT_THETA, is_auto  # noqa: F401 - is_auto re-exported
 from lwec_tasks.core.eci import ensemble_eci  # noqa: F401 - re-exported
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
+from lwec_tasks.core.geodesic import SILHOUETTE_SAMPLE
 from lwec_tasks.core.k_criterion import (  # noqa: F401 - re-exported
     DEFAULT_AGREEMENT,
     DEFAULT_K_MAX,
@@ -122,15 +123,18 @@ def auto_consensus(
     return _choose(labels, method, theta, ks, random_state, resolution, agreement, features, with_labels=True)
 
 
-def _choose(labels, method, theta, ks, random_state, resolution, agreement, features, with_labels: bool):
+def _choose(labels, method, theta, ks, random_state, resolution, agreement, features, with_labels: bool,
+            silhouette_rows: int = SILHOUETTE_SAMPLE):
     return choose_k(as_ensemble(labels), check_method(method), check_theta(theta), ks, random_state, resolution,
                     agreement, cut=consensus_cuts, with_labels=with_labels,
-                    features=None if features is None else np.asarray(features, dtype=np.float64))
+                    features=None if features is None else np.asarray(features, dtype=np.float64),
+                    silhouette_rows=silhouette_rows)
 
 
 def select_k(
     ensemble, method: str, theta: float = DEFAULT_THETA, ks=None, random_state=None,
     resolution: float | None = None, agreement: float | None = None, features=None,
+    silhouette_rows: int = SILHOUETTE_SAMPLE,
 ) -> KSelection:
     """Choose the number of consensus clusters from the ensemble (and, when given, the objects' features).
 
@@ -149,7 +153,8 @@ def select_k(
         ``FEATURE_AGREEMENT`` (0.3)
     features : None or array-like (N, d), one finite row per object (a run passes its standardised
         features): adds ``SILHOUETTE_WEIGHT`` × the geodesic silhouette of LWEA's cut at each k
-        (:mod:`lwec_tasks.core.geodesic`, on a seeded sample of at most 1,500 objects)
+        (:mod:`lwec_tasks.core.geodesic`, on a seeded sample of at most ``silhouette_rows`` objects)
+    silhouette_rows : int, default ``SILHOUETTE_SAMPLE`` (1,500)
 
     Returns
     -------
@@ -157,4 +162,5 @@ def select_k(
     LWGP cut) [+ SILHOUETTE_WEIGHT · silhouette(LWEA cut)], Q_γ the modularity in the LWCA graph.
     LWGP: the k whose LWGP cut has the highest NMI with the LWEA cut at k* (module docstring).
     """
-    return _choose(ensemble, method, theta, ks, random_state, resolution, agreement, features, with_labels=False)[0]
+    return _choose(ensemble, method, theta, ks, random_state, resolution, agreement, features, with_labels=False,
+                   silhouette_rows=silhouette_rows)[0]

@@ -19,7 +19,7 @@ import numpy as np
 from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble, as_ensemble
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
-from lwec_tasks.core.geodesic import geodesic_silhouettes
+from lwec_tasks.core.geodesic import SILHOUETTE_SAMPLE, geodesic_silhouettes
 from lwec_tasks.core.lwea_tree import lwea_cuts
 from lwec_tasks.core.metrics import partition_scores
 from lwec_tasks.core.validation import check_k_range
@@ -213,14 +213,15 @@ def choose_k(
     ensemble: Ensemble, method: str, theta: float, ks=None, random_state=None,
     resolution: float | None = None, agreement: float | None = None, *,
     cut: Callable[..., np.ndarray], with_labels: bool = True, features: np.ndarray | None = None,
+    silhouette_rows: int = SILHOUETTE_SAMPLE,
 ) -> tuple[KSelection, np.ndarray | None]:
     """:func:`lwec_tasks.core.auto_k.auto_consensus` on a checked ``method`` and ``theta`` and an Ensemble.
 
     ``cut(ensemble, method, ks, theta, random_state)`` is :func:`consensus_cuts` bound to LWGP.
     Above ``SELECTION_SAMPLE`` objects k is chosen on :func:`selection_sample`'s objects and the labels
     are ``method``'s cut at that k on every object (None when ``with_labels`` is false). ``features`` (N, d),
-    one row per object, add the geodesic silhouette of LWEA's cuts to the score; ``resolution`` and
-    ``agreement`` default to ``DEFAULT_*`` without them and ``FEATURE_*`` with them.
+    one row per object, add the geodesic silhouette of LWEA's cuts (on at most ``silhouette_rows`` of them) to
+    the score; ``resolution`` and ``agreement`` default to ``DEFAULT_*`` without them and ``FEATURE_*`` with them.
     Returns (selection, (N,) int64 consensus labels at the chosen k).
     """
     if features is not None and len(features) != ensemble.n_objects:
@@ -234,7 +235,8 @@ def choose_k(
     if sample is not None:
         selection, _ = choose_k(Ensemble(ensemble.codes[sample]), method, theta, ks, random_state, resolution,
                                 agreement, cut=cut, with_labels=False,
-                                features=None if features is None else np.asarray(features)[sample])
+                                features=None if features is None else np.asarray(features)[sample],
+                                silhouette_rows=silhouette_rows)
         if not with_labels:
             return selection, None
         return selection, cut(ensemble, method, np.array([selection.k]), theta, random_state)[:, 0].astype(np.int64)
@@ -253,7 +255,7 @@ def choose_k(
                  else f"LWCA modularity (γ={resolution:g}) of the {method.upper()} cuts")
     if features is not None:
         scores = scores + SILHOUETTE_WEIGHT * geodesic_silhouettes(
-            features, lwea_side(cuts, other_cuts, method), random_state=_seed_of(random_state))
+            features, lwea_side(cuts, other_cuts, method), random_state=_seed_of(random_state), size=silhouette_rows)
         criterion += f" + {SILHOUETTE_WEIGHT:g}·geodesic silhouette"
     best = int(np.argmax(scores))  # ties: the smallest k
     if method == "lwgp" and other_cuts is not None and best < other_cuts.shape[1]:

@@ -35,7 +35,7 @@ from lwec_tasks.core.confidence import base_shares
 from lwec_tasks.core.confidence_level import ClusterGaussians, LevelCounts
 from lwec_tasks.core.errors import LwecInputError, LwecMemoryError
 from lwec_tasks.core.k_criterion import KSelection, selection_sample
-from lwec_tasks.core.k_curve import curve_sample
+from lwec_tasks.core.k_curve import K_CURVE_SILHOUETTE_SAMPLE, curve_sample
 from lwec_tasks.core.label_table import cluster_label_table
 from lwec_tasks.core.profiles import cluster_profiles
 from lwec_tasks.executors.progress import tree_reduce
@@ -246,7 +246,7 @@ def given_k_curve(table: PartitionedTable, ensemble: PartitionedEnsemble, method
     sample = gather_rows(table.session, ensemble.codes, positions, table.offsets, code_rows, "k-curve-rows")
     try:
         curve = table.session.submit(select_k, sample, method, theta, random_state=seed, features=features,
-                                     name="k-curve").result()
+                                     silhouette_rows=K_CURVE_SILHOUETTE_SAMPLE, name="k-curve").result()
     except (LwecInputError, LwecMemoryError) as error:
         log.warning("k curve not computed: %s", error)
         return None, 0
