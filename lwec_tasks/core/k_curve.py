@@ -7,8 +7,8 @@ criterion so the reader sees where the given k stands, on fewer rows to bound it
 hardly grows with the rows beyond a few thousand (one cut of each method per candidate k dominates): about
 1.2 CPU-s on 5,000 rows against 2-2.5 CPU-s on 20,000 (M = 10, k = 2..50, blob ensembles). The features'
 geodesic silhouette is taken on :data:`K_CURVE_SILHOUETTE_SAMPLE` of those rows (the choice takes 1,500): its
-all-pairs shortest paths grow as the square of the rows (0.31 s on 1,500, 0.04 s on 500), and on a 10M run with a
-given k the larger sample cost 2 % of the whole run.
+all-pairs shortest paths grow as the square of the rows (0.31 s on 1,500, 0.04 s on 500), and a run given k
+should not pay for a figure what the choice pays for k.
 """
 
 from __future__ import annotations
