@@ -25,7 +25,7 @@ import numpy as np
 from lwec_tasks.core.auto_k import consensus_cuts, select_k
 from lwec_tasks.core.eci import ensemble_eci
 from lwec_tasks.core.ensemble import Ensemble
-from lwec_tasks.core.k_criterion import default_ks, object_degrees_lwca
+from lwec_tasks.core.k_criterion import default_ks, lwca_modularity
 from lwec_tasks.core.metrics import nmi
 
 EPSILONS = (0.0, 0.0002, 0.0005, 0.001, 0.002, 0.003, 0.005)
@@ -36,18 +36,9 @@ BATTERY_ROWS_MAX = 20_000
 
 
 def within_shares(ensemble: Ensemble, cuts: np.ndarray, theta: float = 0.4) -> np.ndarray:
-    """(C,) S/W of each column of ``cuts``: the LWCA mass inside the cut's clusters over the whole mass."""
-    eci = ensemble_eci(ensemble, theta)
-    total = object_degrees_lwca(ensemble, eci).sum()
-    codes = ensemble.global_codes.ravel()
-    shares = []
-    for j in range(cuts.shape[1]):
-        _, labels = np.unique(cuts[:, j], return_inverse=True)
-        k = int(labels.max()) + 1
-        table = np.bincount(codes * k + np.repeat(labels, ensemble.n_columns),
-                            minlength=ensemble.n_clusters_total * k).reshape(-1, k)
-        shares.append(float((eci[:, None] * table.astype(np.float64) ** 2).sum()) / ensemble.n_columns / total)
-    return np.array(shares)
+    """(C,) S/W of each column of ``cuts``: the LWCA mass inside the cut's clusters over the whole mass (the
+    modularity at resolution 0)."""
+    return lwca_modularity(ensemble, ensemble_eci(ensemble, theta), cuts, resolution=0.0)
 
 
 def ensemble_row(name: str, labels: np.ndarray, truth: np.ndarray, seed: int, random_state: int,

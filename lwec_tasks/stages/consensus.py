@@ -26,7 +26,7 @@ from lwec_tasks.core.validation import check_n_clusters
 from lwec_tasks.executors.in_process import InProcess
 from lwec_tasks.executors.progress import Progress, tree_reduce
 from lwec_tasks.stages import partitions as part
-from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
+from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows, gather_standardised
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.reductions import agreement_from_contingency, microcluster_graph_blocks
 from lwec_tasks.stages.whole_table import (
@@ -172,9 +172,7 @@ def consensus_labels(table: PartitionedTable, ensemble: PartitionedEnsemble, eci
         positions = selection_sample(table.n_rows, seed)
         positions = np.arange(table.n_rows) if positions is None else positions
         rows = gather_rows(table.session, ensemble.codes, positions, table.offsets, part.code_rows, "k-selection-rows")
-        features = gather_rows(table.session, table.rows, positions, table.offsets, part.standardised_rows,
-                               "k-selection-features", mean=table.mean, scale=table.scale) \
-            if table.holds_features else None
+        features = gather_standardised(table, positions, "k-selection-features") if table.holds_features else None
         selection = table.session.submit(select_k, rows, method, theta, random_state=seed, features=features,
                                          name="choose-k").result()
         n_clusters = int(selection.k)

@@ -41,8 +41,8 @@ from lwec_tasks.core.profiles import cluster_profiles
 from lwec_tasks.executors.progress import tree_reduce
 from lwec_tasks.stages import evidence_parts as parts
 from lwec_tasks.stages.consensus import PartitionedLabels
-from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows
-from lwec_tasks.stages.partitions import add_counts, code_rows, standardised_rows, truth_counts
+from lwec_tasks.stages.generate import PartitionedEnsemble, gather_rows, gather_standardised
+from lwec_tasks.stages.partitions import add_counts, code_rows, truth_counts
 from lwec_tasks.stages.read import PartitionedTable
 from lwec_tasks.stages.sums import add_tables
 
@@ -167,8 +167,7 @@ def run_evidence(table: PartitionedTable, ensemble: PartitionedEnsemble, labels:
                        axis=0)
     wants_curve = method is not None and labels.selection is None
     curve_positions = k_curve_positions(table.n_rows, seed) if wants_curve else None
-    curve_features = (gather_rows(session, table.rows, curve_positions, table.offsets, standardised_rows,
-                                  "k-curve-features", mean=table.mean, scale=table.scale)
+    curve_features = (gather_standardised(table, curve_positions, "k-curve-features")
                       if wants_curve and table.holds_features else None)
     table.release_rows()  # the features are no longer needed (but for the k curve's sample): free the workers' memory
     seconds["confidence"] = time.perf_counter() - started

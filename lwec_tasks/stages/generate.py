@@ -116,6 +116,13 @@ def gather_rows(session, parts: list, positions: np.ndarray, offsets: np.ndarray
     return session.submit(np.concatenate, pieces, name=f"{name}-concat")  # the futures in the list are resolved
 
 
+def gather_standardised(table: PartitionedTable, positions: np.ndarray, name: str):
+    """A future of the standardised features, (X − mean) / scale, of the rows at sorted table ``positions``
+    (the matrix the base clusterings see)."""
+    return gather_rows(table.session, table.rows, positions, table.offsets, part.standardised_rows, name,
+                       mean=table.mean, scale=table.scale)
+
+
 def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | None, log,
                      generators: str = DEFAULT_MIX, n_clusters: int | None = None) -> PartitionedEnsemble:
     """M base clusterings by the library's rule: each model fitted on the rows the library fits it on
@@ -134,8 +141,7 @@ def base_clusterings(table: PartitionedTable, ensemble_size: int, seed: int | No
     plan = base_plan(table.n_rows, ensemble_size, seed, generators,
                      categorical_k_max(table.n_rows, n_clusters) if weighted else None)
     positions = plan.positions
-    rows = gather_rows(session, table.rows, positions, table.offsets, part.standardised_rows, "base-sample",
-                        mean=table.mean, scale=table.scale)
+    rows = gather_standardised(table, positions, "base-sample")
     picture = picture_positions(positions, seed)
     picture_rows = session.submit(operator.getitem, rows, np.searchsorted(positions, picture), name="picture-rows")
     shared_positions = session.share(positions)
