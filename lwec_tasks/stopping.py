@@ -22,7 +22,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from lwec_tasks.run_context import StopRequests, current_run, run_context_in_force
@@ -194,11 +194,12 @@ def stop_on_signals() -> Iterator[None]:
 
 
 @contextmanager
-def stops_recorded() -> Iterator[None]:
+def stops_recorded(instead: Callable[[int], BaseException | None] | None = None) -> Iterator[None]:
     """Within the block (a flow's body), the run context in force, or a new one for the block
     (:func:`~lwec_tasks.run_context.run_context_in_force`: where the flow's publishes look for stop requests);
     in the main thread SIGINT and SIGTERM are recorded in it as stop requests before the handler in force at
-    the block's start runs as it would have."""
+    the block's start runs as it would have, unless ``instead(signum)`` (default: none) gives an exception to
+    raise in its place (:func:`lwec_tasks.tasks.cancellation.cancel_of_this_flow_run`)."""
     with run_context_in_force() as context:
         if threading.current_thread() is not threading.main_thread():
             yield
@@ -208,6 +209,8 @@ def stops_recorded() -> Iterator[None]:
 
         def record(signum, frame) -> None:
             _record_stop(stops, signum)
+            if instead is not None and (interruption := instead(signum)) is not None:
+                raise interruption
             handler = previous[signum]
             if callable(handler):
                 handler(signum, frame)

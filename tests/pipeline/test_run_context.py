@@ -90,3 +90,36 @@ def test_an_interruption_lost_inside_a_destructor_after_a_stop_prints_nothing_an
     assert done.stdout.strip() == f"went on; stop requested by {int(signal.SIGTERM)}"
     assert "KeyboardInterrupt" not in done.stderr and "SignalledWhileCollected" not in done.stderr, done.stderr
     assert done.stderr.count("ValueError: an error of its own") == 1  # not every unraisable error is dropped
+
+
+class CancelledHere(Exception):
+    pass
+
+
+@pytest.mark.parametrize("cancel", [True, False])
+def test_a_flows_block_raises_what_instead_gives_and_else_runs_the_handler_before_it(cancel):
+    """``stops_recorded(instead=...)``: the stop is recorded either way; the exception ``instead`` gives is
+    raised in place of the handler in force before the block (a cancelled flow run's abort), and without one
+    that handler runs (Prefect's crash)."""
+    from lwec_tasks.stopping import stops_recorded
+
+    asked, handled = [], []
+
+    def handler(signum, frame) -> None:
+        handled.append(signum)
+        raise KeyboardInterrupt
+
+    def instead(signum):
+        asked.append(signum)
+        return CancelledHere() if cancel else None
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        with running_with(RunContext()) as context, pytest.raises(CancelledHere if cancel else KeyboardInterrupt), \
+                stops_recorded(instead=instead):
+            signal.raise_signal(signal.SIGTERM)
+        assert context.stops.signal == signal.SIGTERM and asked == [signal.SIGTERM]
+        assert handled == ([] if cancel else [signal.SIGTERM])
+        assert signal.getsignal(signal.SIGTERM) is handler  # the block put it back
+    finally:
+        signal.signal(signal.SIGTERM, previous)

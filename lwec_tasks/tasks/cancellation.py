@@ -1,0 +1,48 @@
+"""A flow run's SIGTERM that is its cancel: ended as an abort, not reported as a crash.
+
+Cancelling a running flow run (the UI's Cancel, ``prefect flow-run cancel``) puts it in state Cancelling; its
+worker then ends its process with SIGTERM and marks it Cancelled. Prefect's engine reports a SIGTERM as a
+crash (state Crashed, "Execution was aborted by a termination signal") unless the worker told it beforehand,
+over a channel that only works while Prefect's own SIGTERM handler is the one in force, which the flow's stop
+recording (:func:`lwec_tasks.stopping.stops_recorded`) is not. So every cancel passed through Crashed, and
+an automation on Crashed fired for each one. :func:`cancel_of_this_flow_run` asks the API instead: a SIGTERM
+that finds the run Cancelling (or Cancelled) ends it with :class:`prefect.exceptions.Abort`, which the engine
+leaves without proposing a state, so the worker's Cancelled is the run's next state.
+"""
+
+from __future__ import annotations
+
+import signal
+
+#: Seconds the API has to say whether the run is being cancelled before SIGTERM is taken as a crash.
+STATE_TIMEOUT_SECONDS = 5.0
+
+
+def cancel_of_this_flow_run(signum: int) -> BaseException | None:
+    """For signal ``signum`` arriving in a flow run's process: :class:`prefect.exceptions.Abort` when it is
+    SIGTERM and the API says the run is Cancelling or Cancelled; None otherwise (outside a flow run, another
+    signal, a running run, an API that does not answer within :data:`STATE_TIMEOUT_SECONDS`)."""
+    if signum != signal.SIGTERM:
+        return None
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    if context is None or context.flow_run is None:
+        return None
+    state = _state_of(context.flow_run.id)
+    if state is None or not (state.is_cancelling() or state.is_cancelled()):
+        return None
+    from prefect.exceptions import Abort
+
+    return Abort(f"Flow run cancelled: {state.message or state.name}")
+
+
+def _state_of(flow_run_id):
+    """The flow run's state as the API has it now, or None if the API does not answer."""
+    from prefect.client.orchestration import get_client
+
+    try:
+        with get_client(sync_client=True, httpx_settings={"timeout": STATE_TIMEOUT_SECONDS}) as client:
+            return client.read_flow_run(flow_run_id).state
+    except Exception:  # noqa: BLE001 - no answer: the signal is what it would have been without this check
+        return None
