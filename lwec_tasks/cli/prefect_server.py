@@ -36,16 +36,15 @@ class TemporaryServer:
 
     ``register_blocks`` False: the server does not register Prefect's block types in its database as it starts
     (``PREFECT_SERVER_REGISTER_BLOCKS_ON_START``; 1.5–2 CPU-seconds on a new database), for a command that reads
-    no block. An explicit setting of the user's wins.
+    no block. An explicit setting of the user's wins (the server process decides:
+    :func:`lwec_tasks.cli.server_process.block_registration`).
     """
 
     def __init__(self, register_blocks: bool = True, startup_timeout: float | None = None):
-        from prefect.settings import get_current_settings
+        from lwec_tasks.cli.server_process import SKIP_BLOCKS_VARIABLE
 
-        blocks = {} if register_blocks else {"PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false",
-                                             "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false"}
-        users = get_current_settings().to_environment_variables(exclude_unset=True)
-        self.environment = {**os.environ, **blocks, **users, **SERVER_SETTINGS}
+        blocks = {} if register_blocks else {SKIP_BLOCKS_VARIABLE: "1"}
+        self.environment = {**os.environ, **blocks, **_settings_held_here(), **SERVER_SETTINGS}
         self.environment.pop("PREFECT_API_URL", None)
         self.startup_timeout = startup_timeout or float(os.environ.get(STARTUP_TIMEOUT_VARIABLE,
                                                                        DEFAULT_STARTUP_TIMEOUT))
@@ -126,8 +125,29 @@ def prefect_api_configured() -> bool:
 
 
 def start_temporary_server(register_blocks: bool = True) -> TemporaryServer | None:
-    """A :class:`TemporaryServer` started now when no Prefect API is configured; else None."""
-    return None if prefect_api_configured() else TemporaryServer(register_blocks)
+    """A :class:`TemporaryServer` started now when no Prefect API is configured; else None.
+
+    Reading Prefect's settings imports Prefect (0.7 s), so unless ``PREFECT_API_URL`` is in the environment the
+    server is started first, booting meanwhile, and stopped at once if the settings name an API after all (a
+    profile's)."""
+    if os.environ.get("PREFECT_API_URL"):
+        return None
+    server = TemporaryServer(register_blocks)
+    if prefect_api_configured():
+        server.stop()
+        return None
+    return server
+
+
+def _settings_held_here() -> dict[str, str]:
+    """Prefect settings this process holds that its environment may not (``temporary_settings``, a profile
+    chosen in code), as environment variables for the server; none before Prefect is imported here, when the
+    server reads the same environment and files as this process would."""
+    if "prefect.settings" not in sys.modules:
+        return {}
+    from prefect.settings import get_current_settings
+
+    return get_current_settings().to_environment_variables(exclude_unset=True)
 
 
 @contextmanager

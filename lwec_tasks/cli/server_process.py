@@ -11,6 +11,14 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from contextlib import nullcontext
+
+#: Set to "1" by the starting command that reads no block: the server does not register Prefect's block types as
+#: it starts, unless the user's settings say otherwise (:func:`block_registration`).
+SKIP_BLOCKS_VARIABLE = "LWEC_SERVER_SKIP_BLOCK_REGISTRATION"
+#: The settings that skip it (1.5–2 CPU-seconds on a new database).
+SKIPPED_BLOCK_REGISTRATION = {"PREFECT_SERVER_REGISTER_BLOCKS_ON_START": False,
+                              "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": False}
 
 
 def exit_when_input_ends() -> None:
@@ -22,15 +30,28 @@ def exit_when_input_ends() -> None:
         os._exit(0)
 
 
+def block_registration(skip: bool) -> dict[str, bool]:
+    """The settings updates that skip registering block types when ``skip``, leaving out any the user set (in the
+    environment under any of its names, a profile or a settings file); {} when not ``skip``."""
+    if not skip:
+        return {}
+    from prefect.settings import get_current_settings
+
+    users = get_current_settings().to_environment_variables(exclude_unset=True)
+    return {name: value for name, value in SKIPPED_BLOCK_REGISTRATION.items() if name not in users}
+
+
 def main(argv: list[str]) -> None:
     (port,) = argv
     threading.Thread(target=exit_when_input_ends, name="parent-watch", daemon=True).start()
     import uvicorn
+    from prefect.settings import temporary_settings
 
     from lwec_tasks.frameworks import prefect_api_app
 
-    uvicorn.run(prefect_api_app(), host="127.0.0.1", port=int(port), log_level="error",
-                lifespan="on")
+    updates = block_registration(os.environ.pop(SKIP_BLOCKS_VARIABLE, "") == "1")
+    with temporary_settings(updates=updates) if updates else nullcontext():
+        uvicorn.run(prefect_api_app(), host="127.0.0.1", port=int(port), log_level="error", lifespan="on")
 
 
 if __name__ == "__main__":

@@ -116,17 +116,45 @@ def test_a_temporary_server_for_a_command_without_blocks_registers_no_block_type
     assert without == 0 and with_blocks > 10
 
 
-def test_a_users_block_registration_setting_wins(tmp_path):
+@pytest.mark.parametrize("setting, skipped", [
+    ({}, {"PREFECT_SERVER_REGISTER_BLOCKS_ON_START", "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION"}),
+    ({"PREFECT_API_BLOCKS_REGISTER_ON_START": "true"}, {"PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION"}),
+    ({"PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "true"}, {"PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION"}),
+])
+def test_a_users_block_registration_setting_wins(tmp_path, setting, skipped):
+    """The server process skips block registration for a command that reads no block, except where the user
+    set it, under either of its names."""
+    import json
     import os
     import subprocess
 
-    script = ("from lwec_tasks.cli import prefect_server as s\n"
-              "s.TemporaryServer._spawn = lambda self: None\n"
-              "print(s.TemporaryServer(register_blocks=False).environment"
-              "['PREFECT_SERVER_REGISTER_BLOCKS_ON_START'])\n")
+    script = ("import json\nfrom lwec_tasks.cli.server_process import block_registration\n"
+              "print(json.dumps(sorted(block_registration(True))))\n")
     environment = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
-    environment.update(PREFECT_HOME=str(tmp_path), PREFECT_API_BLOCKS_REGISTER_ON_START="true")
+    environment.update(PREFECT_HOME=str(tmp_path), **setting)
     done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-1].lower() == "true"
+    assert set(json.loads(done.stdout.splitlines()[-1])) == skipped
+
+
+def test_a_server_started_before_prefects_settings_were_read_is_stopped_when_a_profile_names_an_api(tmp_path):
+    """``lwec run`` starts its temporary server before importing Prefect (which reading the settings needs);
+    when the active profile names an API after all, that server is stopped and none is used."""
+    import os
+    import subprocess
+
+    (tmp_path / "profiles.toml").write_text('active = "remote"\n[profiles.remote]\n'
+                                           'PREFECT_API_URL = "http://127.0.0.1:9/api"\n')
+    script = ("import sys\nfrom lwec_tasks.cli import prefect_server as s\n"
+              "started = []\nspawn = s.TemporaryServer._spawn\n"
+              "s.TemporaryServer._spawn = lambda self: started.append(self) or spawn(self)\n"
+              "assert 'prefect.settings' not in sys.modules\n"
+              "server = s.start_temporary_server(register_blocks=False)\n"
+              "print(server is None, len(started), started[0].process.wait(timeout=30))\n")
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("PREFECT_")}
+    environment.update(PREFECT_HOME=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-3:] == ["True", "1", "0"]  # no server; the one started ended at once
