@@ -43,8 +43,8 @@ class TemporaryServer:
     def __init__(self, register_blocks: bool = True, startup_timeout: float | None = None):
         from lwec_tasks.cli.server_process import SKIP_BLOCKS_VARIABLE
 
-        blocks = {} if register_blocks else {SKIP_BLOCKS_VARIABLE: "1"}
-        self.environment = {**os.environ, **blocks, **_settings_held_here(), **SERVER_SETTINGS}
+        skip = {SKIP_BLOCKS_VARIABLE: "0" if register_blocks else "1"}
+        self.environment = {**os.environ, **skip, **_settings_held_here(), **SERVER_SETTINGS}
         self.environment.pop("PREFECT_API_URL", None)
         self.startup_timeout = startup_timeout or float(os.environ.get(STARTUP_TIMEOUT_VARIABLE,
                                                                        DEFAULT_STARTUP_TIMEOUT))

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import signal
 
-#: Seconds the API has to say whether the run is being cancelled before SIGTERM is taken as a crash.
-STATE_TIMEOUT_SECONDS = 5.0
+#: Seconds the API has to say whether the run is being cancelled (one try) before SIGTERM is taken as a crash.
+STATE_TIMEOUT_SECONDS = 2.0
 
 
 def cancel_of_this_flow_run(signum: int) -> BaseException | None:
@@ -38,11 +38,14 @@ def cancel_of_this_flow_run(signum: int) -> BaseException | None:
 
 
 def _state_of(flow_run_id):
-    """The flow run's state as the API has it now, or None if the API does not answer."""
+    """The flow run's state as the API has it now, or None if the API does not answer within
+    :data:`STATE_TIMEOUT_SECONDS` (asked once: the signal waits meanwhile)."""
     from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_CLIENT_MAX_RETRIES, temporary_settings
 
     try:
-        with get_client(sync_client=True, httpx_settings={"timeout": STATE_TIMEOUT_SECONDS}) as client:
+        with temporary_settings({PREFECT_CLIENT_MAX_RETRIES: 0}), \
+                get_client(sync_client=True, httpx_settings={"timeout": STATE_TIMEOUT_SECONDS}) as client:
             return client.read_flow_run(flow_run_id).state
     except Exception:  # noqa: BLE001 - no answer: the signal is what it would have been without this check
         return None
