@@ -41,6 +41,7 @@ pytestmark = pytest.mark.slow
 FEATURES = ["f0", "f1", "f2", "f3"]
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 ON_DEMAND = "lwec-consensus/on-demand"
+ASSIGN = "lwec-assign/assign"
 
 
 def serve(api_env: dict, database: str, table: str, pool: str, directory: Path, *extra_args: str):
@@ -143,9 +144,10 @@ def test_a_flow_run_forked_from_the_warm_process_reports_everything(prefect_api,
 def test_cancelling_a_run_that_waits_on_a_lock_ends_its_process(prefect_api, tmp_path):
     """A second session holds the features table locked, so the run waits in its read; the UI's Cancel ends
     its process and the run is Cancelled, never Crashed on the way, with nothing written; the worker then runs
-    the next one."""
+    the next one. An assign run of that run's model, cancelled the same way, is not Crashed either."""
     url = postgres_url_or_skip()
     table, output = unique("warm_cancel"), unique("warm_cancel_labels")
+    assigned = unique("warm_cancel_assigned")
     frame = blobs_frame()
     write_frame(url, table, frame)
     engine = sa.create_engine(url)
@@ -154,31 +156,27 @@ def test_cancelling_a_run_that_waits_on_a_lock_ends_its_process(prefect_api, tmp
     try:
         with client_for(prefect_api.url) as client:
             deployment = wait_for(lambda: served_on(client, pool), 120, "the served deployment", server, log)
-            with engine.connect() as holder:
-                quoted = engine.dialect.identifier_preparer.quote(table)
-                holder.execute(sa.text(f"LOCK TABLE {quoted} IN ACCESS EXCLUSIVE MODE"))
-                flow_run = client.create_flow_run_from_deployment(deployment.id,
-                                                                  parameters=run_parameters(table, output))
-                running = wait_for(lambda: (run := client.read_flow_run(flow_run.id)).state.type.value == "RUNNING"
-                                   and run.infrastructure_pid and run, 120, "the run to start", server, log)
-                pid = int(running.infrastructure_pid)
-                wait_for(lambda: waiting_on_lock(engine, table), 60, "the run's read to wait on the lock")
-                cancelled_at = time.monotonic()
-                client.set_flow_run_state(flow_run.id, Cancelling(message="cancelled in the UI"))
-                final = final_state(client, flow_run.id, timeout=90, process=server, log=log)
-                seconds = time.monotonic() - cancelled_at
-                assert final.state.type.value == "CANCELLED", final.state.message
-                # Told of the cancel, the run's engine does not report the signal as a crash on the way.
-                passed = [state.type.value for state in client.read_flow_run_states(flow_run.id)]
-                assert "CRASHED" not in passed, passed
-                assert not is_running(pid), f"the cancelled run's process {pid} lives on"
-                holder.rollback()
+            parameters = run_parameters(table, output)
+            final, pid, seconds = cancel_while_locked(client, engine, table, deployment, parameters, server, log)
+            assert final.state.type.value == "CANCELLED", final.state.message
+            # Told of the cancel, the run's engine does not report the signal as a crash on the way.
+            passed = [state.type.value for state in client.read_flow_run_states(final.id)]
+            assert "CRASHED" not in passed, passed
+            assert not is_running(pid), f"the cancelled run's process {pid} lives on"
             assert not table_exists(url, output)
             print(f"cancelled run ended in {seconds:.1f} s")
 
             # The worker goes on with the next run.
-            again = client.create_flow_run_from_deployment(deployment.id, parameters=run_parameters(table, output))
+            again = client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
             assert final_state(client, again.id, process=server, log=log).state.type.value == "COMPLETED"
+
+            model_uri = f"runs:/{only_mlflow_run(tmp_path, parameters['experiment'])}/model"
+            assign = client.read_deployment_by_name(ASSIGN)
+            final, pid, _ = cancel_while_locked(client, engine, table, assign, {
+                "table": table, "model_uri": model_uri, "output_table": assigned}, server, log)
+            passed = [state.type.value for state in client.read_flow_run_states(final.id)]
+            assert final.state.type.value == "CANCELLED" and "CRASHED" not in passed, passed
+            assert not is_running(pid) and not table_exists(url, assigned)
         stored = read_labels(url, output)
         expected = expected_labels(frame, FEATURES, k=3, ensemble_size=6, seed=3)
         np.testing.assert_array_equal(stored["label"], expected.loc[stored["id"]])
@@ -187,8 +185,37 @@ def test_cancelling_a_run_that_waits_on_a_lock_ends_its_process(prefect_api, tmp
         forget_served(prefect_api.url, pool)
         with engine.begin() as connection:
             drop_labels_table(connection, output)
+            drop_labels_table(connection, assigned)
             connection.execute(sa.text(f"DROP TABLE IF EXISTS {engine.dialect.identifier_preparer.quote(table)}"))
         engine.dispose()
+
+
+def cancel_while_locked(client, engine: sa.Engine, table: str, deployment, parameters: dict, server, log):
+    """A flow run of ``deployment`` with ``parameters`` started while another session holds ``table`` locked,
+    cancelled (as the UI's Cancel does) once it waits on the lock: (its final flow run, its process id, seconds
+    from the cancel to its end)."""
+    with engine.connect() as holder:
+        quoted = engine.dialect.identifier_preparer.quote(table)
+        holder.execute(sa.text(f"LOCK TABLE {quoted} IN ACCESS EXCLUSIVE MODE"))
+        flow_run = client.create_flow_run_from_deployment(deployment.id, parameters=parameters)
+        running = wait_for(lambda: (run := client.read_flow_run(flow_run.id)).state.type.value == "RUNNING"
+                           and run.infrastructure_pid and run, 120, "the run to start", server, log)
+        wait_for(lambda: waiting_on_lock(engine, table), 60, "the run's read to wait on the lock")
+        cancelled_at = time.monotonic()
+        client.set_flow_run_state(flow_run.id, Cancelling(message="cancelled in the UI"))
+        final = final_state(client, flow_run.id, timeout=90, process=server, log=log)
+        seconds = time.monotonic() - cancelled_at
+        holder.rollback()
+    return final, int(running.infrastructure_pid), seconds
+
+
+def only_mlflow_run(directory: Path, experiment: str) -> str:
+    """The id of the one MLflow run of ``experiment`` in ``directory``'s store (serve()'s)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{directory / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    return run.info.run_id
 
 
 def waiting_on_lock(engine: sa.Engine, table: str) -> bool:
