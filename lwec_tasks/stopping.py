@@ -4,7 +4,8 @@
 in the run's one :class:`~lwec_tasks.run_context.RunContext` (its ``stops``, the only place stop requests live),
 the console's log handlers fall silent, and :class:`KeyboardInterrupt` interrupts the command's thread. A flow
 records stop requests too (:func:`stops_recorded`), before the handler in force when it started (Prefect's own,
-which turns SIGTERM into a cancellation of a deployed run's flow run, or the command's). Work in other threads (a
+which ends a deployed run's flow run as Crashed, or the command's), or before an exception raised in its place (a
+cancelled flow run's abort: :mod:`lwec_tasks.tasks.cancellation`). Work in other threads (a
 label write) goes on to its publishing boundary, :func:`publishing`, which refuses to publish once a stop was
 requested (:class:`RunStopped`), so the database is left as it was. :func:`stopped_outcome` then says, in one
 line, what was and was not published, once a publish under way has ended.
