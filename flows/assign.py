@@ -22,7 +22,6 @@ from lwec_tasks.io import check_new_table_name, default_output_table, mask_url, 
 from lwec_tasks.io.duckdb_dialect import refuse_other_processes
 from lwec_tasks.io.label_store import open_label_store
 from lwec_tasks.request import non_empty_text, optional_address, optional_column
-from lwec_tasks.stopping import stops_recorded
 from lwec_tasks.tasks.assign import (
     assign_run_key,
     check_feature_columns,
@@ -31,7 +30,7 @@ from lwec_tasks.tasks.assign import (
     read_rows_to_label,
     write_assigned_labels,
 )
-from lwec_tasks.tasks.cancellation import cancel_of_this_flow_run
+from lwec_tasks.tasks.cancellation import flow_run_stops
 from lwec_tasks.tasks.credentials import register_block_resolvers
 from lwec_tasks.tasks.error_logs import log_errors_once
 from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
@@ -77,8 +76,8 @@ def assign_flow(
     placement = load_model(model_uri)
     columns = check_feature_columns(placement, feature_columns)
     run_key = assign_run_key(placement, table)
-    # Nothing is published once SIGINT or SIGTERM arrived; a SIGTERM that is the run's cancel is not a crash.
-    with flow_run_heartbeats(), stops_recorded(instead=cancel_of_this_flow_run), \
+    # nothing published after SIGINT/SIGTERM; a cancel is no crash
+    with flow_run_heartbeats(), flow_run_stops(), \
             open_executor(dask_address) as executor, open_label_store(database_url, output) as store:
         rows = read_rows_to_label(executor, store, source, columns, id_column,
                                   base_columns=isinstance(placement, LabelPlacement),

@@ -39,8 +39,7 @@ with imports_without_collections():
     from lwec_tasks.methods import PIPELINE_METHODS, PipelineMethod
     from lwec_tasks.request import ConsensusRequest, document_parameters
     from lwec_tasks.stages.consensus import sample_labels
-    from lwec_tasks.stopping import stops_recorded
-    from lwec_tasks.tasks.cancellation import cancel_of_this_flow_run
+    from lwec_tasks.tasks.cancellation import flow_run_stops
     from lwec_tasks.tasks.credentials import register_block_resolvers
     from lwec_tasks.tasks.error_logs import log_errors_once
     from lwec_tasks.tasks.heartbeats import flow_run_heartbeats
@@ -111,8 +110,7 @@ def consensus_flow(
                           request.resolved_output_table)
     note_compiling(get_run_logger())  # after an install the kernels compile in the first run: said, not silent
     register_block_resolvers()  # block: and secret: URLs, resolved once by the run's labels store
-    # Nothing is published once SIGINT or SIGTERM arrived; a SIGTERM that is the run's cancel is not a crash.
-    with flow_run_heartbeats(), stops_recorded(instead=cancel_of_this_flow_run):
+    with flow_run_heartbeats(), flow_run_stops():  # nothing published after SIGINT/SIGTERM; a cancel is no crash
         return run_stages(request)
 
 

@@ -145,9 +145,9 @@ def _settings_held_here() -> dict[str, str]:
     server reads the same environment and files as this process would."""
     if "prefect.settings" not in sys.modules:
         return {}
-    from prefect.settings import get_current_settings
+    from lwec_tasks.cli.server_process import explicit_prefect_settings
 
-    return get_current_settings().to_environment_variables(exclude_unset=True)
+    return explicit_prefect_settings()
 
 
 @contextmanager

@@ -30,14 +30,20 @@ def exit_when_input_ends() -> None:
         os._exit(0)
 
 
-def block_registration(skip: bool) -> dict[str, bool]:
-    """The settings updates that skip registering block types when ``skip``, leaving out any the user set (in the
-    environment under any of its names, a profile or a settings file); {} when not ``skip``."""
-    if not skip:
-        return {}
+def explicit_prefect_settings() -> dict[str, str]:
+    """The Prefect settings set explicitly (the environment under any of a setting's names, a profile, a settings
+    file, ``temporary_settings``), as environment variables under their canonical names. Imports Prefect."""
     from prefect.settings import get_current_settings
 
-    users = get_current_settings().to_environment_variables(exclude_unset=True)
+    return get_current_settings().to_environment_variables(exclude_unset=True)
+
+
+def block_registration(skip: bool) -> dict[str, bool]:
+    """The settings updates that skip registering block types when ``skip``, leaving out any the user set
+    (:func:`explicit_prefect_settings`); {} when not ``skip``."""
+    if not skip:
+        return {}
+    users = explicit_prefect_settings()
     return {name: value for name, value in SKIPPED_BLOCK_REGISTRATION.items() if name not in users}
 
 

@@ -27,15 +27,14 @@ def check_prefect_api(timeout: float = CHECK_TIMEOUT_SECONDS) -> None:
     Without an API URL (``PREFECT_API_URL`` or the active Prefect profile) the flow runs against a
     temporary server that Prefect starts for this process, and there is nothing to check. Imports Prefect.
     """
-    from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_CLIENT_MAX_RETRIES, get_current_settings, temporary_settings
+    from prefect.settings import get_current_settings
+
+    from lwec_tasks.tasks.api_client import client_asking_once
 
     url = get_current_settings().api.url
     if not url:
         return
-    # One attempt: the client's own retries would wait about a minute for a host that does not answer.
-    with temporary_settings({PREFECT_CLIENT_MAX_RETRIES: 0}), \
-            get_client(sync_client=True, httpx_settings={"timeout": timeout}) as client:
+    with client_asking_once(timeout) as client:
         problem = client.api_healthcheck()
     if problem is not None:
         reason = " ".join(str(problem).split()).replace(url, mask_url(url)) or type(problem).__name__

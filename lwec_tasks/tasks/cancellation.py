@@ -14,8 +14,18 @@ from __future__ import annotations
 
 import signal
 
+from lwec_tasks.stopping import stops_recorded
+from lwec_tasks.tasks.api_client import client_asking_once
+
 #: Seconds the API has to say whether the run is being cancelled (one try) before SIGTERM is taken as a crash.
 STATE_TIMEOUT_SECONDS = 2.0
+
+
+def flow_run_stops():
+    """The block of a flow's body (:func:`lwec_tasks.stopping.stops_recorded`): SIGINT and SIGTERM recorded as stop
+    requests, so nothing is published after them, and a SIGTERM that is the run's cancel ending it as an abort
+    (:func:`cancel_of_this_flow_run`) instead of Prefect's crash."""
+    return stops_recorded(instead=cancel_of_this_flow_run)
 
 
 def cancel_of_this_flow_run(signum: int) -> BaseException | None:
@@ -40,12 +50,8 @@ def cancel_of_this_flow_run(signum: int) -> BaseException | None:
 def _state_of(flow_run_id):
     """The flow run's state as the API has it now, or None if the API does not answer within
     :data:`STATE_TIMEOUT_SECONDS` (asked once: the signal waits meanwhile)."""
-    from prefect.client.orchestration import get_client
-    from prefect.settings import PREFECT_CLIENT_MAX_RETRIES, temporary_settings
-
     try:
-        with temporary_settings({PREFECT_CLIENT_MAX_RETRIES: 0}), \
-                get_client(sync_client=True, httpx_settings={"timeout": STATE_TIMEOUT_SECONDS}) as client:
+        with client_asking_once(STATE_TIMEOUT_SECONDS) as client:
             return client.read_flow_run(flow_run_id).state
     except Exception:  # noqa: BLE001 - no answer: the signal is what it would have been without this check
         return None
