@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 from sklearn import datasets
+
+from benchmarks.flow_study import report_flow_study
 
 
 def offline_data_sets(seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -96,13 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3, help="seeds per data set and method (default 3)")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     args = parser.parse_args(argv)
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    with tempfile.TemporaryDirectory() as workdir:
-        rows = run_study(args.seeds, Path(workdir))
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
-    print(markdown(rows))
-    return 0
+    return report_flow_study(partial(run_study, args.seeds), markdown, args.json)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,7 @@ from lwec_tasks.core.encoding import (
     association_sums,
     category_code,
     column_relevance,
+    null_relevance,
     numeric_code,
 )
 from lwec_tasks.core.ensemble import Ensemble
@@ -230,8 +231,9 @@ def encoded(frame: pd.DataFrame, weighting: str | None, factor: float = 1.0, rel
     encoding = TableEncoding(tuple(codes))
     X, _, _ = encoding.transform(frame, impute=False)
     if encoding.has_categories:
-        encoding = encoding.with_relevance(column_relevance(association_sums(X, encoding), encoding), relevance,
-                                           gate)
+        sums = association_sums(X, encoding)
+        encoding = encoding.with_relevance(column_relevance(sums, encoding), relevance, gate,
+                                           nulls=null_relevance(sums, encoding))
     numeric = encoding.numeric_positions
     fill = np.nanmean(X[:, numeric], axis=0)
     encoding = encoding.with_fill(dict(zip(NUMERIC_COLUMNS, fill)))

@@ -10,7 +10,10 @@ a row alike:
 * a **categorical** column (text, enum, boolean) with levels l_1..l_L is L indicator columns (0/1). A NULL is
   a level of its own (``None``, listed last) when the table has NULLs in that column; a value not among the
   levels (a new row's unseen category, or a NULL where the table had none) is all zeros and counted as
-  imputed. Booleans are levels ``False``, ``True`` (and ``None``).
+  imputed. Booleans are levels ``False``, ``True`` (and ``None``). Whether a NULL tells anything is measured
+  like a column's relevance (:func:`null_relevance`: the NULL indicator against the other columns): NULLs
+  missing at random get weight 0 on their level, so such a row sits as far from every level as an unseen
+  value does, and it is counted as imputed (:attr:`ColumnCode.null_imputed`).
 
 The indicators are raw 0/1 values; how much a categorical column counts in the distances is its ``weight``,
 applied by the run's standardisation (the indicator's scale is 1 / weight, its mean 0): the
@@ -24,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -139,6 +142,8 @@ class ColumnCode:
     fill: float = 0.0
     #: the column's relevance (:func:`column_relevance`), None before it is measured
     relevance: float | None = None
+    #: its NULL indicator's relevance (:func:`null_relevance`), None without NULLs or before it is measured
+    null_relevance: float | None = None
 
     @property
     def width(self) -> int:
@@ -149,6 +154,15 @@ class ColumnCode:
         if self.kind == NUMERIC:
             return [self.name]
         return [f"{self.name}={level_text(level)}" for level in self.levels]
+
+    @property
+    def null_imputed(self) -> bool:
+        """Whether a NULL of this weighted categorical column is an unknown value (its level has weight 0 while
+        other levels weigh: NULLs missing at random), counted as imputed, rather than a level of its own."""
+        if self.kind != CATEGORY or None not in self.levels:
+            return False
+        null = self.levels.index(None)
+        return self.weight[null] == 0 and any(w > 0 for j, w in enumerate(self.weight) if j != null)
 
 
 @dataclass(frozen=True, eq=False)
@@ -207,23 +221,35 @@ class TableEncoding:
 
     def with_fill(self, fill: Mapping[str, float]) -> TableEncoding:
         """A copy whose numeric columns impute ``fill[name]``."""
-        return TableEncoding(tuple(
-            ColumnCode(c.name, c.kind, c.source_kind, c.levels, c.counts, c.weight, float(fill.get(c.name, c.fill)),
-                       c.relevance)
-            if c.kind == NUMERIC else c for c in self.columns))
+        return TableEncoding(tuple(replace(c, fill=float(fill.get(c.name, c.fill))) if c.kind == NUMERIC else c
+                                   for c in self.columns))
 
     def with_relevance(self, relevance: Mapping[str, float], how: str = DEFAULT_RELEVANCE,
-                       gate: float = DEFAULT_RELEVANCE_GATE) -> TableEncoding:
+                       gate: float = DEFAULT_RELEVANCE_GATE, nulls: Mapping[str, float] | None = None,
+                       null_gate: float = DEFAULT_RELEVANCE_GATE) -> TableEncoding:
         """A copy whose categorical columns' weights are scaled by :func:`relevance_factor` of their relevance
-        (:func:`column_relevance`); the relevance is kept in ``ColumnCode.relevance``."""
+        (:func:`column_relevance`), kept in ``ColumnCode.relevance``; a column whose NULL indicator's relevance
+        in ``nulls`` (:func:`null_relevance`, kept in ``ColumnCode.null_relevance``) is at most ``null_gate``
+        (what chance reaches, as for a column) gets weight 0 on its NULL level (:attr:`ColumnCode.null_imputed`)."""
+        nulls = nulls or {}
         out = []
         for c in self.columns:
             if c.kind == CATEGORY and c.name in relevance:
                 factor = relevance_factor(relevance[c.name], how, gate)
-                c = ColumnCode(c.name, c.kind, c.source_kind, c.levels, c.counts,
-                               tuple(float(w) * factor for w in c.weight), c.fill, float(relevance[c.name]))
+                weight = [float(w) * factor for w in c.weight]
+                null = nulls.get(c.name)
+                if null is not None and null <= null_gate and None in c.levels:
+                    weight[c.levels.index(None)] = 0.0
+                c = replace(c, weight=tuple(weight), relevance=float(relevance[c.name]),
+                            null_relevance=None if null is None else float(null))
             out.append(c)
         return TableEncoding(tuple(out))
+
+    @property
+    def imputed_null_positions(self) -> np.ndarray:
+        """Matrix columns of the NULL levels counted as imputed (:attr:`ColumnCode.null_imputed`), int64."""
+        return np.array([start + code.levels.index(None) for code, start in zip(self.columns, self.starts)
+                         if code.null_imputed], dtype=np.int64)
 
     def scales(self, numeric_mean: np.ndarray, numeric_scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The whole matrix's standardisation (mean, scale) (width,): the numeric columns' given ones, each
@@ -271,7 +297,7 @@ class TableEncoding:
             positions, absent = level_positions(series, code.source_kind, self._index[code.name])
             missing |= absent
             seen = positions >= 0
-            imputed += ~seen
+            imputed += ~seen | (absent & code.null_imputed)
             indicators.append((start, positions))
         return fill_matrix(n, self.width, numeric_columns, indicators), imputed, missing
 
@@ -290,14 +316,15 @@ class TableEncoding:
         return [{"name": str(c.name), "kind": c.kind, "source_kind": str(c.source_kind),
                  "levels": [level(v) for v in c.levels],
                  "counts": [int(v) for v in c.counts], "weight": [float(w) for w in c.weight], "fill": float(c.fill),
-                 "relevance": c.relevance}
+                 "relevance": c.relevance,
+                 **({"null_relevance": c.null_relevance} if c.null_relevance is not None else {})}
                 for c in self.columns]
 
     @classmethod
     def from_json(cls, data: Sequence[Mapping]) -> TableEncoding:
         return cls(tuple(ColumnCode(d["name"], d["kind"], d.get("source_kind", "float"), tuple(d.get("levels", ())),
                                     tuple(d.get("counts", ())), tuple(d.get("weight", ())), float(d.get("fill", 0.0)),
-                                    d.get("relevance"))
+                                    d.get("relevance"), d.get("null_relevance"))
                          for d in data))
 
     def digest_text(self) -> str:
@@ -385,46 +412,69 @@ def column_relevance(sums: Sequence[np.ndarray], encoding: TableEncoding) -> dic
     largest of its correlation ratio η² with each numeric column (the share of that column's variance its levels
     explain) and its Cramér's V² with each other categorical column, each minus what independent columns of
     the same numbers of levels show on average. A column of random levels scores about 0; one the clusters
-    shape, well above (``benchmarks/mixed_types.py``)."""
-    cross, counts, totals, squares = (np.asarray(s, dtype=np.float64) for s in sums)
+    shape, well above (``benchmarks/mixed_types.py``). ``sums``: :func:`association_sums` over the table."""
+    blocks = _category_blocks(encoding)
+    return {name: _relevance_of(sums, blocks, name, np.eye(block.stop - block.start)) for name, block in blocks.items()}
+
+
+def null_relevance(sums: Sequence[np.ndarray], encoding: TableEncoding) -> dict[str, float]:
+    """The relevance (:func:`column_relevance`'s measure) of each categorical column's NULL indicator — the
+    two-level column "NULL or not" — against the other columns, for the columns with a NULL level. NULLs
+    missing at random score about 0; NULLs that go with the clusters (a group without the value), well above."""
+    blocks = _category_blocks(encoding)
+    out = {}
+    for code in encoding.columns:
+        if code.kind == CATEGORY and None in code.levels:
+            null = np.zeros(code.width)
+            null[code.levels.index(None)] = 1.0
+            out[code.name] = _relevance_of(sums, blocks, code.name, np.vstack([null, 1.0 - null]))
+    return out
+
+
+def _category_blocks(encoding: TableEncoding) -> dict[str, slice]:
+    """Each categorical column's indicator columns among the c indicators of :func:`association_sums`."""
     blocks, start = {}, 0
     for code in encoding.columns:
         if code.kind == CATEGORY:
             blocks[code.name] = slice(start, start + code.width)
             start += code.width
-    out = {}
-    for name, block in blocks.items():
-        levels = block.stop - block.start
-        best = 0.0
-        n_rows = float(np.trace(cross[block, block]))
-        for j in range(counts.shape[1]):
-            n_l, s_l, q_l = counts[block, j], totals[block, j], squares[block, j]
-            n = n_l.sum()
-            if n < 3 or levels < 2:
-                continue
-            total = q_l.sum() - s_l.sum() ** 2 / n
-            if total <= 1e-12 * max(q_l.sum(), 1.0):
-                continue
-            seen = n_l > 0
-            between = float(np.sum(s_l[seen] ** 2 / n_l[seen]) - s_l.sum() ** 2 / n)
-            chance = (int(seen.sum()) - 1) / (n - 1)
-            best = max(best, (between / total - chance) / (1 - chance))
-        for other, other_block in blocks.items():
-            if other == name or n_rows < 3:
-                continue
-            table = cross[block, other_block]
-            rows, columns = table.sum(axis=1), table.sum(axis=0)
-            keep_r, keep_c = rows > 0, columns > 0
-            table = table[np.ix_(keep_r, keep_c)]
-            r = min(table.shape) - 1
-            if r < 1:
-                continue
-            expected = np.outer(rows[keep_r], columns[keep_c]) / n_rows
-            v2 = float(np.sum((table - expected) ** 2 / expected)) / (n_rows * r)
-            chance = (table.shape[0] - 1) * (table.shape[1] - 1) / (n_rows * r)
-            best = max(best, (v2 - chance) / (1 - chance) if chance < 1 else 0.0)
-        out[name] = float(min(max(best, 0.0), 1.0))
-    return out
+    return blocks
+
+
+def _relevance_of(sums: Sequence[np.ndarray], blocks: Mapping[str, slice], name: str, merge: np.ndarray) -> float:
+    """The relevance of the column whose levels are ``merge`` (r, width of ``name``'s block) @ ``name``'s levels
+    (the identity: the column itself; two rows: its NULL indicator) against every other column."""
+    cross, counts, totals, squares = (np.asarray(s, dtype=np.float64) for s in sums)
+    block = blocks[name]
+    n_rows = float(np.trace(cross[block, block]))
+    best = 0.0
+    for j in range(counts.shape[1]):
+        n_l, s_l, q_l = (merge @ sums_[block, j] for sums_ in (counts, totals, squares))
+        n = n_l.sum()
+        if n < 3 or len(n_l) < 2:
+            continue
+        total = q_l.sum() - s_l.sum() ** 2 / n
+        if total <= 1e-12 * max(q_l.sum(), 1.0):
+            continue
+        seen = n_l > 0
+        between = float(np.sum(s_l[seen] ** 2 / n_l[seen]) - s_l.sum() ** 2 / n)
+        chance = (int(seen.sum()) - 1) / (n - 1)
+        best = max(best, (between / total - chance) / (1 - chance))
+    for other, other_block in blocks.items():
+        if other == name or n_rows < 3:
+            continue
+        table = merge @ cross[block, other_block]
+        rows, columns = table.sum(axis=1), table.sum(axis=0)
+        keep_r, keep_c = rows > 0, columns > 0
+        table = table[np.ix_(keep_r, keep_c)]
+        r = min(table.shape) - 1
+        if r < 1:
+            continue
+        expected = np.outer(rows[keep_r], columns[keep_c]) / n_rows
+        v2 = float(np.sum((table - expected) ** 2 / expected)) / (n_rows * r)
+        chance = (table.shape[0] - 1) * (table.shape[1] - 1) / (n_rows * r)
+        best = max(best, (v2 - chance) / (1 - chance) if chance < 1 else 0.0)
+    return float(min(max(best, 0.0), 1.0))
 
 
 def relevance_factor(relevance: float, how: str = DEFAULT_RELEVANCE, gate: float = DEFAULT_RELEVANCE_GATE) -> float:

@@ -232,6 +232,15 @@ def impute_partition(rows: PartitionRows, positions: np.ndarray, fill: np.ndarra
     return replace(rows, X=X, imputed=imputed, gaps=gaps)
 
 
+def count_imputed_nulls(rows: PartitionRows, positions: np.ndarray) -> PartitionRows:
+    """The partition with each row's count of imputed values raised by its NULLs missing at random: the rows with
+    a 1 in the NULL-level indicator columns ``positions`` (the encoding's ``imputed_null_positions``)."""
+    from dataclasses import replace
+
+    nulls = np.count_nonzero(rows.X[:, positions] > 0, axis=1).astype(np.int32)
+    return replace(rows, imputed=nulls if rows.imputed is None else rows.imputed + nulls)
+
+
 def bayes_sums_partition(rows: PartitionRows, labels: np.ndarray, k: int, layout):
     """The partition's :class:`~lwec_tasks.core.naive_bayes.BayesSums` for its (n,) ``labels`` in 0..k−1."""
     from lwec_tasks.core.naive_bayes import bayes_sums

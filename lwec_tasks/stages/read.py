@@ -143,11 +143,17 @@ def load_table(session, request, log, store: LabelStore | None = None) -> Partit
                              f"n_clusters={k_min} needs at least 2·k = {2 * k_min} rows")
     d = len(names)
     if encoding.has_categories:  # each categorical column weighted by how much it goes with the rest
-        encoding = encoding.with_relevance(_relevance(table, encoding))
+        relevance, nulls = _relevance(table, encoding)
+        encoding = encoding.with_relevance(relevance, nulls=nulls)
     rows, imputed_counts = table.rows, {}
     moments = sum((s.moments for s in summaries), Moments(0, np.zeros(d), np.zeros(d)))
     if any(s.column_moments is not None for s in summaries):
         rows, moments, imputed_counts = _impute(table, summaries, encoding)
+    if len(encoding.imputed_null_positions):
+        rows = list(table.session.map(part.count_imputed_nulls, rows, name="imputed-nulls",
+                                      positions=encoding.imputed_null_positions))
+        imputed_counts.update({code.name: code.counts[code.levels.index(None)] for code in encoding.columns
+                               if code.null_imputed})
     numeric = encoding.numeric_positions
     encoding = encoding.with_fill(dict(zip([c.name for c in encoding.columns if c.kind == "numeric"],
                                            moments.mean[numeric].tolist())))
@@ -178,16 +184,18 @@ def feature_encoding(plan, levels):
                                else numeric_code(name, kind) for name, kind in zip(plan.feature_columns, kinds)))
 
 
-def _relevance(table: PartitionedTable, encoding) -> dict[str, float]:
-    """Each categorical column's :func:`~lwec_tasks.core.encoding.column_relevance`, from per-partition sums
-    reduced in a fixed order (the same on either executor)."""
-    from lwec_tasks.core.encoding import column_relevance
+def _relevance(table: PartitionedTable, encoding) -> tuple[dict[str, float], dict[str, float]]:
+    """Each categorical column's :func:`~lwec_tasks.core.encoding.column_relevance` and, for those with NULLs, its
+    NULL indicator's (:func:`~lwec_tasks.core.encoding.null_relevance`), from per-partition sums reduced in a fixed
+    order (the same on either executor)."""
+    from lwec_tasks.core.encoding import column_relevance, null_relevance
     from lwec_tasks.executors.progress import tree_reduce
     from lwec_tasks.stages.sums import add_tables
 
     session = table.session
     parts = session.map(part.association_partition, table.rows, name="association", encoding=encoding)
-    return column_relevance(tree_reduce(session, parts, add_tables, "association-sum").result(), encoding)
+    sums = tree_reduce(session, parts, add_tables, "association-sum").result()
+    return column_relevance(sums, encoding), null_relevance(sums, encoding)
 
 
 def _impute(table: PartitionedTable, summaries, encoding) -> tuple[list[Handle], Moments, dict[str, int]]:
@@ -220,14 +228,21 @@ def _log_encoding(log, table_name: str, encoding, imputed_counts: dict[str, int]
     for code in encoding.columns:
         if code.kind == "category":
             nulls = code.counts[code.levels.index(None)] if None in code.levels else 0
+            if not nulls:
+                said = ""
+            elif code.null_imputed:
+                said = (f"; {nulls} NULL value(s) missing at random (NULL relevance {code.null_relevance:.3f}): "
+                        "unknown, as far from every level as a new value, and counted as imputed")
+            else:
+                said = f"; {nulls} NULL value(s) are a level of their own"
             log.info("Feature column %r of table %r: %s, %d levels one-hot (relevance %.3f, weight %.3f each)%s",
                      code.name, table_name, code.source_kind, len(code.levels), code.relevance or 0.0,
-                     code.weight[0] if code.weight else 0.0,
-                     f"; {nulls} NULL value(s) are a level of their own" if nulls else "")
+                     code.weight[0] if code.weight else 0.0, said)
     if imputed_counts:
         listed = ", ".join(f"{name!r}: {n}" for name, n in imputed_counts.items())
-        log.info("Imputed missing/non-finite numeric values of table %r with each column's mean (%s); those rows' "
-                 "confidence is scaled down by the share of their features imputed", table_name, listed)
+        log.info("Imputed missing values of table %r (numbers: each column's mean; text and boolean NULLs missing at "
+                 "random: unknown) (%s); those rows' confidence is scaled down by the share of their features "
+                 "imputed", table_name, listed)
 
 
 def read_partitions(session, store: LabelStore, table_name: TableName, planned, chunk_size: int, drop_nonfinite: bool,

@@ -133,13 +133,21 @@ class RunFacts:
         return tuple(self.plan.left_out)
 
     @property
-    def categorical(self) -> dict[str, tuple]:
-        """Each text or boolean feature column → (its kind, levels, rows with the NULL level, relevance)."""
+    def categorical(self) -> dict[str, dict]:
+        """Each text or boolean feature column → {kind, levels (how many), null_rows, relevance, null_relevance
+        (None without NULLs), nulls: "imputed" (missing at random: unknown, counted as imputed), "a level" or
+        None (no NULL)}."""
         if self.encoding is None:
             return {}
-        return {code.name: (code.source_kind, len(code.levels),
-                            code.counts[code.levels.index(None)] if None in code.levels else 0, code.relevance)
-                for code in self.encoding.columns if code.kind == "category"}
+        out = {}
+        for code in self.encoding.columns:
+            if code.kind != "category":
+                continue
+            nulls = code.counts[code.levels.index(None)] if None in code.levels else 0
+            out[code.name] = {"kind": code.source_kind, "levels": len(code.levels), "null_rows": nulls,
+                              "relevance": code.relevance, "null_relevance": code.null_relevance,
+                              "nulls": None if not nulls else "imputed" if code.null_imputed else "a level"}
+        return out
 
     @property
     def n_base_clusters(self) -> int:

@@ -45,8 +45,10 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
     ``executor`` ("in-process" or "dask") and ``dask_scheduler`` (None in-process),
     ``confidence_mean`` (the rows' mean confidence), ``pac`` (the co-association's PAC, None when not
     computed), ``clusters`` (:func:`cluster_lines`), ``label_column`` (as asked, None without),
-    ``columns_left_out`` (column → why it is not clustered on), ``categorical_columns`` (text/boolean column → kind,
-    levels, rows with the NULL level) and ``imputed_values`` (numeric column → values imputed).
+    ``columns_left_out`` (column → why it is not clustered on), ``categorical_columns`` (text/boolean column →
+    :attr:`~lwec_tasks.tasks.run_facts.RunFacts.categorical`: kind, levels, NULL rows, relevance, whether its NULLs
+    are imputed or a level) and ``imputed_values`` (column → values imputed: numeric gaps, text/boolean NULLs
+    missing at random).
     The raised error's message is :func:`tracking_failure_message`.
     """
     if facts.quality:
@@ -66,8 +68,7 @@ def publish_summary(request: ConsensusRequest, facts: RunFacts, rows_written: in
         "pac": facts.evidence.coassociation.pac() if facts.evidence.coassociation is not None else None,
         "clusters": cluster_lines(facts), "label_column": request.label_column,
         "columns_left_out": {str(name): reason for name, reason in facts.left_out},
-        "categorical_columns": {name: {"kind": kind, "levels": levels, "null_rows": nulls, "relevance": relevance}
-                                for name, (kind, levels, nulls, relevance) in facts.categorical.items()},
+        "categorical_columns": facts.categorical,
         "imputed_values": dict(facts.imputed_counts),
         "naive_bayes_moved": list(facts.bayes_moved),
     }
@@ -240,10 +241,14 @@ def summary_markdown(request: ConsensusRequest, summary: dict) -> str:
 
 
 def _missing_phrase(summary: dict) -> str:
-    """Numeric values imputed and text/boolean NULLs kept as a level, per column."""
-    parts = [f"`{name}`: {n} imputed (column mean)" for name, n in (summary.get("imputed_values") or {}).items()]
-    parts += [f"`{name}`: {c['null_rows']} NULL (a level of its own)"
-              for name, c in (summary.get("categorical_columns") or {}).items() if c.get("null_rows")]
+    """Numeric values imputed, and text/boolean NULLs missing at random (imputed as unknown) or kept as a level,
+    per column."""
+    categorical = summary.get("categorical_columns") or {}
+    parts = [f"`{name}`: {n} imputed (column mean)" for name, n in (summary.get("imputed_values") or {}).items()
+             if name not in categorical]
+    parts += [f"`{name}`: {c['null_rows']} NULL, " + ("missing at random (imputed: unknown)"
+                                                      if c.get("nulls") == "imputed" else "a level of its own")
+              for name, c in categorical.items() if c.get("null_rows")]
     return "; ".join(parts) or "none"
 
 

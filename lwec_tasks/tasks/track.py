@@ -169,16 +169,18 @@ PARAM_VALUE_LIMIT = 6000
 
 def column_params(facts: RunFacts) -> dict:
     """``columns_left_out`` (``name: reason; ...`` for every column not clustered on), ``categorical_columns``
-    (``name: kind, L levels, n NULL, relevance r; ...``) and ``imputed_values`` (``name: n; ...``, numeric gaps
-    filled)."""
+    (``name: kind, L levels, n NULL, relevance r; ...``, "n NULL imputed" for NULLs missing at random) and
+    ``imputed_values`` (``name: n; ...``, numeric gaps filled and text/boolean NULLs imputed)."""
     def joined(items) -> str | None:
         text = "; ".join(items)
         return None if not text else text if len(text) <= PARAM_VALUE_LIMIT else text[:PARAM_VALUE_LIMIT - 1] + "…"
 
     return {
         "columns_left_out": joined(f"{name}: {reason}" for name, reason in facts.left_out),
-        "categorical_columns": joined(f"{name}: {kind}, {levels} levels, {nulls} NULL, relevance {relevance or 0:.3f}"
-                                      for name, (kind, levels, nulls, relevance) in facts.categorical.items()),
+        "categorical_columns": joined(
+            f"{name}: {c['kind']}, {c['levels']} levels, {c['null_rows']} NULL"
+            f"{' imputed' if c['nulls'] == 'imputed' else ''}, relevance {c['relevance'] or 0:.3f}"
+            for name, c in facts.categorical.items()),
         "imputed_values": joined(f"{name}: {n}" for name, n in facts.imputed_counts.items()) or "0",
     }
 

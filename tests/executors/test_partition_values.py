@@ -190,5 +190,6 @@ def test_a_typed_partition_keeps_which_numeric_values_it_filled(values, impute):
     else:
         assert rows.gaps is None
     np.testing.assert_array_equal(rows.X[:, numeric], np.where(gaps, [1.5, -2.0], values))
-    # a NULL text value is a level of its own, not an imputed value
+    # a NULL text value is read as its level, not imputed: whether it counts as imputed (NULLs missing at random)
+    # is known once the whole table's relevance is (load_table)
     np.testing.assert_array_equal(rows.imputed if rows.imputed is not None else np.zeros(12), gaps.sum(axis=1))

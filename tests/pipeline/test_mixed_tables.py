@@ -36,8 +36,13 @@ def run_and_assign(url: str, store: str, table: str, monkeypatch):
     stored = read_labels(url, summary["output_table"], summary["run_key"])
     assert sorted(stored["id"]) == sorted(frame["id"]) and stored["label"].notna().all()  # every row labelled
     assert summary["columns_left_out"] == LEFT_OUT
-    assert summary["imputed_values"] == {"amount (€)": int(frame["amount (€)"].isna().sum())}
-    assert summary["categorical_columns"]["colour"]["null_rows"] == int(frame["colour"].isna().sum())
+    # the NULLs of 'colour' and 'active' fall at random: unknown values, imputed, not a group of their own
+    nulls = {name: int(frame[name].isna().sum()) for name in ("amount (€)", "colour", "active")}
+    assert summary["imputed_values"] == nulls
+    for name in ("colour", "active"):
+        column = summary["categorical_columns"][name]
+        assert column["null_rows"] == nulls[name] and column["nulls"] == "imputed"
+        assert column["null_relevance"] <= DEFAULT_RELEVANCE_GATE
     assert summary["nmi"] > 0.8
     params = MlflowClient(store).get_run(summary["mlflow_run_id"]).data.params
     # a text column that goes with the clusters moves the rows, so the run given no mix takes k-means
@@ -45,7 +50,8 @@ def run_and_assign(url: str, store: str, table: str, monkeypatch):
     assert params["generators"] == RUN_DEFAULT_MIX_CATEGORICAL
     for name, reason in LEFT_OUT.items():
         assert f"{name}: {reason}" in params["columns_left_out"]
-    assert params["imputed_values"] == f"amount (€): {int(frame['amount (€)'].isna().sum())}"
+    assert params["imputed_values"] == "; ".join(f"{name}: {n}" for name, n in nulls.items())
+    assert f"colour: text, 4 levels, {nulls['colour']} NULL imputed, relevance" in params["categorical_columns"]
     # the text column moves the rows: the naive-Bayes steps ran after the consensus, and the labelling model (their
     # last model) gives every row of the table, its NULLs as they are, the label the run wrote
     assert summary["naive_bayes_moved"] and params["naive_bayes_steps"] == str(len(summary["naive_bayes_moved"]))
@@ -70,6 +76,8 @@ def run_and_assign(url: str, store: str, table: str, monkeypatch):
     confidence = stored.set_index("id")["confidence"]
     gaps = frame.loc[frame["amount (€)"].isna(), "id"]
     assert confidence.loc[gaps].max() <= 3 / 4 + 1e-6
+    unknown_colour = frame.loc[frame["colour"].isna() & frame["amount (€)"].notna() & frame["active"].notna(), "id"]
+    assert len(unknown_colour) and confidence.loc[unknown_colour].max() <= 3 / 4 + 1e-6
 
     new = mixed_frame(12, seed=9).drop(columns=["target"])
     new["id"] = np.arange(1001, 1013)
@@ -123,3 +131,22 @@ def test_a_mixed_duckdb_table_is_clustered_whole_and_new_rows_are_labelled(prefe
                                                                           monkeypatch):
     pytest.importorskip("duckdb_engine", reason="duckdb-engine is not installed (pip install 'lwec[duckdb]')")
     run_and_assign(f"duckdb:///{tmp_path / 'mixed.duckdb'}", mlflow_store, "mixed", monkeypatch)
+
+
+def test_nulls_missing_at_random_make_no_clusters_of_their_own_under_automatic_k(prefect_server, mlflow_store,
+                                                                                 sqlite_url):
+    # Three groups apart in the numbers, a text column naming each group with 15 % of its values NULL at random.
+    # Kept as a level, the NULL rows of each group were a group of their own in the one-hot space: automatic k
+    # found 4 (NMI 0.66). Imputed as unknown, they sit as far from every city as a new value and go with their numbers.
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 3, 900)
+    centres = np.array([[0.0, 0.0, 0.0], [6.0, 0.0, 0.0], [0.0, 6.0, 0.0]])
+    frame = pd.DataFrame(centres[y] + rng.normal(size=(900, 3)), columns=["a", "b", "c"])
+    frame["city"] = np.where(rng.random(900) < 0.15, None, np.array(["Oslo", "Lima", "Pune"], dtype=object)[y])
+    frame.insert(0, "id", np.arange(900))
+    frame["target"] = y
+    frame.to_sql("cities", sa.create_engine(sqlite_url), index=False)
+    summary = consensus_flow(database_url=sqlite_url, table="cities", n_clusters="auto", label_column="target",
+                             seed=0, experiment=unique("nulls"), tracking_uri=mlflow_store)
+    assert summary["categorical_columns"]["city"]["nulls"] == "imputed"
+    assert summary["k"] == 3 and summary["nmi"] > 0.95

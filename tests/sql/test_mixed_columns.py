@@ -126,6 +126,62 @@ def test_relevance_is_high_for_a_column_that_goes_with_the_rest_and_about_zero_f
     assert relevance["tied"] > 0.6 and relevance["noise"] < 0.02
 
 
+def city_table(informative: bool, n: int = 600, seed: int = 2) -> pd.DataFrame:
+    """A numeric column and a text column naming each of three groups; its NULLs fall on 15 % of the rows at
+    random, or (``informative``) on every row of the third group and nowhere else."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    city = np.array(["Oslo", "Lima", "Pune"], dtype=object)[y]
+    city[(y == 2) if informative else (rng.random(n) < 0.15)] = None
+    return pd.DataFrame({"x": rng.normal(size=n) + 3.0 * y, "city": city, "noise": rng.choice(list("pqrs"), n)})
+
+
+def city_encoding(frame: pd.DataFrame) -> tuple[TableEncoding, list[np.ndarray]]:
+    """The table's encoding (levels counted, relevance not yet measured) and its association sums."""
+    from lwec_tasks.core.encoding import association_sums
+
+    codes = [numeric_code("x")]
+    for name in ("city", "noise"):
+        counts = frame[name].value_counts(dropna=False)
+        codes.append(category_code(name, "text", [(None if pd.isna(v) else v, int(c)) for v, c in counts.items()]))
+    encoding = TableEncoding(tuple(codes))
+    X, _, _ = encoding.transform(frame)
+    return encoding, association_sums(X, encoding)
+
+
+@pytest.mark.parametrize("informative", [False, True])
+def test_a_null_indicators_relevance_is_that_of_the_column_null_or_not(informative):
+    from lwec_tasks.core.encoding import null_relevance
+
+    frame = city_table(informative)
+    encoding, sums = city_encoding(frame)
+    indicator = frame.assign(city_is_null=np.where(frame["city"].isna(), "yes", "no"))
+    expected = reference_relevance(indicator, ["x"], ["city_is_null", "noise"])["city_is_null"]
+    assert null_relevance(sums, encoding) == {"city": pytest.approx(expected)}
+    assert (expected > 0.5) if informative else (expected < 0.02)
+
+
+@pytest.mark.parametrize("informative", [False, True])
+def test_nulls_missing_at_random_are_unknown_values_and_informative_ones_a_level(informative):
+    from lwec_tasks.core.encoding import column_relevance, null_relevance
+
+    frame = city_table(informative)
+    encoding, sums = city_encoding(frame)
+    weighted = encoding.with_relevance(column_relevance(sums, encoding), nulls=null_relevance(sums, encoding))
+    city = weighted.columns[1]
+    assert city.levels[-1] is None and city.null_imputed is (not informative)
+    assert (city.weight[-1] == 0) is (not informative) and all(w > 0 for w in city.weight[:-1])
+    _, imputed, _ = weighted.transform(frame)
+    # a NULL missing at random is counted as imputed (the row's confidence is scaled down), a level is not
+    np.testing.assert_array_equal(imputed, frame["city"].isna().to_numpy() & (not informative))
+    np.testing.assert_array_equal(weighted.imputed_null_positions, [] if informative else [1 + 3])
+    restored = TableEncoding.from_json(weighted.to_json())
+    assert restored.columns[1] == city
+    # a model stored before NULLs were measured has no null_relevance: its NULL level keeps its weight
+    older = [{key: value for key, value in column.items() if key != "null_relevance"} for column in encoding.to_json()]
+    assert not TableEncoding.from_json(older).columns[1].null_imputed
+
+
 def mixed(n=40, seed=0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({"id": np.arange(n) + 1, "amount (€)": rng.normal(size=n),
