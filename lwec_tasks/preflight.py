@@ -42,7 +42,7 @@ from lwec_tasks.io.catalog import (
     describe_source,
     values_seen_early,
 )
-from lwec_tasks.io.columns import ColumnPlan, plan_columns, require_columns, resolve_id_column
+from lwec_tasks.io.columns import ColumnPlan, looks_like_key, plan_columns, require_columns, resolve_id_column
 from lwec_tasks.io.connection import URL_RESOLVERS, is_reference
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 from lwec_tasks.io.label_store import open_label_store
@@ -75,6 +75,8 @@ class ReadPlan:
     id_high: object = None
     #: categorical feature column → [(level, rows)] over the whole table (:func:`lwec_tasks.io.levels.level_counts`)
     levels: Mapping[str, list] = field(default_factory=dict)
+    #: without an id column, the text columns that could be it (:func:`key_candidates`)
+    key_candidates: tuple[str, ...] = ()
 
     @property
     def id_type(self) -> sa.types.TypeEngine | None:
@@ -187,7 +189,16 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     check_label_table(engine, output, request.source_name, id_type=_id_type(source, columns.id_column),
                       id_column=columns.id_column)
     levels = level_counts(engine, source, columns.categorical_features, stats) if columns.categorical_features else {}
-    return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high, levels)
+    keys = key_candidates(candidates, counts.rows) if columns.id_column is None else ()
+    return ReadPlan(source, columns, counts.rows, output, counts.low, counts.high, levels, keys)
+
+
+def key_candidates(stats: Mapping | None, n_rows: int) -> tuple[str, ...]:
+    """The columns among ``stats`` (column → :class:`~lwec_tasks.io.columns.ColumnStats`, the default features'
+    candidates) named like a key (``customer_id``, ``order_key``, ...) with a distinct value in each of the table's
+    ``n_rows`` rows: what ``id_column`` could be for a table without a primary key or an ``id`` column."""
+    return tuple(name for name, found in (stats or {}).items()
+                 if looks_like_key(name) and found.non_null == n_rows and found.distinct == n_rows)
 
 
 def _plan_consensus_columns(source: SourceTable, request: ConsensusRequest, all_null: Sequence[str] = (),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -159,7 +160,7 @@ def load_table(session, request, log, store: LabelStore | None = None) -> Partit
                                            moments.mean[numeric].tolist())))
     mean, scale = (moments.mean, standard_scale(moments)) if request.standardize else (np.zeros(d), np.ones(d))
     mean, scale = encoding.scales(mean[numeric], scale[numeric])
-    _log_columns(log, request.table, plan, summaries, table.n_read)
+    _log_columns(log, request.table, plan, summaries, table.n_read, planned.key_candidates)
     _log_encoding(log, request.table, encoding, imputed_counts)
     seconds = time.perf_counter() - started
     table = dataclasses.replace(table, rows=rows, mean=mean, scale=scale, moments=moments, encoding=encoding,
@@ -299,8 +300,9 @@ def _refuse_unusable(summaries, names, table: str, n_read: int) -> None:
         raise LwecInputError(useless_columns_message(table, names, useless))
 
 
-def _log_columns(log, table: str, plan, summaries, n_read: int) -> None:
-    """Which columns are clustered on and why others are not; warnings for keys and labels among the features."""
+def _log_columns(log, table: str, plan, summaries, n_read: int, key_candidates: Sequence[str] = ()) -> None:
+    """Which columns are clustered on and why others are not; warnings for keys and labels among the features and
+    for a table without an id column (naming ``key_candidates``, the columns that could be it)."""
     log.info("Table %r: %s", table, plan.describe())
     distinct = set(plan.feature_columns)
     for s in summaries:
@@ -318,6 +320,9 @@ def _log_columns(log, table: str, plan, summaries, n_read: int) -> None:
                     "pass label_column=%r (CLI: --label-column) so they are used for NMI/ARI, not clustered on",
                     plan.label_like_features, table, plan.label_like_features[0])
     if not plan.id_column:
+        could_be = (f" ({', '.join(map(repr, key_candidates))} named like a key, with a distinct value in every "
+                    f"row: id_column={key_candidates[0]!r}, CLI --id-column {key_candidates[0]})"
+                    if key_candidates else "")
         log.warning("Table %r has no id column (no single-column primary key, no column named 'id'): ids in the "
                     "labels table are row positions after sorting the rows by %s; pass id_column to key them by a "
-                    "column", table, ", ".join(plan.columns_to_read))
+                    "column%s", table, ", ".join(plan.columns_to_read), could_be)

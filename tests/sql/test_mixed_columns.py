@@ -381,3 +381,13 @@ def test_association_sums_equal_the_cross_products_of_their_definition(data, n, 
     expected = [I.T @ I, I.T @ finite.astype(np.float64), I.T @ values, I.T @ (values * values)]
     for got, want in zip(association_sums(X, encoding), expected):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_table_without_an_id_column_is_told_which_column_could_be_it(tmp_path, caplog):
+    frame = mixed().drop(columns=["id"]).assign(customer_id=[f"c-{i:03d}" for i in range(40)])
+    with caplog.at_level("WARNING", logger="test"):
+        table, ids, _, _ = read_stage(frame, tmp_path, "t")  # the default features: the planning counted them
+    assert table.plan.id_column is None and sorted(ids) == list(range(40))  # row positions, as before
+    warning = next(r.getMessage() for r in caplog.records if "has no id column" in r.getMessage())
+    assert warning.endswith("('customer_id' named like a key, with a distinct value in every row: "
+                            "id_column='customer_id', CLI --id-column customer_id)")

@@ -65,6 +65,23 @@ def test_a_good_table_passes_and_plans_the_read(db_url, tables):
                                               "note": "high-cardinality text (40 distinct values)"}
 
 
+def test_without_an_id_column_the_plan_names_the_columns_that_could_be_it(db_url, tables):
+    n = 40
+    frame = blobs_frame(n=n).drop(columns=["id", "note"]).assign(
+        customer_id=[f"c-{i:04d}" for i in range(n)],              # a key: named like one, one value per row
+        order_key=[f"o-{i // 2:04d}" for i in range(n)],           # named like a key, but shared by two rows
+        ref_id=[None] + [f"r-{i:04d}" for i in range(1, n)],       # named like a key, one row without a value
+        comment=[f"free text {i}" for i in range(n)])              # one value per row, not named like a key
+    table = tables(frame, primary_key=None)
+    keyed = tables(frame.assign(id=np.arange(n)), prefix="prekeyed", primary_key=None)
+    engine = open_engine(db_url)
+    planned = plan_consensus_read(engine, request(db_url, table))
+    with_id = plan_consensus_read(engine, request(db_url, keyed))
+    engine.dispose()
+    assert planned.columns.id_column is None and planned.key_candidates == ("customer_id",)
+    assert with_id.columns.id_column == "id" and with_id.key_candidates == ()
+
+
 def test_the_plan_holds_the_id_range_for_partitioning(db_url, tables):
     frame = blobs_frame(n=40)
     table = tables(frame)
