@@ -150,7 +150,7 @@ def load_table(session, request, log, store: LabelStore | None = None) -> Partit
     moments = sum((s.moments for s in summaries), Moments(0, np.zeros(d), np.zeros(d)))
     if any(s.column_moments is not None for s in summaries):
         rows, moments, imputed_counts = _impute(table, summaries, encoding)
-    if len(encoding.imputed_null_positions):
+    if len(encoding.imputed_null_positions) and not request.drop_nonfinite:  # else the NULL rows were dropped
         rows = list(table.session.map(part.count_imputed_nulls, rows, name="imputed-nulls",
                                       positions=encoding.imputed_null_positions))
         imputed_counts.update({code.name: code.counts[code.levels.index(None)] for code in encoding.columns

@@ -182,6 +182,18 @@ def test_nulls_missing_at_random_are_unknown_values_and_informative_ones_a_level
     assert not TableEncoding.from_json(older).columns[1].null_imputed
 
 
+def test_the_read_stage_counts_nulls_missing_at_random_as_imputed_unless_their_rows_are_dropped(tmp_path):
+    frame = city_table(informative=False, n=300)
+    nulls = frame["city"].isna().to_numpy()
+    table, ids, _, _ = read_stage(frame.assign(id=np.arange(300)), tmp_path, "t", feature_columns=["x", "city"])
+    assert table.imputed_counts == {"city": int(nulls.sum())}
+    imputed = np.concatenate([handle.result().imputed for handle in table.rows])
+    np.testing.assert_array_equal(imputed, nulls[ids])
+    dropped, *_ = read_stage(frame.assign(id=np.arange(300)), tmp_path, "t", feature_columns=["x", "city"],
+                             drop_nonfinite=True)
+    assert dropped.n_rows == int((~nulls).sum()) and dropped.imputed_counts == {}
+
+
 def mixed(n=40, seed=0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({"id": np.arange(n) + 1, "amount (€)": rng.normal(size=n),
