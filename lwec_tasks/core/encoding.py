@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from lwec_tasks.core.column_runs import as_slice
 from lwec_tasks.core.errors import LwecInputError
 
 NUMERIC, CATEGORY = "numeric", "category"
@@ -349,8 +350,7 @@ def fill_matrix(n: int, width: int, numeric_columns: Sequence[tuple[int, np.ndar
     for start, _ in numeric_columns:
         covered[start] = True
     uncovered = np.flatnonzero(~covered)
-    rest = slice(int(uncovered[0]), int(uncovered[-1]) + 1) if len(uncovered) and \
-        uncovered[-1] - uncovered[0] + 1 == len(uncovered) else uncovered  # one slice when contiguous
+    rest = as_slice(uncovered)
     block_rows = max(1, FILL_BLOCK_BYTES // max(1, 8 * width))
     for first in range(0, n, block_rows):
         last = min(n, first + block_rows)

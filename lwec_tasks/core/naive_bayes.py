@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from lwec_tasks.core.column_runs import as_slice
+
 #: A cluster's variance of a (scaled) numeric column is at least this share of the column's whole-table variance.
 VARIANCE_FLOOR = 1e-3
 #: Rows scored at a time (bounds the (rows, k) temporaries).
@@ -77,22 +79,15 @@ class BayesLayout:
         gapped = gaps is not None and bool(gaps.any())
         out = np.empty((len(X), 2 * q + len(levels) + (q if gapped else 0)))
         z = out[:, q:2 * q]
-        np.subtract(_columns(X, self.numeric), self.centre, out=z)
+        np.subtract(X[:, as_slice(self.numeric)], self.centre, out=z)
         z /= self.scale
         if gapped:
             given = out[:, 2 * q + len(levels):]
             np.logical_not(gaps, out=given, casting="unsafe")
             z *= given
         np.multiply(z, z, out=out[:, :q])
-        out[:, 2 * q:2 * q + len(levels)] = _columns(X, levels)
+        out[:, 2 * q:2 * q + len(levels)] = X[:, as_slice(levels)]
         return out
-
-
-def _columns(X: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """X[:, columns]: a view when the columns are a run of consecutive ones (no copy), else a copy."""
-    if len(columns) and columns[-1] - columns[0] + 1 == len(columns) and (np.diff(columns) == 1).all():
-        return X[:, int(columns[0]):int(columns[-1]) + 1]
-    return X[:, columns]
 
 
 @dataclass(frozen=True, eq=False)

@@ -86,9 +86,9 @@ def refined_labels(table: PartitionedTable, labels: PartitionedLabels, sample: n
         parts = [session.submit(operator.getitem, s, 1, name="bayes-step-sums") for s in stepped]
         changed = session.gather([session.submit(operator.getitem, s, 2, name="bayes-moved") for s in stepped])
         moved.append(int(sum(changed)))
-        sums = tree_reduce(session, parts, added_sums, "bayes-sums-sum").result()
-        if moved[-1] == 0:
+        if moved[-1] == 0 or step == steps:  # the labels are final: the next model's sums are not needed
             break
+        sums = tree_reduce(session, parts, added_sums, "bayes-sums-sum").result()
     q = len(layout.numeric)
     sample_rows = _gathered(table, sample, part.feature_rows, "bayes-sample", (0, table.encoding.width))
     sample_gaps = _gathered(table, sample, part.gap_rows, "bayes-sample-gaps", (0, q), q=q)
