@@ -26,6 +26,7 @@ the command line can call these before Prefect's temporary server starts.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -40,9 +41,17 @@ from lwec_tasks.io.catalog import (
     check_label_table,
     count_values,
     describe_source,
+    text_holding_numbers,
     values_seen_early,
 )
-from lwec_tasks.io.columns import ColumnPlan, looks_like_key, plan_columns, require_columns, resolve_id_column
+from lwec_tasks.io.columns import (
+    ColumnPlan,
+    high_cardinality,
+    looks_like_key,
+    plan_columns,
+    require_columns,
+    resolve_id_column,
+)
 from lwec_tasks.io.connection import URL_RESOLVERS, is_reference
 from lwec_tasks.io.identifiers import check_new_table_name, default_output_table
 from lwec_tasks.io.label_store import open_label_store
@@ -169,6 +178,10 @@ def plan_consensus_read(engine: sa.Engine, request: ConsensusRequest) -> ReadPla
     stats = None
     if candidates is not None:
         stats = {name: candidates[name] for name in columns.feature_columns if name not in all_null}
+        wide_text = [name for name, found in stats.items()
+                     if source.kinds.get(name) == "text" and high_cardinality(found)]
+        for name in text_holding_numbers(engine, source, wide_text) if wide_text else ():
+            stats[name] = dataclasses.replace(stats[name], holds_numbers=True)
     elif columns.categorical_features:
         stats = column_stats(engine, source, [n for n in columns.categorical_features if source.kinds.get(n) == "text"])
     if all_null or stats:

@@ -414,6 +414,28 @@ def count_values(engine: sa.Engine, source: SourceTable, columns: Sequence[str],
     return ValueCounts(rows, {name: non_null[name] for name in columns}, with_null, low, high)
 
 
+#: How many of a text column's first non-empty values :func:`text_holding_numbers` reads.
+NUMBER_SAMPLE = 200
+
+
+def text_holding_numbers(engine: sa.Engine, source: SourceTable, columns: Sequence[str]) -> tuple[str, ...]:
+    """Which of the text ``columns`` hold numbers: their first :data:`NUMBER_SAMPLE` non-NULL, non-empty values
+    (one ``LIMIT`` query per column) all read as finite numbers, as a CSV imported as text holds them. A hint for
+    the planning, not a check: a feature column is read value by value."""
+    import pandas as pd
+
+    table, found = source.table, []
+    with database_errors(engine, f"look at the first values of table {source.name!r}"), engine.connect() as connection:
+        for name in columns:
+            column = table.c[name]
+            values = connection.execute(sa.select(column).where(column.is_not(None), column != "")
+                                        .limit(NUMBER_SAMPLE)).scalars().all()
+            numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
+            if len(values) and numbers.notna().all() and bool(pd.Series(numbers).abs().lt(float("inf")).all()):
+                found.append(name)
+    return tuple(found)
+
+
 def values_seen_early(engine: sa.Engine, source: SourceTable, features: Sequence[str], id_column: str | None,
                       needed_rows: int) -> bool:
     """Whether the first rows already show what :func:`count_values` would be asked to prove for a run: a value

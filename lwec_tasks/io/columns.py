@@ -52,12 +52,14 @@ class ColumnStats:
     """What the planning query learnt about a column: ``distinct`` values (NULL not counted; None: not counted),
     ``non_null`` rows, ``constant``: at most one distinct value (a NULL counting as a value of a text or boolean
     column); ``levels``: a text or boolean column's [(value, rows)] (NULL as None) when the query found them (see
-    :func:`lwec_tasks.io.levels.column_stats`), else None."""
+    :func:`lwec_tasks.io.levels.column_stats`), else None; ``holds_numbers``: a high-cardinality text column whose
+    first values are all numbers (:func:`lwec_tasks.io.catalog.text_holding_numbers`)."""
 
     distinct: int | None = None
     non_null: int | None = None
     constant: bool = False
     levels: tuple | None = field(default=None, compare=False, repr=False)
+    holds_numbers: bool = False
 
 
 def high_cardinality(stats: ColumnStats | None) -> bool:
@@ -248,6 +250,9 @@ def _reason(name, id_column, label_column, feature_columns, kinds, all_null, sta
     found = (stats or {}).get(name)
     if found is not None and found.constant and (kind in NUMERIC_KINDS or kind in CATEGORICAL_KINDS):
         return "constant"
+    if kind == "text" and high_cardinality(found) and found.holds_numbers:
+        return (f"text holding numbers ({found.distinct} distinct values; name it in feature_columns to cluster on it "
+                "as numbers)")
     if kind == "text" and high_cardinality(found):
         return f"high-cardinality text ({found.distinct} distinct values)"
     return _NOT_NUMERIC.get(kind, f"not numeric ({kind})" if kind else "not numeric")

@@ -146,6 +146,8 @@ def load_table(session, request, log, store: LabelStore | None = None) -> Partit
     if encoding.has_categories:  # each categorical column weighted by how much it goes with the rest
         relevance, nulls = _relevance(table, encoding)
         encoding = encoding.with_relevance(relevance, nulls=nulls)
+        if not len(encoding.numeric_positions) and not encoding.weighted_categories:
+            raise LwecInputError(_nothing_to_cluster_message(request.table, encoding, plan))
     rows, imputed_counts = table.rows, {}
     moments = sum((s.moments for s in summaries), Moments(0, np.zeros(d), np.zeros(d)))
     if any(s.column_moments is not None for s in summaries):
@@ -197,6 +199,19 @@ def _relevance(table: PartitionedTable, encoding) -> tuple[dict[str, float], dic
     parts = session.map(part.association_partition, table.rows, name="association", encoding=encoding)
     sums = tree_reduce(session, parts, add_tables, "association-sum").result()
     return column_relevance(sums, encoding), null_relevance(sums, encoding)
+
+
+def _nothing_to_cluster_message(table: str, encoding, plan) -> str:
+    """Why a table whose feature columns are all text or boolean, and each goes with no other (its relevance at most
+    the gate), gives nothing to cluster on; names the text columns holding numbers that were left out."""
+    from lwec_tasks.core.encoding import DEFAULT_RELEVANCE_GATE
+
+    measured = ", ".join(f"{code.name!r} {code.relevance or 0.0:.3f}" for code in encoding.columns)
+    numbers = [name for name, reason in plan.left_out if reason.startswith("text holding numbers")]
+    hint = (f"; text columns holding numbers were left out: {numbers} (name them in feature_columns to cluster on "
+            "them as numbers)" if numbers else "; add numeric feature columns")
+    return (f"table {table!r} gives nothing to cluster on: no feature column is numeric, and the text and boolean "
+            f"ones go with no other column (relevance at most {DEFAULT_RELEVANCE_GATE}: {measured}){hint}")
 
 
 def _impute(table: PartitionedTable, summaries, encoding) -> tuple[list[Handle], Moments, dict[str, int]]:

@@ -403,3 +403,18 @@ def test_a_table_without_an_id_column_is_told_which_column_could_be_it(tmp_path,
     warning = next(r.getMessage() for r in caplog.records if "has no id column" in r.getMessage())
     assert warning.endswith("('customer_id' named like a key, with a distinct value in every row: "
                             "id_column='customer_id', CLI --id-column customer_id)")
+
+
+def test_text_and_boolean_columns_going_with_nothing_give_a_clear_error_and_no_labels_table(tmp_path):
+    from lwec_tasks.core.errors import LwecInputError
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"id": np.arange(200), "region": rng.choice(["n", "s", "e"], 200),
+                          "amount": [f"{v:.2f}" for v in rng.normal(size=200)]})  # numbers stored as text
+    with pytest.raises(LwecInputError, match=r"^table 't' gives nothing to cluster on: no feature column is numeric, "
+                       r"and the text and boolean ones go with no other column \(relevance at most 0.1: 'region' "
+                       r"0.000\); text columns holding numbers were left out: \['amount'\]"):
+        read_stage(frame, tmp_path, "t")
+    import sqlalchemy as sa
+
+    assert sa.inspect(sa.create_engine(f"sqlite:///{tmp_path / 'features.db'}")).get_table_names() == ["t"]

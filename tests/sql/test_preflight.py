@@ -82,6 +82,24 @@ def test_without_an_id_column_the_plan_names_the_columns_that_could_be_it(db_url
     assert with_id.columns.id_column == "id" and with_id.key_candidates == ()
 
 
+def test_text_columns_holding_numbers_are_named_as_such_among_the_left_out(db_url, tables):
+    n = 60
+    frame = blobs_frame(n=n).drop(columns=["note"]).assign(
+        amount=[f"{v:.3f}" for v in np.linspace(-5, 5, n)],                 # a CSV's numbers, stored as text
+        weight=[None, ""] + [f"{v:.6e}" for v in np.linspace(1, 2, n - 2)],  # NULL and empty values do not count
+        code=[f"A{i:03d}" for i in range(n)],                                # text
+        price=["n/a"] + [str(i) for i in range(1, n)])                       # one value is no number
+    table = tables(frame)
+    engine = open_engine(db_url)
+    planned = plan_consensus_read(engine, request(db_url, table, label_column="target"))
+    engine.dispose()
+    reasons = dict(planned.columns.left_out)
+    for name in ("amount", "weight"):
+        assert reasons[name].startswith("text holding numbers (") and "feature_columns" in reasons[name]
+    for name in ("code", "price"):
+        assert reasons[name].startswith("high-cardinality text (")
+
+
 def test_the_plan_holds_the_id_range_for_partitioning(db_url, tables):
     frame = blobs_frame(n=40)
     table = tables(frame)
