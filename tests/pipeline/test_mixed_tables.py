@@ -150,3 +150,10 @@ def test_nulls_missing_at_random_make_no_clusters_of_their_own_under_automatic_k
                              seed=0, experiment=unique("nulls"), tracking_uri=mlflow_store)
     assert summary["categorical_columns"]["city"]["nulls"] == "imputed"
     assert summary["k"] == 3 and summary["nmi"] > 0.95
+    from lwec_tasks.request import ConsensusRequest
+    from lwec_tasks.tasks.summary import summary_markdown
+
+    request = ConsensusRequest(database_url=sqlite_url, table="cities", n_clusters="auto", label_column="target")
+    nulls = int(frame["city"].isna().sum())
+    assert f"| Missing values | `city`: {nulls} NULL, missing at random (imputed: unknown) |" in \
+        summary_markdown(request, summary)
