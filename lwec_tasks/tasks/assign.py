@@ -88,8 +88,8 @@ def read_rows_to_label(executor, store: LabelStore, table: TableName, feature_co
         imputed = sum(int(np.sum(s.nan_counts) + np.sum(s.inf_counts)) for s in summaries)
         if n_bad:
             log.info("%d row(s) of table %r have missing values: numeric gaps filled with the run's means (%d "
-                     "values), NULL text/boolean values placed as the run's NULL level (or as unseen)", n_bad, table,
-                     imputed)
+                     "values), NULL text/boolean values placed as the run's NULL level (unknown where the run's "
+                     "NULLs fell at random; where the run had none, as unseen)", n_bad, table, imputed)
     elif n_bad:
         raise LwecInputError(
             f"{n_bad} row(s) of table {table!r} have missing or non-finite values in the feature columns "
