@@ -422,6 +422,7 @@ def text_holding_numbers(engine: sa.Engine, source: SourceTable, columns: Sequen
     """Which of the text ``columns`` hold numbers: their first :data:`NUMBER_SAMPLE` non-NULL, non-empty values
     (one ``LIMIT`` query per column) all read as finite numbers, as a CSV imported as text holds them. A hint for
     the planning, not a check: a feature column is read value by value."""
+    import numpy as np
     import pandas as pd
 
     table, found = source.table, []
@@ -430,8 +431,8 @@ def text_holding_numbers(engine: sa.Engine, source: SourceTable, columns: Sequen
             column = table.c[name]
             values = connection.execute(sa.select(column).where(column.is_not(None), column != "")
                                         .limit(NUMBER_SAMPLE)).scalars().all()
-            numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
-            if len(values) and numbers.notna().all() and bool(pd.Series(numbers).abs().lt(float("inf")).all()):
+            numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+            if len(values) and np.isfinite(numbers).all():  # a value that is no number reads as NaN
                 found.append(name)
     return tuple(found)
 
