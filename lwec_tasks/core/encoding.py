@@ -157,12 +157,22 @@ class ColumnCode:
         return [f"{self.name}={level_text(level)}" for level in self.levels]
 
     @property
+    def null_position(self) -> int | None:
+        """The NULL level's position among ``levels`` (listed last), None without a NULL level."""
+        return self.levels.index(None) if None in self.levels else None
+
+    @property
+    def null_rows(self) -> int:
+        """The table's rows with the NULL level (0 without one)."""
+        return 0 if self.null_position is None else int(self.counts[self.null_position])
+
+    @property
     def null_imputed(self) -> bool:
         """Whether a NULL of this weighted categorical column is an unknown value (its level has weight 0 while
         other levels weigh: NULLs missing at random), counted as imputed, rather than a level of its own."""
-        if self.kind != CATEGORY or None not in self.levels:
+        null = self.null_position
+        if self.kind != CATEGORY or null is None:
             return False
-        null = self.levels.index(None)
         return self.weight[null] == 0 and any(w > 0 for j, w in enumerate(self.weight) if j != null)
 
 
@@ -239,8 +249,8 @@ class TableEncoding:
                 factor = relevance_factor(relevance[c.name], how, gate)
                 weight = [float(w) * factor for w in c.weight]
                 null = nulls.get(c.name)
-                if null is not None and null <= null_gate and None in c.levels:
-                    weight[c.levels.index(None)] = 0.0
+                if null is not None and null <= null_gate and c.null_position is not None:
+                    weight[c.null_position] = 0.0
                 c = replace(c, weight=tuple(weight), relevance=float(relevance[c.name]),
                             null_relevance=None if null is None else float(null))
             out.append(c)
@@ -249,7 +259,7 @@ class TableEncoding:
     @property
     def imputed_null_positions(self) -> np.ndarray:
         """Matrix columns of the NULL levels counted as imputed (:attr:`ColumnCode.null_imputed`), int64."""
-        return np.array([start + code.levels.index(None) for code, start in zip(self.columns, self.starts)
+        return np.array([start + code.null_position for code, start in zip(self.columns, self.starts)
                          if code.null_imputed], dtype=np.int64)
 
     def scales(self, numeric_mean: np.ndarray, numeric_scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -414,7 +424,7 @@ def column_relevance(sums: Sequence[np.ndarray], encoding: TableEncoding) -> dic
     the same numbers of levels show on average. A column of random levels scores about 0; one the clusters
     shape, well above (``benchmarks/mixed_types.py``). ``sums``: :func:`association_sums` over the table."""
     blocks = _category_blocks(encoding)
-    return {name: _relevance_of(sums, blocks, name, np.eye(block.stop - block.start)) for name, block in blocks.items()}
+    return {name: _relevance_of(sums, blocks, name) for name in blocks}
 
 
 def null_relevance(sums: Sequence[np.ndarray], encoding: TableEncoding) -> dict[str, float]:
@@ -424,9 +434,9 @@ def null_relevance(sums: Sequence[np.ndarray], encoding: TableEncoding) -> dict[
     blocks = _category_blocks(encoding)
     out = {}
     for code in encoding.columns:
-        if code.kind == CATEGORY and None in code.levels:
+        if code.kind == CATEGORY and code.null_position is not None:
             null = np.zeros(code.width)
-            null[code.levels.index(None)] = 1.0
+            null[code.null_position] = 1.0
             out[code.name] = _relevance_of(sums, blocks, code.name, np.vstack([null, 1.0 - null]))
     return out
 
@@ -441,15 +451,16 @@ def _category_blocks(encoding: TableEncoding) -> dict[str, slice]:
     return blocks
 
 
-def _relevance_of(sums: Sequence[np.ndarray], blocks: Mapping[str, slice], name: str, merge: np.ndarray) -> float:
+def _relevance_of(sums: Sequence[np.ndarray], blocks: Mapping[str, slice], name: str,
+                  merge: np.ndarray | None = None) -> float:
     """The relevance of the column whose levels are ``merge`` (r, width of ``name``'s block) @ ``name``'s levels
-    (the identity: the column itself; two rows: its NULL indicator) against every other column."""
+    (two rows: its NULL indicator; None: the column itself, no product) against every other column."""
     cross, counts, totals, squares = (np.asarray(s, dtype=np.float64) for s in sums)
     block = blocks[name]
     n_rows = float(np.trace(cross[block, block]))
     best = 0.0
     for j in range(counts.shape[1]):
-        n_l, s_l, q_l = (merge @ sums_[block, j] for sums_ in (counts, totals, squares))
+        n_l, s_l, q_l = (_merged(merge, sums_[block, j]) for sums_ in (counts, totals, squares))
         n = n_l.sum()
         if n < 3 or len(n_l) < 2:
             continue
@@ -463,7 +474,7 @@ def _relevance_of(sums: Sequence[np.ndarray], blocks: Mapping[str, slice], name:
     for other, other_block in blocks.items():
         if other == name or n_rows < 3:
             continue
-        table = merge @ cross[block, other_block]
+        table = _merged(merge, cross[block, other_block])
         rows, columns = table.sum(axis=1), table.sum(axis=0)
         keep_r, keep_c = rows > 0, columns > 0
         table = table[np.ix_(keep_r, keep_c)]
@@ -475,6 +486,11 @@ def _relevance_of(sums: Sequence[np.ndarray], blocks: Mapping[str, slice], name:
         chance = (table.shape[0] - 1) * (table.shape[1] - 1) / (n_rows * r)
         best = max(best, (v2 - chance) / (1 - chance) if chance < 1 else 0.0)
     return float(min(max(best, 0.0), 1.0))
+
+
+def _merged(merge: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
+    """``merge @ rows``: a column's per-level sums (rows) as the merged column's; ``rows`` itself when None."""
+    return rows if merge is None else merge @ rows
 
 
 def relevance_factor(relevance: float, how: str = DEFAULT_RELEVANCE, gate: float = DEFAULT_RELEVANCE_GATE) -> float:

@@ -45,6 +45,8 @@ MAX_LEVELS = 50
 MAX_LEVEL_SHARE = 0.5
 #: A text column named in ``feature_columns`` may have at most this many distinct values (each is a matrix column).
 MAX_EXPLICIT_LEVELS = 1000
+#: How the reason a high-cardinality text column holding numbers is left out begins.
+NUMBERS_IN_TEXT = "text holding numbers"
 
 
 @dataclass(frozen=True)
@@ -250,10 +252,10 @@ def _reason(name, id_column, label_column, feature_columns, kinds, all_null, sta
     found = (stats or {}).get(name)
     if found is not None and found.constant and (kind in NUMERIC_KINDS or kind in CATEGORICAL_KINDS):
         return "constant"
-    if kind == "text" and high_cardinality(found) and found.holds_numbers:
-        return (f"text holding numbers ({found.distinct} distinct values; name it in feature_columns to cluster on it "
-                "as numbers)")
     if kind == "text" and high_cardinality(found):
+        if found.holds_numbers:
+            return (f"{NUMBERS_IN_TEXT} ({found.distinct} distinct values; name it in feature_columns to cluster on "
+                    "it as numbers)")
         return f"high-cardinality text ({found.distinct} distinct values)"
     return _NOT_NUMERIC.get(kind, f"not numeric ({kind})" if kind else "not numeric")
 

@@ -152,11 +152,10 @@ def load_table(session, request, log, store: LabelStore | None = None) -> Partit
     moments = sum((s.moments for s in summaries), Moments(0, np.zeros(d), np.zeros(d)))
     if any(s.column_moments is not None for s in summaries):
         rows, moments, imputed_counts = _impute(table, summaries, encoding)
-    if len(encoding.imputed_null_positions) and not request.drop_nonfinite:  # else the NULL rows were dropped
-        rows = list(table.session.map(part.count_imputed_nulls, rows, name="imputed-nulls",
-                                      positions=encoding.imputed_null_positions))
-        imputed_counts.update({code.name: code.counts[code.levels.index(None)] for code in encoding.columns
-                               if code.null_imputed})
+    null_positions = encoding.imputed_null_positions
+    if len(null_positions) and not request.drop_nonfinite:  # else the NULL rows were dropped
+        rows = list(table.session.map(part.count_imputed_nulls, rows, name="imputed-nulls", positions=null_positions))
+        imputed_counts.update({code.name: code.null_rows for code in encoding.columns if code.null_imputed})
     numeric = encoding.numeric_positions
     encoding = encoding.with_fill(dict(zip([c.name for c in encoding.columns if c.kind == "numeric"],
                                            moments.mean[numeric].tolist())))
@@ -205,9 +204,10 @@ def _nothing_to_cluster_message(table: str, encoding, plan) -> str:
     """Why a table whose feature columns are all text or boolean, and each goes with no other (its relevance at most
     the gate), gives nothing to cluster on; names the text columns holding numbers that were left out."""
     from lwec_tasks.core.encoding import DEFAULT_RELEVANCE_GATE
+    from lwec_tasks.io.columns import NUMBERS_IN_TEXT
 
     measured = ", ".join(f"{code.name!r} {code.relevance or 0.0:.3f}" for code in encoding.columns)
-    numbers = [name for name, reason in plan.left_out if reason.startswith("text holding numbers")]
+    numbers = [name for name, reason in plan.left_out if reason.startswith(NUMBERS_IN_TEXT)]
     hint = (f"; text columns holding numbers were left out: {numbers} (name them in feature_columns to cluster on "
             "them as numbers)" if numbers else "; add numeric feature columns")
     return (f"table {table!r} gives nothing to cluster on: no feature column is numeric, and the text and boolean "
@@ -243,7 +243,7 @@ def _log_encoding(log, table_name: str, encoding, imputed_counts: dict[str, int]
     """How the text and boolean columns are encoded, and what was imputed or is a NULL level."""
     for code in encoding.columns:
         if code.kind == "category":
-            nulls = code.counts[code.levels.index(None)] if None in code.levels else 0
+            nulls = code.null_rows
             if not nulls:
                 said = ""
             elif code.null_imputed:

@@ -143,7 +143,7 @@ class RunFacts:
         for code in self.encoding.columns:
             if code.kind != "category":
                 continue
-            nulls = code.counts[code.levels.index(None)] if None in code.levels else 0
+            nulls = code.null_rows
             out[code.name] = {"kind": code.source_kind, "levels": len(code.levels), "null_rows": nulls,
                               "relevance": code.relevance, "null_relevance": code.null_relevance,
                               "nulls": None if not nulls else "imputed" if code.null_imputed else "a level"}
